@@ -1,0 +1,418 @@
+"""Hardware-explicit ops: shared buffers, asynchronous copies, mbarriers, fences, wgmma and
+register layouts. These are what the lowering of `pipeline` and `warp_specialize` produces, and
+what a person or an agent writes when they want to decide the schedule themselves.
+
+Synchronization semantics (the reference interpreter implements them exactly):
+- an mbarrier phase completes when its pending arrivals reach zero and its transaction bytes
+  reach zero; `wait(b[i], parity = p)` returns once the phase with parity p has completed
+  (initially the phase before phase 0 counts as completed with parity 1);
+- `expect(b[i], bytes = n)` arrives once and adds n expected transaction bytes;
+- `tma.load` writes its destination asynchronously and completes its bytes on the barrier it
+  signals; the data may be read only after a wait on that barrier;
+- `wgmma` reads its shared operands asynchronously until a `wgmma.wait(n)` retires it;
+- `cp.async` copies complete at `cp.async.wait(n)` for all but the n newest committed groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import IntAttr, StringAttr
+from xdsl.ir import SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from kir import symexpr as sx
+from kir.dialect.tile import access_shape
+from kir.dialect.types import (
+    Access,
+    AccessAttr,
+    GlobalType,
+    Layout,
+    LayoutAttr,
+    MBarrierType,
+    ScalarType,
+    SmemType,
+    SymAttr,
+    TileType,
+    dtype_of,
+    scalar,
+    shape_of,
+    shape_text,
+    sym,
+    tile_type,
+)
+
+
+def _index_scalar(v: SSAValue, what: str) -> None:
+    if not isinstance(v.type, ScalarType) or v.type.dtype.data not in ("i32", "i64"):
+        raise VerifyException(f"{what} is an i32 scalar, not {v.type}")
+
+
+@irdl_op_definition
+class SmemAllocOp(IRDLOperation):
+    """Allocate a shared-memory buffer for the whole CTA; the leading dimension is usually the
+    pipeline stage.
+
+        as = smem(bf16[S, BM, BK], swizzle = 128)
+    """
+
+    name = "kir.smem"
+    res = result_def(SmemType)
+
+    def __init__(self, buffer_type: SmemType):
+        super().__init__(result_types=[buffer_type])
+
+
+@irdl_op_definition
+class MBarrierAllocOp(IRDLOperation):
+    """Allocate and initialize an array of mbarriers, each expecting `count` arrivals per phase.
+
+        full = mbarrier(S, count = 1)
+    """
+
+    name = "kir.mbarrier"
+    count = prop_def(SymAttr)
+    res = result_def(MBarrierType)
+
+    def __init__(self, size: sx.SymExpr | int, count: sx.SymExpr | int):
+        super().__init__(properties={"count": sym(count)}, result_types=[MBarrierType(sym(size))])
+
+
+class _BarrierUser:
+    def _check_barrier(self) -> None:
+        if not isinstance(self.bar.type, MBarrierType):  # type: ignore[attr-defined]
+            raise VerifyException(f"expected an mbarrier, not {self.bar.type}")  # type: ignore[attr-defined]
+        _index_scalar(self.bar_index, "the mbarrier index")  # type: ignore[attr-defined]
+
+
+@irdl_op_definition
+class ExpectOp(IRDLOperation, _BarrierUser):
+    """Arrive once on an mbarrier and add expected transaction bytes to its current phase
+    (`mbarrier.arrive.expect_tx`).
+
+        expect(full[s], bytes = sizeof(as[s]) + sizeof(bs[s]))
+    """
+
+    name = "kir.expect"
+    bar = operand_def(MBarrierType)
+    bar_index = operand_def(ScalarType)
+    nbytes = operand_def(ScalarType)
+
+    def __init__(self, bar: SSAValue, bar_index: SSAValue, nbytes: SSAValue):
+        super().__init__(operands=[bar, bar_index, nbytes])
+
+    def verify_(self) -> None:
+        self._check_barrier()
+        _index_scalar(self.nbytes, "the byte count")
+
+
+@irdl_op_definition
+class ArriveOp(IRDLOperation, _BarrierUser):
+    """Arrive on an mbarrier (`count` arrivals, one by default): `arrive(empty[s])`."""
+
+    name = "kir.arrive"
+    bar = operand_def(MBarrierType)
+    bar_index = operand_def(ScalarType)
+    count = prop_def(IntAttr)
+
+    def __init__(self, bar: SSAValue, bar_index: SSAValue, count: int = 1):
+        super().__init__(operands=[bar, bar_index], properties={"count": IntAttr(count)})
+
+    def verify_(self) -> None:
+        self._check_barrier()
+        if self.count.data < 1:
+            raise VerifyException("an arrive counts at least one arrival")
+
+
+@irdl_op_definition
+class WaitOp(IRDLOperation, _BarrierUser):
+    """Block until the mbarrier phase of the given parity has completed.
+
+        wait(full[s], parity = (k / S) % 2)
+    """
+
+    name = "kir.wait"
+    bar = operand_def(MBarrierType)
+    bar_index = operand_def(ScalarType)
+    parity = operand_def(ScalarType)
+
+    def __init__(self, bar: SSAValue, bar_index: SSAValue, parity: SSAValue):
+        super().__init__(operands=[bar, bar_index, parity])
+
+    def verify_(self) -> None:
+        self._check_barrier()
+        _index_scalar(self.parity, "the parity")
+
+
+@irdl_op_definition
+class TmaLoadOp(IRDLOperation, _BarrierUser):
+    """Copy a box of a global tensor into a shared buffer with the Tensor Memory Accelerator;
+    the copy completes its bytes on the signalled mbarrier. Out-of-bounds elements are zero.
+
+        tma.load(a[m0 : m0 + BM, k * BK : k * BK + BK], as[s], signal = full[s])
+    """
+
+    name = "kir.tma_load"
+    src_access = prop_def(AccessAttr)
+    dst_access = prop_def(AccessAttr)
+    src = operand_def(GlobalType)
+    src_indices = var_operand_def()
+    dst = operand_def(SmemType)
+    dst_indices = var_operand_def()
+    bar = operand_def(MBarrierType)
+    bar_index = operand_def(ScalarType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        src: SSAValue,
+        src_access: Access,
+        src_indices: Sequence[SSAValue],
+        dst: SSAValue,
+        dst_access: Access,
+        dst_indices: Sequence[SSAValue],
+        bar: SSAValue,
+        bar_index: SSAValue,
+    ):
+        super().__init__(
+            properties={"src_access": AccessAttr(src_access), "dst_access": AccessAttr(dst_access)},
+            operands=[src, list(src_indices), dst, list(dst_indices), bar, bar_index],
+        )
+
+    def verify_(self) -> None:
+        self._check_barrier()
+        _same_box(self.src, self.src_access.data, self.src_indices, self.dst, self.dst_access.data, self.dst_indices, "tma.load")
+
+
+def _same_box(src, src_access, src_idx, dst, dst_access, dst_idx, what: str) -> None:
+    a = access_shape(src.type, src_access, list(src_idx))
+    b = access_shape(dst.type, dst_access, list(dst_idx))
+    if any(isinstance(v.type, TileType) for v in [*src_idx, *dst_idx]):
+        raise VerifyException(f"{what} copies a box: index with scalars and slices, not index tiles")
+    if dtype_of(src.type) != dtype_of(dst.type):
+        raise VerifyException(f"{what}: source holds {dtype_of(src.type)}, destination {dtype_of(dst.type)}")
+    if len(a) != len(b) or any(not sx.same(x, y) for x, y in zip(a, b, strict=True)):
+        raise VerifyException(f"{what}: the box {shape_text(a)} does not match the destination {shape_text(b)}")
+
+
+@irdl_op_definition
+class TmaStoreOp(IRDLOperation):
+    """Copy a shared buffer to a box of a global tensor with the TMA (bulk async store);
+    out-of-bounds elements are not written. The shared data must be fenced first
+    (`fence.async`) and not overwritten before `tma.store_wait`.
+
+        tma.store(cs[0], c[m0 : m0 + BM, n0 : n0 + BN])
+    """
+
+    name = "kir.tma_store"
+    src_access = prop_def(AccessAttr)
+    dst_access = prop_def(AccessAttr)
+    src = operand_def(SmemType)
+    src_indices = var_operand_def()
+    dst = operand_def(GlobalType)
+    dst_indices = var_operand_def()
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, src, src_access, src_indices, dst, dst_access, dst_indices):
+        super().__init__(
+            properties={"src_access": AccessAttr(src_access), "dst_access": AccessAttr(dst_access)},
+            operands=[src, list(src_indices), dst, list(dst_indices)],
+        )
+
+    def verify_(self) -> None:
+        _same_box(self.src, self.src_access.data, self.src_indices, self.dst, self.dst_access.data, self.dst_indices, "tma.store")
+
+
+@irdl_op_definition
+class TmaStoreWaitOp(IRDLOperation):
+    """Wait until at most `pending` TMA stores of this role are still reading shared memory:
+    `tma.store_wait(0)`."""
+
+    name = "kir.tma_store_wait"
+    pending = prop_def(IntAttr)
+
+    def __init__(self, pending: int):
+        super().__init__(properties={"pending": IntAttr(pending)})
+
+
+@irdl_op_definition
+class CpAsyncOp(IRDLOperation):
+    """An asynchronous global-to-shared copy (Ampere `cp.async`), completed by
+    `cp.async.commit()` then `cp.async.wait(n)`. Masked-off elements are written as zero.
+
+        cp.async(a[m0 : m0 + BM, k0 : k0 + BK], as[s], mask = rows[:, None] < M)
+    """
+
+    name = "kir.cp_async"
+    src_access = prop_def(AccessAttr)
+    dst_access = prop_def(AccessAttr)
+    src = operand_def(GlobalType)
+    src_indices = var_operand_def()
+    dst = operand_def(SmemType)
+    dst_indices = var_operand_def()
+    mask = opt_operand_def()
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, src, src_access, src_indices, dst, dst_access, dst_indices, mask=None):
+        super().__init__(
+            properties={"src_access": AccessAttr(src_access), "dst_access": AccessAttr(dst_access)},
+            operands=[src, list(src_indices), dst, list(dst_indices), [mask] if mask else []],
+        )
+
+    def verify_(self) -> None:
+        _same_box(self.src, self.src_access.data, self.src_indices, self.dst, self.dst_access.data, self.dst_indices, "cp.async")
+
+
+@irdl_op_definition
+class CpAsyncCommitOp(IRDLOperation):
+    """Close the current group of `cp.async` copies: `cp.async.commit()`."""
+
+    name = "kir.cp_async_commit"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class CpAsyncWaitOp(IRDLOperation):
+    """Wait until at most `pending` committed groups are in flight: `cp.async.wait(0)`."""
+
+    name = "kir.cp_async_wait"
+    pending = prop_def(IntAttr)
+
+    def __init__(self, pending: int):
+        super().__init__(properties={"pending": IntAttr(pending)})
+
+
+@irdl_op_definition
+class CtaBarrierOp(IRDLOperation):
+    """Every thread of the CTA waits here (`__syncthreads`): `barrier()`. In divergent role code
+    it deadlocks."""
+
+    name = "kir.barrier"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class FenceAsyncOp(IRDLOperation):
+    """Order this role's earlier shared-memory writes before later async-proxy reads (TMA
+    store, wgmma): `fence.async()` (`fence.proxy.async.shared::cta`)."""
+
+    name = "kir.fence_async"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class WgmmaOp(IRDLOperation):
+    """Warpgroup matrix multiply-accumulate from shared buffers (Hopper `wgmma.mma_async`):
+    `acc += a @ b`, issued asynchronously. Its shared operands stay in use, and `acc` is not
+    ready, until `wgmma.wait`.
+
+        acc = wgmma(as[s], bs[s], acc)
+    """
+
+    name = "kir.wgmma"
+    a_access = prop_def(AccessAttr)
+    b_access = prop_def(AccessAttr)
+    a = operand_def(SmemType)
+    a_indices = var_operand_def()
+    b = operand_def(SmemType)
+    b_indices = var_operand_def()
+    acc = operand_def(TileType)
+    res = result_def(TileType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, a, a_access: Access, a_indices, b, b_access: Access, b_indices, acc: SSAValue):
+        super().__init__(
+            properties={"a_access": AccessAttr(a_access), "b_access": AccessAttr(b_access)},
+            operands=[a, list(a_indices), b, list(b_indices), acc],
+            result_types=[acc.type],
+        )
+
+    def verify_(self) -> None:
+        a = access_shape(self.a.type, self.a_access.data, list(self.a_indices))
+        b = access_shape(self.b.type, self.b_access.data, list(self.b_indices))
+        c = shape_of(self.acc.type)
+        if len(a) != 2 or len(b) != 2:
+            raise VerifyException(f"wgmma takes 2-D shared views, not {shape_text(a)} and {shape_text(b)}")
+        if not (sx.same(a[1], b[0]) and sx.same(a[0], c[0]) and sx.same(b[1], c[1])):
+            raise VerifyException(f"wgmma: {shape_text(a)} x {shape_text(b)} does not give the accumulator {shape_text(c)}")
+        if dtype_of(self.a.type) != dtype_of(self.b.type):
+            raise VerifyException("wgmma: both operands have one dtype")
+
+
+@irdl_op_definition
+class WgmmaWaitOp(IRDLOperation):
+    """Wait until at most `pending` wgmma groups of this role are in flight: `wgmma.wait(0)`."""
+
+    name = "kir.wgmma_wait"
+    pending = prop_def(IntAttr)
+
+    def __init__(self, pending: int):
+        super().__init__(properties={"pending": IntAttr(pending)})
+
+
+@irdl_op_definition
+class SizeofOp(IRDLOperation):
+    """The size in bytes of a shared buffer or view, as an i32: `sizeof(as[s])`."""
+
+    name = "kir.sizeof"
+    access = prop_def(AccessAttr)
+    mem = operand_def(SmemType)
+    indices = var_operand_def()
+    res = result_def(ScalarType)
+
+    def __init__(self, mem: SSAValue, access: Access, indices: Sequence[SSAValue]):
+        super().__init__(
+            properties={"access": AccessAttr(access)}, operands=[mem, list(indices)], result_types=[scalar("i32")]
+        )
+
+    def verify_(self) -> None:
+        access_shape(self.mem.type, self.access.data, list(self.indices))
+
+
+@irdl_op_definition
+class ConvertLayoutOp(IRDLOperation):
+    """Give a tile a register layout (moving data between threads if needed):
+
+        acc = convert_layout(acc, blocked([1, 8], [4, 8], [4, 1], [1, 0]))
+    """
+
+    name = "kir.convert_layout"
+    layout = prop_def(LayoutAttr)
+    operand = operand_def(TileType)
+    res = result_def(TileType)
+
+    def __init__(self, operand: SSAValue, layout: Layout):
+        if not isinstance(operand.type, TileType):
+            raise VerifyException(f"convert_layout takes a tile, not {operand.type}")
+        super().__init__(
+            properties={"layout": LayoutAttr(layout)},
+            operands=[operand],
+            result_types=[tile_type(dtype_of(operand.type), shape_of(operand.type), layout)],
+        )
+
+    def verify_(self) -> None:
+        lay = self.layout.data
+        if lay.kind not in Layout.KINDS or len(lay.params) != Layout.KINDS[lay.kind]:
+            raise VerifyException(f"layout {lay.kind} takes {Layout.KINDS.get(lay.kind, '?')} lists")
+        rank = len(shape_of(self.operand.type))
+        if lay.kind == "blocked" and any(len(p) != rank for p in lay.params):
+            raise VerifyException(f"a blocked layout gives one entry per dimension (rank {rank})")
+
+
+_ = StringAttr

@@ -1,0 +1,819 @@
+"""Tile-level ops: the portable part of KIR that every target accepts.
+
+Each op infers its result type in its constructor (so the builder API and the parser share one
+set of typing rules) and re-checks it in `verify_`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from kir import symexpr as sx
+from kir.dialect.types import (
+    Access,
+    AccessAttr,
+    GlobalType,
+    ScalarType,
+    SmemType,
+    SymAttr,
+    TileType,
+    broadcast_shapes,
+    dtype_of,
+    scalar,
+    shape_of,
+    shape_text,
+    sym,
+    syms,
+    tile_type,
+    value_type,
+)
+from kir.dtypes import DTYPES
+
+INT_DTYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+
+
+def _value(t: Attribute) -> bool:
+    return isinstance(t, ScalarType | TileType)
+
+
+def _require_value(v: SSAValue, what: str) -> None:
+    if not _value(v.type):
+        raise VerifyException(f"{what} must be a scalar or a tile, not {v.type}")
+
+
+def _broadcast(a: SSAValue, b: SSAValue, what: str) -> tuple[sx.SymExpr, ...]:
+    shape = broadcast_shapes(shape_of(a.type), shape_of(b.type))
+    if shape is None:
+        raise VerifyException(
+            f"{what}: shapes {shape_text(shape_of(a.type))} and {shape_text(shape_of(b.type))} do not broadcast"
+        )
+    return shape
+
+
+def _same_dtype(a: SSAValue, b: SSAValue, what: str) -> str:
+    da, db = dtype_of(a.type), dtype_of(b.type)
+    if da != db:
+        raise VerifyException(f"{what}: operand dtypes differ ({da} and {db}); use cast<T>(x)")
+    return da
+
+
+@irdl_op_definition
+class ProgramIdOp(IRDLOperation):
+    """The index of this program along a grid axis: `pid = program_id(0)`."""
+
+    name = "kir.program_id"
+    axis = prop_def(IntAttr)
+    res = result_def(ScalarType)
+
+    def __init__(self, axis: int):
+        super().__init__(properties={"axis": IntAttr(axis)}, result_types=[scalar("i32")])
+
+    def verify_(self) -> None:
+        if not 0 <= self.axis.data < 3:
+            raise VerifyException("program_id axis is 0, 1 or 2")
+
+
+@irdl_op_definition
+class NumProgramsOp(IRDLOperation):
+    """The grid's extent along an axis: `n = num_programs(0)`."""
+
+    name = "kir.num_programs"
+    axis = prop_def(IntAttr)
+    res = result_def(ScalarType)
+
+    def __init__(self, axis: int):
+        super().__init__(properties={"axis": IntAttr(axis)}, result_types=[scalar("i32")])
+
+    def verify_(self) -> None:
+        if not 0 <= self.axis.data < 3:
+            raise VerifyException("num_programs axis is 0, 1 or 2")
+
+
+@irdl_op_definition
+class SymValueOp(IRDLOperation):
+    """The value of a shape symbol or compile-time parameter as an i32 scalar: `M`, `BM`.
+
+        m0 = program_id(0) * BM
+    """
+
+    name = "kir.symbol"
+    symbol = prop_def(StringAttr)
+    res = result_def(ScalarType)
+
+    def __init__(self, symbol: str):
+        super().__init__(properties={"symbol": StringAttr(symbol)}, result_types=[scalar("i32")])
+
+
+@irdl_op_definition
+class ConstOp(IRDLOperation):
+    """A scalar constant. In KIR text a bare literal takes the dtype of the other operand
+    (`x * 2.0` with `x: bf16[...]` is a bf16 constant); alone, integers are i32 and reals f32;
+    `bf16(0.5)` states the dtype. Values are kept as canonical text so that `inf` and `nan`
+    compare equal to themselves.
+    """
+
+    name = "kir.const"
+    value = prop_def(StringAttr)
+    res = result_def(ScalarType)
+
+    def __init__(self, value: int | float | bool | str, dtype: str):
+        super().__init__(properties={"value": StringAttr(const_text(value, dtype))}, result_types=[scalar(dtype)])
+
+    @property
+    def dtype(self) -> str:
+        return dtype_of(self.res.type)
+
+    @property
+    def number(self) -> int | float | bool:
+        return const_number(self.value.data, self.dtype)
+
+    def verify_(self) -> None:
+        try:
+            const_number(self.value.data, self.dtype)
+        except ValueError as e:
+            raise VerifyException(str(e)) from None
+
+
+def const_text(value: int | float | bool | str, dtype: str) -> str:
+    d = DTYPES[dtype]
+    if isinstance(value, str):
+        value = const_number(value, dtype)
+    if d.kind == "bool":
+        return "true" if value else "false"
+    if d.is_int:
+        if isinstance(value, float):
+            if value != int(value):
+                raise VerifyException(f"{value} is not an integer; {dtype} needs one")
+            value = int(value)
+        return str(int(value))
+    f = float(value)
+    if f != f:
+        return "nan"
+    if f in (float("inf"), float("-inf")):
+        return "inf" if f > 0 else "-inf"
+    return repr(f)
+
+
+def const_number(text: str, dtype: str) -> int | float | bool:
+    d = DTYPES[dtype]
+    if d.kind == "bool":
+        if text not in ("true", "false"):
+            raise ValueError(f"'{text}' is not an i1 constant")
+        return text == "true"
+    if d.is_int:
+        return int(text)
+    return float(text)
+
+
+@irdl_op_definition
+class ArangeOp(IRDLOperation):
+    """The i32 tile `[start, start + 1, ..., end - 1]`; both bounds are static.
+
+        cols = arange(0, BN)
+    """
+
+    name = "kir.arange"
+    start = prop_def(SymAttr)
+    end = prop_def(SymAttr)
+    res = result_def(TileType)
+
+    def __init__(self, start: sx.SymExpr | int, end: sx.SymExpr | int):
+        s, e = sym(start), sym(end)
+        extent = sx.fold(sx.Bin("-", e.data, s.data))
+        super().__init__(properties={"start": s, "end": e}, result_types=[tile_type("i32", [extent])])
+
+
+@irdl_op_definition
+class ZerosOp(IRDLOperation):
+    """A tile of zeros: `acc = zeros(f32[BM, BN])`."""
+
+    name = "kir.zeros"
+    res = result_def(TileType)
+
+    def __init__(self, result_type: TileType):
+        super().__init__(result_types=[result_type])
+
+
+@irdl_op_definition
+class FullOp(IRDLOperation):
+    """A tile filled with a scalar: `m = full(f32[BM], -inf)`."""
+
+    name = "kir.full"
+    value = operand_def(ScalarType)
+    res = result_def(TileType)
+
+    def __init__(self, result_type: TileType, value: SSAValue):
+        super().__init__(operands=[value], result_types=[result_type])
+
+    def verify_(self) -> None:
+        if dtype_of(self.value.type) != dtype_of(self.res.type):
+            raise VerifyException(f"full: the fill value is {self.value.type}, the tile holds {self.res.type.dtype.data}")
+
+
+BINARY_FNS = {
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "div": "/",
+    "rem": "%",
+    "and": "&",
+    "or": "|",
+    "xor": "^",
+    "shl": "<<",
+    "shr": ">>",
+    "maximum": None,
+    "minimum": None,
+    "pow": None,
+}
+INT_ONLY_FNS = ("and", "or", "xor", "shl", "shr", "rem")
+
+
+@irdl_op_definition
+class BinaryOp(IRDLOperation):
+    """Elementwise binary arithmetic with numpy broadcasting; both operands have one dtype.
+
+    fn: add `+`, sub `-`, mul `*`, div `/` (integers truncate toward zero), rem `%`, and `&`,
+    or `|`, xor `^`, shl `<<`, shr `>>`, and the calls `maximum(a, b)`, `minimum(a, b)`,
+    `pow(a, b)`.
+
+        y = (x - mean) * rstd
+    """
+
+    name = "kir.binary"
+    fn = prop_def(StringAttr)
+    lhs = operand_def()
+    rhs = operand_def()
+    res = result_def()
+
+    def __init__(self, fn: str, lhs: SSAValue, rhs: SSAValue):
+        _require_value(lhs, fn)
+        _require_value(rhs, fn)
+        dt = _same_dtype(lhs, rhs, fn)
+        shape = _broadcast(lhs, rhs, fn)
+        super().__init__(properties={"fn": StringAttr(fn)}, operands=[lhs, rhs], result_types=[value_type(dt, shape)])
+
+    def verify_(self) -> None:
+        fn = self.fn.data
+        if fn not in BINARY_FNS:
+            raise VerifyException(f"unknown binary function '{fn}'")
+        dt = _same_dtype(self.lhs, self.rhs, fn)
+        if fn in INT_ONLY_FNS[:-1] and DTYPES[dt].is_float:
+            raise VerifyException(f"'{BINARY_FNS[fn]}' takes integers, not {dt}")
+        if fn == "pow" and not DTYPES[dt].is_float:
+            raise VerifyException("pow takes floating-point operands")
+        if shape_of(self.res.type) != _broadcast(self.lhs, self.rhs, fn) or dtype_of(self.res.type) != dt:
+            raise VerifyException(f"{fn}: the result type does not follow from the operands")
+
+
+CMP_PREDICATES = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
+@irdl_op_definition
+class CompareOp(IRDLOperation):
+    """Elementwise comparison giving i1, with broadcasting: `mask = cols < N`."""
+
+    name = "kir.cmp"
+    predicate = prop_def(StringAttr)
+    lhs = operand_def()
+    rhs = operand_def()
+    res = result_def()
+
+    def __init__(self, predicate: str, lhs: SSAValue, rhs: SSAValue):
+        _require_value(lhs, "comparison")
+        _require_value(rhs, "comparison")
+        _same_dtype(lhs, rhs, "comparison")
+        shape = _broadcast(lhs, rhs, "comparison")
+        super().__init__(
+            properties={"predicate": StringAttr(predicate)}, operands=[lhs, rhs], result_types=[value_type("i1", shape)]
+        )
+
+    def verify_(self) -> None:
+        if self.predicate.data not in CMP_PREDICATES:
+            raise VerifyException(f"unknown comparison '{self.predicate.data}'")
+        _same_dtype(self.lhs, self.rhs, "comparison")
+
+
+UNARY_FNS = (
+    "neg",
+    "not",
+    "abs",
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "sqrt",
+    "rsqrt",
+    "erf",
+    "sigmoid",
+    "tanh",
+    "sin",
+    "cos",
+    "floor",
+    "ceil",
+)
+FLOAT_ONLY_UNARY = tuple(f for f in UNARY_FNS if f not in ("neg", "not", "abs"))
+
+
+@irdl_op_definition
+class UnaryOp(IRDLOperation):
+    """Elementwise unary math: `-x` (neg), `~m` (not: bitwise, or logical on i1), and the calls
+    abs, exp, exp2, log, log2, sqrt, rsqrt, erf, sigmoid, tanh, sin, cos, floor, ceil.
+
+        e = exp(x - m)
+    """
+
+    name = "kir.unary"
+    fn = prop_def(StringAttr)
+    operand = operand_def()
+    res = result_def()
+
+    def __init__(self, fn: str, operand: SSAValue):
+        _require_value(operand, fn)
+        super().__init__(properties={"fn": StringAttr(fn)}, operands=[operand], result_types=[operand.type])
+
+    def verify_(self) -> None:
+        fn = self.fn.data
+        if fn not in UNARY_FNS:
+            raise VerifyException(f"unknown unary function '{fn}'")
+        dt = DTYPES[dtype_of(self.operand.type)]
+        if fn in FLOAT_ONLY_UNARY and not dt.is_float:
+            raise VerifyException(f"{fn} takes a floating-point operand, not {dt.name}; cast first")
+        if fn == "not" and dt.is_float:
+            raise VerifyException(f"'~' takes an integer or i1 operand, not {dt.name}")
+        if fn == "neg" and dt.kind in ("uint", "bool"):
+            raise VerifyException(f"cannot negate {dt.name}")
+
+
+@irdl_op_definition
+class WhereOp(IRDLOperation):
+    """Elementwise select with broadcasting: `y = where(mask, x, 0.0)`."""
+
+    name = "kir.where"
+    cond = operand_def()
+    lhs = operand_def()
+    rhs = operand_def()
+    res = result_def()
+
+    def __init__(self, cond: SSAValue, lhs: SSAValue, rhs: SSAValue):
+        for v in (cond, lhs, rhs):
+            _require_value(v, "where")
+        dt = _same_dtype(lhs, rhs, "where")
+        if dtype_of(cond.type) != "i1":
+            raise VerifyException(f"where: the condition is i1, not {dtype_of(cond.type)}")
+        shape = broadcast_shapes(_broadcast(lhs, rhs, "where"), shape_of(cond.type))
+        if shape is None:
+            raise VerifyException("where: the condition does not broadcast with the values")
+        super().__init__(operands=[cond, lhs, rhs], result_types=[value_type(dt, shape)])
+
+    def verify_(self) -> None:
+        if dtype_of(self.cond.type) != "i1":
+            raise VerifyException("where: the condition is i1")
+        _same_dtype(self.lhs, self.rhs, "where")
+
+
+@irdl_op_definition
+class CastOp(IRDLOperation):
+    """Convert elementwise to another dtype (round to nearest even; float to int truncates):
+    `y = cast<bf16>(acc)`."""
+
+    name = "kir.cast"
+    operand = operand_def()
+    res = result_def()
+
+    def __init__(self, operand: SSAValue, dtype: str):
+        _require_value(operand, "cast")
+        if dtype not in DTYPES:
+            raise VerifyException(f"unknown dtype '{dtype}'")
+        super().__init__(operands=[operand], result_types=[value_type(dtype, shape_of(operand.type))])
+
+    def verify_(self) -> None:
+        if shape_of(self.operand.type) != shape_of(self.res.type):
+            raise VerifyException("cast keeps the shape")
+
+
+@irdl_op_definition
+class ExpandDimsOp(IRDLOperation):
+    """Insert a dimension of extent 1, written with `None`: `rows[:, None]` is axis 1."""
+
+    name = "kir.expand_dims"
+    axis = prop_def(IntAttr)
+    operand = operand_def()
+    res = result_def(TileType)
+
+    def __init__(self, operand: SSAValue, axis: int):
+        _require_value(operand, "expand_dims")
+        shape = list(shape_of(operand.type))
+        if not 0 <= axis <= len(shape):
+            raise VerifyException(f"expand_dims: axis {axis} is out of range for rank {len(shape)}")
+        shape.insert(axis, sx.Int(1))
+        super().__init__(
+            properties={"axis": IntAttr(axis)},
+            operands=[operand],
+            result_types=[tile_type(dtype_of(operand.type), shape)],
+        )
+
+
+@irdl_op_definition
+class BroadcastOp(IRDLOperation):
+    """Broadcast to a shape: `b = broadcast(bias[None, :], [BM, BN])`."""
+
+    name = "kir.broadcast"
+    operand = operand_def()
+    res = result_def(TileType)
+
+    def __init__(self, operand: SSAValue, shape: Sequence[sx.SymExpr]):
+        _require_value(operand, "broadcast")
+        got = broadcast_shapes(shape_of(operand.type), shape)
+        if got is None or len(got) != len(shape) or any(not sx.same(a, b) for a, b in zip(got, shape, strict=True)):
+            raise VerifyException(f"broadcast: {shape_text(shape_of(operand.type))} does not broadcast to {shape_text(shape)}")
+        super().__init__(operands=[operand], result_types=[tile_type(dtype_of(operand.type), shape)])
+
+
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """Reshape a tile, keeping row-major element order: `y = reshape(x, [BM * BN])`."""
+
+    name = "kir.reshape"
+    operand = operand_def(TileType)
+    res = result_def(TileType)
+
+    def __init__(self, operand: SSAValue, shape: Sequence[sx.SymExpr]):
+        super().__init__(operands=[operand], result_types=[tile_type(dtype_of(operand.type), shape)])
+
+
+@irdl_op_definition
+class TransOp(IRDLOperation):
+    """Transpose a 2-D tile: `bt = trans(b)`."""
+
+    name = "kir.trans"
+    operand = operand_def(TileType)
+    res = result_def(TileType)
+
+    def __init__(self, operand: SSAValue):
+        shape = shape_of(operand.type)
+        if len(shape) != 2:
+            raise VerifyException(f"trans takes a 2-D tile, not {shape_text(shape)}")
+        super().__init__(operands=[operand], result_types=[tile_type(dtype_of(operand.type), shape[::-1])])
+
+
+def _reduced(operand: SSAValue, axis: int, what: str) -> list[sx.SymExpr]:
+    if not isinstance(operand.type, TileType):
+        raise VerifyException(f"{what} reduces a tile, not {operand.type}")
+    shape = list(shape_of(operand.type))
+    if not 0 <= axis < len(shape):
+        raise VerifyException(f"{what}: axis {axis} is out of range for rank {len(shape)}")
+    del shape[axis]
+    return shape
+
+
+REDUCE_FNS = ("sum", "max", "min", "prod")
+
+
+@irdl_op_definition
+class ReduceOp(IRDLOperation):
+    """Reduce a tile along an axis; a 1-D tile reduces to a scalar. fn: sum, max, min, prod.
+
+        m = max(x, axis = 0)
+    """
+
+    name = "kir.reduce"
+    fn = prop_def(StringAttr)
+    axis = prop_def(IntAttr)
+    operand = operand_def(TileType)
+    res = result_def()
+
+    def __init__(self, fn: str, operand: SSAValue, axis: int):
+        shape = _reduced(operand, axis, fn)
+        super().__init__(
+            properties={"fn": StringAttr(fn), "axis": IntAttr(axis)},
+            operands=[operand],
+            result_types=[value_type(dtype_of(operand.type), shape)],
+        )
+
+    def verify_(self) -> None:
+        if self.fn.data not in REDUCE_FNS:
+            raise VerifyException(f"unknown reduction '{self.fn.data}'")
+
+
+@irdl_op_definition
+class ArgReduceOp(IRDLOperation):
+    """The i32 index of the largest (argmax) or smallest (argmin) element along an axis; ties
+    go to the lowest index.
+
+        best = argmin(dist, axis = 1)
+    """
+
+    name = "kir.argreduce"
+    fn = prop_def(StringAttr)
+    axis = prop_def(IntAttr)
+    operand = operand_def(TileType)
+    res = result_def()
+
+    def __init__(self, fn: str, operand: SSAValue, axis: int):
+        shape = _reduced(operand, axis, fn)
+        super().__init__(
+            properties={"fn": StringAttr(fn), "axis": IntAttr(axis)},
+            operands=[operand],
+            result_types=[value_type("i32", shape)],
+        )
+
+    def verify_(self) -> None:
+        if self.fn.data not in ("argmax", "argmin"):
+            raise VerifyException(f"unknown arg-reduction '{self.fn.data}'")
+
+
+SCAN_FNS = ("cumsum", "cumprod", "cummax", "cummin")
+
+
+@irdl_op_definition
+class ScanOp(IRDLOperation):
+    """Inclusive scan along an axis. fn: cumsum, cumprod, cummax, cummin.
+
+        offs = cumsum(counts, axis = 0)
+    """
+
+    name = "kir.scan"
+    fn = prop_def(StringAttr)
+    axis = prop_def(IntAttr)
+    reverse = prop_def(IntAttr)
+    operand = operand_def(TileType)
+    res = result_def(TileType)
+
+    def __init__(self, fn: str, operand: SSAValue, axis: int, reverse: bool = False):
+        _reduced(operand, axis, fn)
+        super().__init__(
+            properties={"fn": StringAttr(fn), "axis": IntAttr(axis), "reverse": IntAttr(int(reverse))},
+            operands=[operand],
+            result_types=[operand.type],
+        )
+
+    def verify_(self) -> None:
+        if self.fn.data not in SCAN_FNS:
+            raise VerifyException(f"unknown scan '{self.fn.data}'")
+
+
+@irdl_op_definition
+class TopKOp(IRDLOperation):
+    """The k largest (or smallest) values along the last axis, sorted, with their i32 indices.
+
+        vals, idx = topk(scores, k = 16, largest = 1)
+    """
+
+    name = "kir.topk"
+    k = prop_def(SymAttr)
+    largest = prop_def(IntAttr)
+    operand = operand_def(TileType)
+    values = result_def(TileType)
+    indices = result_def(TileType)
+
+    def __init__(self, operand: SSAValue, k: sx.SymExpr | int, largest: bool = True):
+        if not isinstance(operand.type, TileType):
+            raise VerifyException(f"topk takes a tile, not {operand.type}")
+        ksym = sym(k)
+        shape = [*shape_of(operand.type)[:-1], ksym.data]
+        super().__init__(
+            properties={"k": ksym, "largest": IntAttr(int(largest))},
+            operands=[operand],
+            result_types=[tile_type(dtype_of(operand.type), shape), tile_type("i32", shape)],
+        )
+
+    def verify_(self) -> None:
+        k, n = sx.fold(self.k.data).as_int(), sx.fold(shape_of(self.operand.type)[-1]).as_int()
+        if k is not None and (k < 1 or (n is not None and k > n)):
+            raise VerifyException(f"topk: k = {k} must be between 1 and the axis extent {n}")
+
+
+@irdl_op_definition
+class DotOp(IRDLOperation):
+    """Matrix product of tiles `[M, K] x [K, N]` accumulated in a stated dtype, optionally into
+    an accumulator: `acc = dot<f32>(a, b, acc)`."""
+
+    name = "kir.dot"
+    acc_dtype = prop_def(StringAttr)
+    lhs = operand_def(TileType)
+    rhs = operand_def(TileType)
+    acc = opt_operand_def(TileType)
+    res = result_def(TileType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, acc_dtype: str, acc: SSAValue | None = None):
+        a, b = shape_of(lhs.type), shape_of(rhs.type)
+        if len(a) != 2 or len(b) != 2:
+            raise VerifyException(f"dot takes 2-D tiles, not {shape_text(a)} and {shape_text(b)}")
+        if not sx.same(a[1], b[0]):
+            raise VerifyException(f"dot: inner dimensions differ ({a[1]} and {b[0]})")
+        super().__init__(
+            properties={"acc_dtype": StringAttr(acc_dtype)},
+            operands=[lhs, rhs, [acc] if acc is not None else []],
+            result_types=[tile_type(acc_dtype, [a[0], b[1]])],
+        )
+
+    def verify_(self) -> None:
+        if self.acc_dtype.data not in DTYPES:
+            raise VerifyException(f"unknown accumulate dtype '{self.acc_dtype.data}'")
+        if dtype_of(self.lhs.type) != dtype_of(self.rhs.type):
+            raise VerifyException("dot: both operands have one dtype")
+        if self.acc is not None and self.acc.type != self.res.type:
+            raise VerifyException(f"dot: the accumulator is {self.acc.type}, the product is {self.res.type}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory access: global tensors and shared buffers share one indexing form.
+
+
+def access_shape(mem_type: Attribute, access: Access, indices: Sequence[SSAValue]) -> tuple[sx.SymExpr, ...]:
+    """The shape of the tile an access reads or writes.
+
+    A block access (scalars and slices) has the slices' extents, then the untouched trailing
+    dimensions; a gather (scalars and index tiles, no slice) has the broadcast of the index
+    shapes. Mixing index tiles with slices is not allowed.
+    """
+    if not isinstance(mem_type, GlobalType | SmemType):
+        raise VerifyException(f"only global tensors and shared buffers are indexed, not {mem_type}")
+    rank = len(mem_type.shape.data)
+    if len(access.dims) > rank:
+        raise VerifyException(f"{len(access.dims)} indices for a rank-{rank} {'tensor' if isinstance(mem_type, GlobalType) else 'buffer'}")
+    if len(indices) != len(access.dims):
+        raise VerifyException("one index operand per indexed dimension")
+    if len(access.dims) < rank and isinstance(mem_type, GlobalType):
+        raise VerifyException(f"index every dimension of a global tensor ({rank} needed, {len(access.dims)} given)")
+    for v in indices:
+        if not _value(v.type) or DTYPES[dtype_of(v.type)].kind not in ("int", "uint"):
+            raise VerifyException(f"indices are integer scalars or tiles, not {v.type}")
+    has_slice = any(d is not None for d in access.dims)
+    has_tile = any(isinstance(v.type, TileType) for v in indices)
+    if has_slice and has_tile:
+        raise VerifyException("an access either slices (`a[r0 : r0 + BM, c]`) or gathers through index tiles, not both")
+    if has_slice or not has_tile:
+        shape = [d for d in access.dims if d is not None]
+        shape += [d.data for d in mem_type.shape.data[len(access.dims) :]]
+        return tuple(shape)
+    out: tuple[sx.SymExpr, ...] = ()
+    for v in indices:
+        got = broadcast_shapes(out, shape_of(v.type))
+        if got is None:
+            raise VerifyException("gather: the index tiles do not broadcast together")
+        out = got
+    return out
+
+
+class MemAccess:
+    """Mixin for ops that carry (memory, indices, access) operands/properties."""
+
+    @property
+    def shape(self) -> tuple[sx.SymExpr, ...]:
+        return access_shape(self.mem.type, self.access.data, list(self.indices))  # type: ignore[attr-defined]
+
+
+def _check_mask(mask: SSAValue | None, shape: Sequence[sx.SymExpr], what: str) -> None:
+    if mask is None:
+        return
+    if not _value(mask.type) or dtype_of(mask.type) != "i1":
+        raise VerifyException(f"{what}: the mask is i1, not {mask.type}")
+    got = broadcast_shapes(shape_of(mask.type), shape)
+    if got is None or len(got) != len(shape):
+        raise VerifyException(f"{what}: the mask {shape_text(shape_of(mask.type))} does not broadcast to {shape_text(shape)}")
+
+
+@irdl_op_definition
+class LoadOp(IRDLOperation, MemAccess):
+    """Read a tile (or a scalar) from a global tensor or a shared buffer. Lanes where the mask
+    is false are not read and take `other` (zero when absent).
+
+        x = load(x_ptr[row, cols], mask = cols < N, other = -inf)
+        a = load(a_ptr[m0 : m0 + BM, k0 : k0 + BK])
+    """
+
+    name = "kir.load"
+    access = prop_def(AccessAttr)
+    mem = operand_def()
+    indices = var_operand_def()
+    mask = opt_operand_def()
+    other = opt_operand_def(ScalarType)
+    res = result_def()
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        mem: SSAValue,
+        access: Access,
+        indices: Sequence[SSAValue],
+        mask: SSAValue | None = None,
+        other: SSAValue | None = None,
+    ):
+        shape = access_shape(mem.type, access, indices)
+        super().__init__(
+            properties={"access": AccessAttr(access)},
+            operands=[mem, list(indices), [mask] if mask else [], [other] if other else []],
+            result_types=[value_type(dtype_of(mem.type), shape)],
+        )
+
+    def verify_(self) -> None:
+        _check_mask(self.mask, self.shape, "load")
+        if self.other is not None and dtype_of(self.other.type) != dtype_of(self.mem.type):
+            raise VerifyException(f"load: `other` is {self.other.type}, the tensor holds {dtype_of(self.mem.type)}")
+
+
+@irdl_op_definition
+class StoreOp(IRDLOperation, MemAccess):
+    """Write a tile (or scalar, broadcast) to a global tensor or a shared buffer where the mask
+    holds.
+
+        store(y[row, cols], out, mask = cols < N)
+    """
+
+    name = "kir.store"
+    access = prop_def(AccessAttr)
+    mem = operand_def()
+    indices = var_operand_def()
+    value = operand_def()
+    mask = opt_operand_def()
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        mem: SSAValue,
+        access: Access,
+        indices: Sequence[SSAValue],
+        value: SSAValue,
+        mask: SSAValue | None = None,
+    ):
+        super().__init__(
+            properties={"access": AccessAttr(access)},
+            operands=[mem, list(indices), value, [mask] if mask else []],
+        )
+
+    def verify_(self) -> None:
+        shape = self.shape
+        _require_value(self.value, "store")
+        if dtype_of(self.value.type) != dtype_of(self.mem.type):
+            raise VerifyException(
+                f"store: the value is {dtype_of(self.value.type)}, the destination holds {dtype_of(self.mem.type)}; "
+                f"use cast<{dtype_of(self.mem.type)}>(...)"
+            )
+        got = broadcast_shapes(shape_of(self.value.type), shape)
+        if got is None or len(got) != len(shape) or any(not sx.same(a, b) for a, b in zip(got, shape, strict=True)):
+            raise VerifyException(
+                f"store: a {shape_text(shape_of(self.value.type))} value does not fit the {shape_text(shape)} destination"
+            )
+        _check_mask(self.mask, shape, "store")
+
+
+ATOMIC_FNS = ("add", "max", "min", "xchg")
+
+
+@irdl_op_definition
+class AtomicOp(IRDLOperation, MemAccess):
+    """Atomic read-modify-write on a global tensor, returning the old values. Lanes of one op
+    that hit the same element are applied one after another. fn: add, max, min, xchg.
+
+        old = atomic_add(hist[bucket], ones, mask = valid)
+    """
+
+    name = "kir.atomic"
+    fn = prop_def(StringAttr)
+    access = prop_def(AccessAttr)
+    mem = operand_def(GlobalType)
+    indices = var_operand_def()
+    value = operand_def()
+    mask = opt_operand_def()
+    res = result_def()
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        fn: str,
+        mem: SSAValue,
+        access: Access,
+        indices: Sequence[SSAValue],
+        value: SSAValue,
+        mask: SSAValue | None = None,
+    ):
+        shape = access_shape(mem.type, access, indices)
+        super().__init__(
+            properties={"fn": StringAttr(fn), "access": AccessAttr(access)},
+            operands=[mem, list(indices), value, [mask] if mask else []],
+            result_types=[value_type(dtype_of(mem.type), shape)],
+        )
+
+    def verify_(self) -> None:
+        if self.fn.data not in ATOMIC_FNS:
+            raise VerifyException(f"unknown atomic '{self.fn.data}'")
+        if dtype_of(self.value.type) != dtype_of(self.mem.type):
+            raise VerifyException(f"atomic: the value is {dtype_of(self.value.type)}, the tensor holds {dtype_of(self.mem.type)}")
+        _check_mask(self.mask, self.shape, "atomic")
+

@@ -1,0 +1,217 @@
+"""KIR text -> dialect ops, with a source span on every op.
+
+Parsing runs in two steps: lark (LALR, grammar in `grammar.lark`) gives a syntax tree, then
+`_Lowerer` walks it with a scope of names and builds ops through `kir.builder.Sema`, the same
+typing layer the Python builder API uses. Every failure is a `Diagnostic` raised in a
+`KirError`; no input text, however malformed, gets a Python traceback out of `parse`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from kir.diagnostics import Diagnostic, KirError, Span
+from kir.program import Program
+
+GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
+
+# What an expected terminal is called in a message.
+_TERMINAL_TEXT = {
+    "NAME": "a name",
+    "INT": "an integer",
+    "FLOAT": "a number",
+    "DTYPE": "a dtype (f32, bf16, i32, ...)",
+    "TARGET": "a target (sm_90, sm_80, gfx942, gfx90a, mtia-sim, interp)",
+    "WARP_UNIT": "warps(...) or warpgroups(...)",
+    "CMP_OP": "a comparison",
+    "SHIFT_OP": "'<<' or '>>'",
+    "_NL": "a new line",
+    "OUT": "'out'",
+    "$END": "the end of the file",
+}
+
+
+class _NewlineFilter:
+    """Drops newlines inside (...) and [...] and collapses runs, so statements end at newlines
+    while calls and signatures may span lines."""
+
+    always_accept = ("_NL",)
+
+    def process(self, stream):
+        # Tokens are passed on at once (never held back): the contextual lexer picks the
+        # terminals for the next token from the parser state after this one.
+        depth = 0
+        last_nl = False
+        for tok in stream:
+            if tok.type == "_NL":
+                if depth > 0 or last_nl:
+                    continue
+                last_nl = True
+                yield tok
+                continue
+            last_nl = False
+            if tok.type in ("LPAR", "LSQB"):
+                depth += 1
+            elif tok.type in ("RPAR", "RSQB"):
+                depth = max(0, depth - 1)
+            yield tok
+
+
+_LARK: Lark | None = None
+
+
+def _lark() -> Lark:
+    global _LARK
+    if _LARK is None:
+        _LARK = Lark(
+            GRAMMAR_PATH.read_text(),
+            parser="lalr",
+            lexer="contextual",
+            postlex=_NewlineFilter(),
+            propagate_positions=True,
+            maybe_placeholders=False,
+            cache=True,
+        )
+    return _LARK
+
+
+def _expected_text(expected) -> str:
+    names = []
+    for term in sorted(expected):
+        if term in _TERMINAL_TEXT:
+            names.append(_TERMINAL_TEXT[term])
+            continue
+        try:
+            pattern = _lark().get_terminal(term).pattern
+            names.append(f"'{pattern.value}'" if pattern.type == "str" else term.lower())
+        except KeyError:
+            names.append(term.lower())
+    names = sorted(set(names))
+    if len(names) > 8:
+        names = names[:8] + ["..."]
+    return ", ".join(names)
+
+
+def _syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
+    line = getattr(err, "line", None) or 1
+    col = getattr(err, "column", None) or 1
+    if line < 1:  # end of input: point just past the last character
+        lines = text.splitlines() or [""]
+        line, col = len(lines), len(lines[-1]) + 1
+    if isinstance(err, UnexpectedToken) and err.token.type == "$END":
+        lines = text.splitlines() or [""]
+        line, col = len(lines), len(lines[-1]) + 1
+    if isinstance(err, UnexpectedCharacters):
+        ch = text[err.pos_in_stream] if 0 <= err.pos_in_stream < len(text) else "?"
+        allowed = _expected_text(err.allowed or [])
+        return Diagnostic(
+            "syntax.unexpected-char",
+            "error",
+            Span(line, col, line, col + 1, file),
+            f"unexpected character {ch!r}",
+            f"expected {allowed}" if allowed else "remove it",
+        )
+    if isinstance(err, UnexpectedToken):
+        tok = err.token
+        what = "end of file" if tok.type == "$END" else ("end of line" if tok.type == "_NL" else f"'{tok}'")
+        end = col + max(1, len(str(tok))) if tok.type not in ("$END", "_NL") else col + 1
+        return Diagnostic(
+            "syntax.unexpected-token",
+            "error",
+            Span(line, col, line, end, file),
+            f"unexpected {what}",
+            f"expected {_expected_text(err.expected)}",
+        )
+    return Diagnostic(
+        "syntax.unexpected-eof",
+        "error",
+        Span(line, col, line, col + 1, file),
+        "unexpected end of file",
+        f"expected {_expected_text(getattr(err, 'expected', []))}",
+    )
+
+
+def parse_tree(text: str, file: str = "<input>") -> tuple[Tree, list[Token]]:
+    """The lark syntax tree and the comment tokens, or a `KirError` with a syntax diagnostic."""
+    comments: list[Token] = []
+    try:
+        tree = _lark().parse(text, on_error=None)
+    except UnexpectedInput as err:
+        raise KirError(_syntax_diagnostic(err, text, file)) from None
+    except RecursionError:
+        raise KirError(
+            Diagnostic("syntax.too-deep", "error", Span(1, 1, 1, 2, file), "the program nests too deeply to parse")
+        ) from None
+    comments = _comments(text)
+    return tree, comments
+
+
+def _comments(text: str) -> list[Token]:
+    """Comment tokens with positions (the lexer ignores them; a lexer-only pass finds them)."""
+    out: list[Token] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        idx = _comment_start(line)
+        if idx is not None:
+            out.append(Token("COMMENT", line[idx:].rstrip(), line=lineno, column=idx + 1))
+    return out
+
+
+def _comment_start(line: str) -> int | None:
+    # KIR has no string literals, so the first '#' starts a comment.
+    idx = line.find("#")
+    return idx if idx >= 0 else None
+
+
+def parse(text: str, file: str = "<input>") -> Program:
+    """Parse one kernel. Raises `KirError` with located diagnostics on any error."""
+    from kir.sema import lower_tree
+
+    if not isinstance(text, str):
+        raise KirError(Diagnostic("syntax.not-text", "error", None, "the input is not text"))
+    if "\x00" in text:
+        pos = text.index("\x00")
+        line = text.count("\n", 0, pos) + 1
+        col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        raise KirError(
+            Diagnostic("syntax.unexpected-char", "error", Span(line, col, line, col + 1, file), "unexpected NUL byte")
+        )
+    tree, comments = parse_tree(text, file)
+    try:
+        program = lower_tree(tree, comments, text, file)
+    except KirError:
+        raise
+    except VisitError as err:  # pragma: no cover - lark wraps errors raised in visitors
+        raise KirError(_internal(file, err.orig_exc)) from None
+    except RecursionError:
+        raise KirError(
+            Diagnostic("syntax.too-deep", "error", Span(1, 1, 1, 2, file), "the program nests too deeply")
+        ) from None
+    return program
+
+
+def _internal(file: str, exc: BaseException) -> Diagnostic:
+    return Diagnostic(
+        "internal.error",
+        "error",
+        Span(1, 1, 1, 2, file),
+        f"internal error while reading the program: {type(exc).__name__}: {exc}",
+        "this is a bug in KIR; please report it with the input",
+    )
+
+
+def parse_file(path: str | Path) -> Program:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise KirError(Diagnostic("io.read", "error", None, f"cannot read {p}: {err}")) from None
+    return parse(text, file=str(path))
+
+
+def suggest(name: str, candidates) -> str:
+    close = difflib.get_close_matches(name, list(candidates), n=3)
+    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

@@ -1,0 +1,77 @@
+"""A KIR program: the kernel op plus what the text around it carried (source, spans, comments).
+
+Spans and comments are kept beside the IR rather than in op attributes, so that two programs
+that differ only in layout or comments are the same IR (`same_ir`) and hash alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from xdsl.ir import Operation
+
+from kir.diagnostics import Span
+from kir.dialect.structure import KernelOp
+
+_SPAN = "_kir_span"
+_COMMENTS = "_kir_comments"
+
+
+def span_of(op: Operation) -> Span | None:
+    return getattr(op, _SPAN, None)
+
+
+def set_span(op: Operation, span: Span | None) -> None:
+    if span is not None:
+        setattr(op, _SPAN, span)
+
+
+def comments_of(op: Operation) -> tuple[list[str], str | None]:
+    """The comment lines written before an op's statement, and the one after it on its line."""
+    return getattr(op, _COMMENTS, ([], None))
+
+
+def set_comments(op: Operation, leading: list[str], trailing: str | None) -> None:
+    if leading or trailing:
+        setattr(op, _COMMENTS, (leading, trailing))
+
+
+@dataclass
+class Program:
+    kernel: KernelOp
+    file: str = "<input>"
+    source: str | None = None
+    header_comments: list[str] = field(default_factory=list)
+    footer_comments: list[str] = field(default_factory=list)
+    arg_spans: dict[str, Span] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.kernel.kernel_name
+
+    @property
+    def params(self) -> dict[str, int]:
+        return self.kernel.params
+
+    def text(self) -> str:
+        """The canonical text of the program."""
+        from kir.printer import print_program
+
+        return print_program(self)
+
+    def content_hash(self) -> str:
+        """Identifies the program: sha256 of its canonical text with comments left out."""
+        from kir.printer import print_program
+
+        return hashlib.sha256(print_program(self, comments=False).encode()).hexdigest()
+
+    def span(self) -> Span | None:
+        return span_of(self.kernel)
+
+
+def same_ir(a: Program | KernelOp, b: Program | KernelOp) -> bool:
+    """Structural equality of two programs' IR (ops, types, attributes and value names)."""
+    ka = a.kernel if isinstance(a, Program) else a
+    kb = b.kernel if isinstance(b, Program) else b
+    return ka.is_structurally_equivalent(kb)

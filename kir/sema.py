@@ -1,0 +1,1019 @@
+"""From the lark syntax tree to dialect ops: names, literals, calls, loops and roles.
+
+The walk builds ops through `kir.builder.Builder`. Two rules fix the order of the ops it emits,
+which the printer relies on to print expressions back inline:
+- the operands of an op are built left to right, except that bare literals are built after the
+  other operands (a literal takes its dtype from them: `x * 2.0` is bf16 when `x` is);
+- every op is emitted right after its operands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from lark import Token, Tree
+from xdsl.ir import SSAValue
+
+from kir import symexpr as sx
+from kir.builder import Builder
+from kir.diagnostics import Diagnostic, KirError, Span
+from kir.dialect import explicit as ex
+from kir.dialect import structure as st
+from kir.dialect import tile as tl
+from kir.dialect.types import (
+    Access,
+    GlobalType,
+    Layout,
+    MBarrierType,
+    ScalarType,
+    SmemType,
+    TileType,
+    dtype_of,
+    shape_of,
+    smem,
+    tile_type,
+)
+from kir.dtypes import DTYPES
+from kir.program import Program, set_comments, span_of
+
+Node = Tree | Token
+
+_BINARY_TREES = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "rem": "rem", "bin_and": "and", "bin_or": "or", "bin_xor": "xor"}
+_SHIFTS = {"<<": "shl", ">>": "shr"}
+_CMP = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
+_LITERALS = ("int_lit", "float_lit", "inf_lit", "nan_lit", "true_lit", "false_lit", "typed_lit")
+_UNARY_CALLS = tuple(f for f in tl.UNARY_FNS if f not in ("neg", "not"))
+
+
+def parse_static_text(text: str) -> sx.SymExpr:
+    """A symbolic expression from KIR text, for the builder API (`"cdiv(N, BLOCK)"`)."""
+    from kir.parser import _lark
+    from lark.exceptions import UnexpectedInput
+
+    try:
+        tree = _lark().parse(text, start="expr_only")
+    except UnexpectedInput as err:
+        raise KirError(Diagnostic("syntax.static", "error", None, f"not a symbolic expression: {text!r} ({err})")) from None
+    return _Walker(text, "<builder>").static(tree.children[0], allow_any_name=True)
+
+
+def lower_tree(tree: Tree, comments: list[Token], text: str, file: str) -> Program:
+    walker = _Walker(text, file)
+    program = walker.kernel(tree.children[0])
+    walker.attach_comments(program, comments)
+    program.source = text
+    return program
+
+
+class _Walker:
+    def __init__(self, text: str, file: str):
+        self.text = text
+        self.file = file
+        self.b: Builder | None = None
+        self.stmt_ops: list[tuple[int, object]] = []  # (line, op) of statements, for comments
+
+    # ---- spans and errors ------------------------------------------------------------------
+
+    def span(self, node: Node) -> Span | None:
+        if isinstance(node, Token):
+            if node.line is None:
+                return None
+            return Span(node.line, node.column, node.end_line or node.line, node.end_column or node.column + 1, self.file)
+        meta = node.meta
+        if getattr(meta, "empty", True):
+            return None
+        return Span(meta.line, meta.column, meta.end_line, meta.end_column, self.file)
+
+    def fail(self, rule: str, message: str, node: Node | Span | None, hint: str = ""):
+        span = node if isinstance(node, Span) or node is None else self.span(node)
+        raise KirError(Diagnostic(rule, "error", span, message, hint))
+
+    # ---- the kernel ------------------------------------------------------------------------
+
+    def kernel(self, node: Tree) -> Program:
+        name_tok = node.children[0]
+        params: list[tuple[str, int]] = []
+        args: list[Tree] = []
+        clauses: dict[str, Tree] = {}
+        body = None
+        for child in node.children[1:]:
+            if not isinstance(child, Tree):
+                continue
+            if child.data == "param_list":
+                for p in child.children:
+                    pname, pval = p.children
+                    value = -int(pval.children[0], 0) if isinstance(pval, Tree) and pval.data == "neg_int" else int(_tok(pval), 0)
+                    if any(pname == q for q, _ in params):
+                        self.fail("name.duplicate", f"parameter '{pname}' is declared twice", pname)
+                    params.append((str(pname), value))
+            elif child.data == "arg":
+                args.append(child)
+            elif child.data == "block":
+                body = child
+            else:
+                clauses[child.data] = child
+        launch = clauses["launch_clause"]
+        unit_tok, count_tok = launch.children
+        param_names = {p for p, _ in params}
+        b = Builder(
+            str(name_tok),
+            params=params,
+            target=str(clauses["target_clause"].children[0]),
+            grid=[self.static(e, param_names) for e in clauses["grid_clause"].children],
+            warps=int(count_tok, 0),
+            warp_unit=str(unit_tok),
+            where=[self.static(e, param_names) for e in clauses.get("where_clause", Tree("w", [])).children],
+            file=self.file,
+        )
+        self.b = b
+        for p, _ in params:
+            b._check_new_name(p, self.span(node))
+        for a in args:
+            self.arg(a, param_names)
+        self.check_symbols(clauses, param_names, node)
+        b.begin(self.span(node))
+        assert body is not None
+        self.block(body)
+        return b.finish()
+
+    def arg(self, node: Tree, params: set[str]) -> None:
+        name = node.children[0]
+        rest = node.children[1:]
+        out = False
+        if rest and isinstance(rest[0], Token) and rest[0].type == "OUT":
+            out = True
+            rest = rest[1:]
+        dtype = str(rest[0])
+        dims, strides, align = [], [], 0
+        for item in rest[1:]:
+            if isinstance(item, Tree) and item.data == "align":
+                align = int(item.children[0], 0)
+                if align <= 0 or align & (align - 1):
+                    self.fail("type.align", f"align({align}) is not a power of two", item)
+            elif isinstance(item, Tree) and item.data == "strides":
+                strides = [self.static(e, params, allow_any_name=True) for e in item.children]
+            else:
+                dims.append(self.static(item, params, allow_any_name=True))
+        self.b.arg(str(name), dtype, dims, strides=strides, align=align, out=out, span=self.span(node))
+
+    def check_symbols(self, clauses: dict[str, Tree], params: set[str], node: Tree) -> None:
+        """Names in grid and where must be parameters or shape symbols of the arguments."""
+        known = params | set(self.b.shape_symbols())
+        for key in ("grid_clause", "where_clause"):
+            clause = clauses.get(key)
+            if clause is None:
+                continue
+            for e in clause.children:
+                for n in e.scan_values(lambda t: isinstance(t, Token) and t.type == "NAME") if isinstance(e, Tree) else (
+                    [e] if isinstance(e, Token) and e.type == "NAME" else []
+                ):
+                    if str(n) not in known and str(n) not in sx.FUNCS:
+                        from kir.parser import suggest
+
+                        self.fail("name.undefined", f"'{n}' is neither a parameter nor a shape symbol", n, suggest(str(n), known))
+
+    # ---- static expressions ---------------------------------------------------------------
+
+    def static(self, node: Node, params: set[str] | None = None, allow_any_name: bool = False) -> sx.SymExpr:
+        """A symbolic integer expression: integers, parameters, shape symbols, + - * / %,
+        comparisons (in `where`), cdiv/min/max."""
+        if isinstance(node, Token):
+            if node.type == "INT":
+                return sx.Int(int(node, 0))
+            return self._static_name(node, allow_any_name)
+        kind = node.data
+        if kind == "int_lit":
+            return sx.Int(int(node.children[0], 0))
+        if kind == "name":
+            return self._static_name(node.children[0], allow_any_name)
+        if kind in ("add", "sub", "mul", "div", "rem"):
+            op = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%"}[kind]
+            return sx.Bin(op, self.static(node.children[0], params, allow_any_name), self.static(node.children[1], params, allow_any_name))
+        if kind == "compare":
+            lhs, op, rhs = node.children
+            return sx.Bin(str(op), self.static(lhs, params, allow_any_name), self.static(rhs, params, allow_any_name))
+        if kind == "neg":
+            inner = self.static(node.children[0], params, allow_any_name)
+            return sx.Int(-inner.value) if isinstance(inner, sx.Int) else sx.Bin("-", sx.Int(0), inner)
+        if kind == "call":
+            fname = _call_name(node)
+            args = node.children[1:]
+            if fname in sx.FUNCS and len(args) == 2 and all(not (isinstance(a, Tree) and a.data == "kwarg") for a in args):
+                return sx.Bin(fname, self.static(args[0], params, allow_any_name), self.static(args[1], params, allow_any_name))
+        self.fail(
+            "type.static",
+            "this must be a static size: integers, parameters and shape symbols with + - * / % and cdiv/min/max",
+            node,
+        )
+        raise AssertionError
+
+    def _static_name(self, tok: Token, allow_any_name: bool) -> sx.SymExpr:
+        name = str(tok)
+        if allow_any_name or self.b is None:
+            return sx.Sym(name)
+        if self.b.is_static_name(name):
+            return sx.Sym(name)
+        if self.b.lookup(name) is not None:
+            self.fail("type.static", f"'{name}' is a run-time value; a static size is needed here", tok, "use a parameter or a shape symbol")
+        from kir.parser import suggest
+
+        self.fail("name.undefined", f"'{name}' is not defined", tok, suggest(name, list(self.b.params) + self.b.shape_symbols()))
+        raise AssertionError
+
+    # ---- statements -------------------------------------------------------------------------
+
+    def block(self, node: Tree) -> None:
+        for stmt in node.children:
+            if isinstance(stmt, Tree):
+                self.stmt(stmt)
+
+    def stmt(self, node: Tree) -> None:
+        before = len(self.b._blocks[-1].ops)
+        kind = node.data
+        if kind == "assign":
+            self.assign(node)
+        elif kind == "expr_stmt":
+            self.expr_stmt(node.children[0])
+        elif kind == "for_stmt":
+            self.for_stmt(node)
+        elif kind == "if_stmt":
+            self.if_stmt(node)
+        elif kind == "role_stmt":
+            self.role_stmt(node)
+        else:  # pragma: no cover - the grammar has no other statements
+            self.fail("syntax.statement", f"unknown statement {kind}", node)
+        ops = list(self.b._blocks[-1].ops)
+        if len(ops) > before:
+            self.stmt_ops.append((node.meta.line, node.meta.end_line, ops[-1]))
+
+    def assign(self, node: Tree) -> None:
+        *names, value_node = node.children
+        if len(names) == 1:
+            value = self.expr(value_node)
+            self.b.assign(str(names[0]), value, self.span(names[0]))
+            return
+        if not (isinstance(value_node, Tree) and value_node.data == "call" and _call_name(value_node) == "topk"):
+            self.fail("syntax.assign", "only topk(...) gives several values", value_node)
+        op = self.call_op(value_node)
+        if len(names) != len(op.results):
+            self.fail("syntax.assign", f"topk gives {len(op.results)} values, {len(names)} names are bound", node)
+        for n, r in zip(names, op.results, strict=True):
+            self.b.assign(str(n), r, self.span(n))
+
+    def expr_stmt(self, node: Node) -> None:
+        if not (isinstance(node, Tree) and node.data == "call"):
+            self.fail(
+                "syntax.statement",
+                "an expression alone does nothing",
+                node,
+                "assign it (`x = ...`) or call an op with an effect (store, wait, ...)",
+            )
+        self.call_op(node)
+
+    def for_stmt(self, node: Tree) -> None:
+        iv, lo, hi, *rest = node.children
+        body = rest[-1]
+        step_node = None
+        stages = None
+        ws = False
+        for item in rest[:-1]:
+            if item.data == "step":
+                step_node = item.children[0]
+            elif item.data == "pipeline_hint":
+                stages = self.static(item.children[0])
+            elif item.data == "warp_specialize_hint":
+                ws = True
+        nodes = [lo, hi] + ([step_node] if step_node is not None else [])
+        vals = self.operands([(n, 0) for n in nodes], want={0: "i32"})
+        lower, upper = vals[0], vals[1]
+        step = vals[2] if step_node is not None else self.b.const(1, dtype_of(lower.type), self.span(node))
+        for v, what in ((lower, "lower bound"), (upper, "upper bound"), (step, "step")):
+            if not isinstance(v.type, ScalarType) or dtype_of(v.type) not in ("i32", "i64"):
+                self.fail("type.loop", f"the loop's {what} is an i32 or i64 scalar, not {v.type}", node)
+        carried = [n for n in _assigned_names(body) if n != str(iv) and self._is_visible_value(n)]
+        self.b.begin_for(str(iv), lower, upper, step, carried, stages=stages, warp_specialize=ws, span=self.span(node))
+        self.block(body)
+        self.b.end_for(self.span(node))
+
+    def _is_visible_value(self, name: str) -> bool:
+        v = self.b.lookup(name)
+        return v is not None and isinstance(v.type, ScalarType | TileType)
+
+    def if_stmt(self, node: Tree) -> None:
+        cond_node, then_block, *rest = node.children
+        cond = self.operands([(cond_node, 0)], want={0: "i1"})[0]
+        if not isinstance(cond.type, ScalarType) or dtype_of(cond.type) != "i1":
+            self.fail("type.if", f"the condition of `if` is an i1 scalar, not {cond.type}", cond_node, "reduce a tile mask with max(...) first")
+        self.b.begin_if(cond, self.span(node))
+        self.block(then_block)
+        if rest:
+            self.b.begin_else()
+            other = rest[0]
+            if other.data == "block":
+                self.block(other)
+            else:
+                self.stmt(other)
+        self.b.end_if()
+
+    def role_stmt(self, node: Tree) -> None:
+        name, unit, *rest = node.children
+        ids = [int(t, 0) for t in rest if isinstance(t, Token) and t.type == "INT"]
+        regs = 0
+        body = rest[-1]
+        for t in rest:
+            if isinstance(t, Tree) and t.data == "role_regs":
+                regs = int(t.children[0], 0)
+        self.b.begin_role(str(name), str(unit), ids, regs, self.span(node))
+        self.block(body)
+        self.b.end_role()
+
+    # ---- expressions ------------------------------------------------------------------------
+
+    def is_literal(self, node: Node) -> bool:
+        if isinstance(node, Tree):
+            if node.data in _LITERALS:
+                return True
+            if node.data == "neg":
+                return self.is_literal(node.children[0]) and not (
+                    isinstance(node.children[0], Tree) and node.children[0].data in ("typed_lit", "neg", "true_lit", "false_lit")
+                )
+        return False
+
+    def literal(self, node: Tree, want: str | None) -> SSAValue:
+        negate = False
+        while node.data == "neg":
+            negate = not negate
+            node = node.children[0]
+        explicit = None
+        if node.data == "typed_lit":
+            explicit = str(node.children[0])
+            node = node.children[1]
+            if node.data == "neg_value":
+                negate = not negate
+                node = node.children[0]
+        kind = node.data
+        text = {"inf_lit": "inf", "nan_lit": "nan", "true_lit": "true", "false_lit": "false"}.get(kind)
+        if text is None:
+            text = str(node.children[0])
+        is_float = kind in ("float_lit", "inf_lit", "nan_lit")
+        is_bool = text in ("true", "false")
+        dtype = explicit or want or ("i1" if is_bool else "f32" if is_float else "i32")
+        d = DTYPES[dtype]
+        span = self.span(node)
+        try:
+            if is_bool:
+                if d.kind != "bool":
+                    self.fail("type.literal", f"{text} is an i1 literal; {dtype} is expected here", node)
+                value: object = text == "true"
+            elif is_float:
+                if not d.is_float:
+                    self.fail("type.literal", f"{text} is not an integer; {dtype} is expected here", node, f"write an integer or cast<{dtype}>(...)")
+                value = -float(text) if negate else float(text)
+            else:
+                iv = int(text, 0)
+                value = -iv if negate else iv
+                if d.kind == "bool":
+                    self.fail("type.literal", f"{text} is not a boolean; use true or false", node)
+                if d.is_int and not _fits(value, dtype):
+                    self.fail("type.literal", f"{value} does not fit in {dtype}", node)
+        except ValueError:
+            self.fail("syntax.literal", f"'{text}' is not a number", node)
+        if negate and is_bool:
+            self.fail("type.literal", "cannot negate a boolean literal", node)
+        return self.b.const(value, dtype, span)
+
+    def literal_group_dtype(self, literal_nodes: list[Node]) -> str:
+        kinds = set()
+        for n in literal_nodes:
+            while isinstance(n, Tree) and n.data == "neg":
+                n = n.children[0]
+            if n.data == "typed_lit":
+                return str(n.children[0])
+            if n.data in ("float_lit", "inf_lit", "nan_lit"):
+                kinds.add("f")
+            elif n.data in ("true_lit", "false_lit"):
+                kinds.add("b")
+            else:
+                kinds.add("i")
+        if "f" in kinds:
+            return "f32"
+        if kinds == {"b"}:
+            return "i1"
+        return "i32"
+
+    def operands(self, items: list[tuple[Node, int]], want: dict[int, str] | None = None) -> list[SSAValue]:
+        """Build operands: non-literals first, left to right; then literals, each taking the
+        dtype of the first non-literal of its group, else the group's wanted dtype, else the
+        literals' own kind (any real makes the group f32)."""
+        want = want or {}
+        vals: list[SSAValue | None] = [None] * len(items)
+        for i, (n, _) in enumerate(items):
+            if not self.is_literal(n):
+                vals[i] = self.expr(n)
+        for i, (n, g) in enumerate(items):
+            if vals[i] is not None:
+                continue
+            partner = next((vals[j] for j, (m, h) in enumerate(items) if h == g and vals[j] is not None and not self.is_literal(m)), None)
+            if partner is not None and isinstance(partner.type, ScalarType | TileType):
+                dtype = dtype_of(partner.type)
+            elif g in want:
+                dtype = want[g]
+            else:
+                dtype = self.literal_group_dtype([m for m, h in items if h == g and self.is_literal(m)])
+            if isinstance(n, Tree) and n.data == "typed_lit":
+                dtype = str(n.children[0])
+            vals[i] = self.literal(n, dtype)
+        return vals  # type: ignore[return-value]
+
+    def expr(self, node: Node) -> SSAValue:
+        if isinstance(node, Token):  # pragma: no cover - atoms are always wrapped
+            self.fail("syntax.expr", f"unexpected {node}", node)
+        kind = node.data
+        span = self.span(node)
+        if kind == "name":
+            return self.b.value(str(node.children[0]), span)
+        if self.is_literal(node):
+            return self.operands([(node, 0)])[0]
+        if kind in _BINARY_TREES:
+            lhs, rhs = self.operands([(node.children[0], 0), (node.children[1], 0)])
+            return self.b.binary(_BINARY_TREES[kind], lhs, rhs, span)
+        if kind == "shift":
+            lhs, rhs = self.operands([(node.children[0], 0), (node.children[2], 0)])
+            return self.b.binary(_SHIFTS[str(node.children[1])], lhs, rhs, span)
+        if kind == "compare":
+            lhs, rhs = self.operands([(node.children[0], 0), (node.children[2], 0)])
+            return self.b.compare(_CMP[str(node.children[1])], lhs, rhs, span)
+        if kind == "neg":
+            return self.b.unary("neg", self.expr(node.children[0]), span)
+        if kind == "invert":
+            return self.b.unary("not", self.expr(node.children[0]), span)
+        if kind == "index":
+            return self.index_expr(node)
+        if kind in ("call", "cast", "dot"):
+            op = self.call_op(node)
+            if len(op.results) != 1:
+                self.fail(
+                    "call.result",
+                    f"{_call_label(node)} gives {len(op.results)} values here; a single value is needed",
+                    node,
+                    "bind them with `a, b = ...`" if op.results else "call it as a statement",
+                )
+            return op.results[0]
+        if kind == "list":
+            self.fail("type.list", "a list is only a shape or layout argument", node)
+        if kind in ("tile_type", "kwarg"):
+            self.fail("syntax.expr", "a type or keyword argument is only allowed as a call argument", node)
+        self.fail("syntax.expr", f"unexpected {kind}", node)
+        raise AssertionError
+
+    def index_expr(self, node: Tree) -> SSAValue:
+        """`x[:, None]` on a tile inserts axes; `a[...]` on memory needs load(...)."""
+        base, *subs = node.children
+        if isinstance(base, Tree) and base.data == "name":
+            bound = self.b.lookup(str(base.children[0]))
+            if bound is not None and isinstance(bound.type, GlobalType | SmemType | MBarrierType):
+                what = "mbarrier" if isinstance(bound.type, MBarrierType) else "memory"
+                self.fail(
+                    "syntax.access",
+                    f"'{base.children[0]}[...]' names {what}, not a value",
+                    node,
+                    "read it with load(...)" if what == "memory" else "use it in wait/arrive/expect/tma.load",
+                )
+        if not all(s.data in ("sub_all", "sub_newaxis") for s in subs) or not any(s.data == "sub_newaxis" for s in subs):
+            self.fail(
+                "syntax.access",
+                "a tile is only indexed to add axes, as in x[:, None]",
+                node,
+                "index memory with load(a[...]); reshape tiles with reshape(...)",
+            )
+        value = self.expr(base)
+        rank = len(shape_of(value.type))
+        if sum(s.data == "sub_all" for s in subs) != rank:
+            self.fail("type.index", f"x[...] needs one ':' per dimension of the {rank}-d value", node)
+        for axis, s in enumerate(subs):
+            if s.data == "sub_newaxis":
+                value = self.b.make(tl.ExpandDimsOp, value, axis, span=self.span(node)).res
+        return value
+
+    # ---- calls ------------------------------------------------------------------------------
+
+    def call_op(self, node: Tree):
+        """Build the op a call names; returns the op."""
+        span = self.span(node)
+        if node.data == "cast":
+            dtype, arg = node.children
+            (x,) = self.operands([(arg, 0)])
+            return self.b.make(tl.CastOp, x, str(dtype), span=span)
+        if node.data == "dot":
+            dtype, *args = node.children
+            pos, kw = self.split_args(node, args)
+            self.no_kwargs(node, kw, "dot")
+            if len(pos) not in (2, 3):
+                self.fail("call.arguments", "dot<T>(a, b) or dot<T>(a, b, acc)", node)
+            vals = self.operands([(a, i) for i, a in enumerate(pos)])
+            return self.b.make(tl.DotOp, vals[0], vals[1], str(dtype), vals[2] if len(vals) == 3 else None, span=span)
+        fname = _call_name(node)
+        pos, kw = self.split_args(node, node.children[1:])
+        handler = _CALLS.get(fname)
+        if handler is None:
+            from kir.parser import suggest
+
+            self.fail("call.unknown", f"unknown op '{fname}'", node, suggest(fname, _CALLS) or "see docs/language.md for the ops")
+        return handler(self, node, pos, kw, span)
+
+    def split_args(self, node: Tree, args: list[Node]) -> tuple[list[Node], dict[str, Node]]:
+        pos: list[Node] = []
+        kw: dict[str, Node] = {}
+        for a in args:
+            if isinstance(a, Tree) and a.data == "kwarg":
+                key = str(a.children[0])
+                if key in kw:
+                    self.fail("call.arguments", f"'{key}' is given twice", a)
+                kw[key] = a.children[1]
+            else:
+                if kw:
+                    self.fail("call.arguments", "positional arguments come before keyword arguments", a)
+                pos.append(a)
+        return pos, kw
+
+    def no_kwargs(self, node, kw, what, allowed=()):
+        for k in kw:
+            if k not in allowed:
+                extra = f"; it takes {', '.join(allowed)}" if allowed else ""
+                self.fail("call.arguments", f"{what} has no argument '{k}'{extra}", kw[k])
+
+    def arity(self, node, pos, n, usage):
+        if (len(pos) not in n) if isinstance(n, tuple) else len(pos) != n:
+            self.fail("call.arguments", f"usage: {usage}", node)
+
+    def int_arg(self, node: Node, what: str) -> int:
+        value = self.static(node)
+        v = sx.fold(value).as_int()
+        if v is None:
+            self.fail("type.static", f"{what} is an integer constant", node)
+        return v
+
+    def tile_type_arg(self, node: Node, what: str) -> TileType:
+        if not (isinstance(node, Tree) and node.data == "tile_type"):
+            self.fail("call.arguments", f"{what} takes a type such as f32[BM, BN]", node)
+        dtype, *dims = node.children
+        return tile_type(str(dtype), [self.static(d) for d in dims])
+
+    def shape_arg(self, node: Node, what: str) -> list[sx.SymExpr]:
+        if not (isinstance(node, Tree) and node.data == "list"):
+            self.fail("call.arguments", f"{what} takes a shape such as [BM, BN]", node)
+        return [self.static(d) for d in node.children]
+
+    def access(self, node: Node, what: str, kinds=(GlobalType, SmemType)):
+        """`a[i, j0 : j0 + BN]` -> (memory value, Access, index values)."""
+        if not (isinstance(node, Tree) and node.data == "index" and isinstance(node.children[0], Tree) and node.children[0].data == "name"):
+            self.fail("call.arguments", f"{what} takes a memory access such as a[i, j0 : j0 + BN]", node)
+        base, *subs = node.children
+        mem = self.b.value(str(base.children[0]), self.span(base))
+        if not isinstance(mem.type, kinds):
+            names = " or ".join({GlobalType: "a global tensor", SmemType: "a shared buffer", MBarrierType: "an mbarrier"}[k] for k in kinds)
+            self.fail("type.access", f"{what}: '{base.children[0]}' is not {names}", base)
+        dims: list[sx.SymExpr | None] = []
+        items: list[tuple[Node, int]] = []
+        for i, s in enumerate(subs):
+            if s.data == "sub_index":
+                dims.append(None)
+                items.append((s.children[0], i))
+            elif s.data == "sub_slice":
+                start, end = s.children
+                dims.append(self.slice_extent(start, end, s))
+                items.append((start, i))
+            elif s.data == "sub_all":
+                if any(t.data != "sub_all" for t in subs[i:]):
+                    self.fail("syntax.access", "':' may only stand for trailing whole dimensions", s)
+                break
+            else:
+                self.fail("syntax.access", "None adds an axis to a tile, not to memory", s)
+        want = {i: "i32" for i in range(len(items))}
+        values = self.operands(items, want)
+        return mem, Access(tuple(dims)), values
+
+    def slice_extent(self, start: Node, end: Node, node: Node) -> sx.SymExpr:
+        if isinstance(end, Tree) and end.data == "add" and _same_tree(end.children[0], start):
+            return self.static(end.children[1])
+        try:
+            s = self.static(start)
+        except KirError:
+            self.fail(
+                "syntax.slice",
+                "a slice is written `start : start + EXTENT` with a static extent",
+                node,
+                "e.g. a[m0 : m0 + BM]",
+            )
+        return sx.fold(sx.Bin("-", self.static(end), s))
+
+    def barrier_ref(self, node: Node, what: str) -> tuple[SSAValue, SSAValue]:
+        mem, access, values = self.access(node, what, kinds=(MBarrierType,))
+        if len(values) != 1 or access.dims != (None,):
+            self.fail("type.access", f"{what}: name one mbarrier, as in full[s]", node)
+        return mem, values[0]
+
+    # ---- comments ---------------------------------------------------------------------------
+
+    def attach_comments(self, program: Program, comments: list[Token]) -> None:
+        """A comment on its own line goes with the next statement; one after code on a line
+        goes with that line's statement; comments before the kernel head the file."""
+        if not comments:
+            return
+        kernel_line = span_of(program.kernel).line if span_of(program.kernel) else 1
+        stmts = sorted(self.stmt_ops, key=lambda t: t[0])
+        lines = self.text.splitlines()
+        leading: dict[int, list[str]] = {}
+        trailing: dict[int, str] = {}
+        for c in comments:
+            own_line = lines[c.line - 1][: c.column - 1].strip() == ""
+            if c.line < kernel_line:
+                program.header_comments.append(str(c))
+                continue
+            if not own_line:
+                target = next((i for i, (first, last, _) in enumerate(stmts) if first <= c.line <= last), None)
+                if target is not None and stmts[target][1] == c.line:
+                    trailing[target] = str(c)
+                    continue
+            target = next((i for i, (first, _, _) in enumerate(stmts) if first > c.line), None)
+            if target is None:
+                program.footer_comments.append(str(c))
+            else:
+                leading.setdefault(target, []).append(str(c))
+        for i, (_, _, op) in enumerate(stmts):
+            set_comments(op, leading.get(i, []), trailing.get(i))
+
+
+def _fits(value: int, dtype: str) -> bool:
+    d = DTYPES[dtype]
+    if d.kind == "uint":
+        return 0 <= value < (1 << d.bits)
+    return -(1 << (d.bits - 1)) <= value < (1 << (d.bits - 1))
+
+
+def _tok(node: Node) -> str:
+    return str(node.children[0]) if isinstance(node, Tree) else str(node)
+
+
+def _call_name(node: Tree) -> str:
+    dotted = node.children[0]
+    return ".".join(str(t) for t in dotted.children)
+
+
+def _call_label(node: Tree) -> str:
+    return node.data if node.data in ("cast", "dot") else _call_name(node)
+
+
+def _same_tree(a: Node, b: Node) -> bool:
+    if isinstance(a, Token) or isinstance(b, Token):
+        return isinstance(a, Token) and isinstance(b, Token) and a.type == b.type and str(a) == str(b)
+    return a.data == b.data and len(a.children) == len(b.children) and all(_same_tree(x, y) for x, y in zip(a.children, b.children, strict=True))
+
+
+def _assigned_names(block: Tree) -> list[str]:
+    """Names assigned anywhere in a block (nested loops and branches included), in order."""
+    out: list[str] = []
+    for stmt in block.children:
+        if not isinstance(stmt, Tree):
+            continue
+        if stmt.data == "assign":
+            for n in stmt.children[:-1]:
+                if str(n) not in out:
+                    out.append(str(n))
+        elif stmt.data in ("for_stmt", "if_stmt", "role_stmt"):
+            for sub in stmt.children:
+                if isinstance(sub, Tree) and sub.data in ("block", "if_stmt"):
+                    inner = _assigned_names(sub if sub.data == "block" else Tree("block", [sub]))
+                    out += [n for n in inner if n not in out]
+    return out
+
+
+# ---- the call table: one handler per op name --------------------------------------------------
+
+Handler = Callable[[_Walker, Tree, list, dict, Span | None], object]
+_CALLS: dict[str, Handler] = {}
+
+
+def _call(*names: str):
+    def register(fn: Handler) -> Handler:
+        for n in names:
+            _CALLS[n] = fn
+        return fn
+
+    return register
+
+
+@_call("program_id", "num_programs")
+def _program_id(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, _call_name(node))
+    w.arity(node, pos, 1, f"{_call_name(node)}(axis)")
+    cls = tl.ProgramIdOp if _call_name(node) == "program_id" else tl.NumProgramsOp
+    return w.b.make(cls, w.int_arg(pos[0], "the axis"), span=span)
+
+
+@_call("arange")
+def _arange(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "arange")
+    w.arity(node, pos, 2, "arange(start, end) with static bounds")
+    return w.b.make(tl.ArangeOp, w.static(pos[0]), w.static(pos[1]), span=span)
+
+
+@_call("zeros")
+def _zeros(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "zeros")
+    w.arity(node, pos, 1, "zeros(f32[BM, BN])")
+    return w.b.make(tl.ZerosOp, w.tile_type_arg(pos[0], "zeros"), span=span)
+
+
+@_call("full")
+def _full(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "full")
+    w.arity(node, pos, 2, "full(f32[BM, BN], value)")
+    t = w.tile_type_arg(pos[0], "full")
+    (v,) = w.operands([(pos[1], 0)], {0: t.dtype.data})
+    return w.b.make(tl.FullOp, t, v, span=span)
+
+
+@_call(*_UNARY_CALLS)
+def _unary(w: _Walker, node, pos, kw, span):
+    fname = _call_name(node)
+    w.no_kwargs(node, kw, fname)
+    w.arity(node, pos, 1, f"{fname}(x)")
+    (x,) = w.operands([(pos[0], 0)], {0: "f32"})
+    return w.b.make(tl.UnaryOp, fname, x, span=span)
+
+
+@_call("maximum", "minimum", "pow")
+def _binary_call(w: _Walker, node, pos, kw, span):
+    fname = _call_name(node)
+    w.no_kwargs(node, kw, fname)
+    w.arity(node, pos, 2, f"{fname}(a, b)")
+    a, b = w.operands([(pos[0], 0), (pos[1], 0)])
+    return w.b.make(tl.BinaryOp, fname, a, b, span=span)
+
+
+@_call("where")
+def _where(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "where")
+    w.arity(node, pos, 3, "where(cond, a, b)")
+    c, a, b = w.operands([(pos[0], 1), (pos[1], 0), (pos[2], 0)], {1: "i1"})
+    return w.b.make(tl.WhereOp, c, a, b, span=span)
+
+
+@_call("broadcast", "reshape")
+def _shape_change(w: _Walker, node, pos, kw, span):
+    fname = _call_name(node)
+    w.no_kwargs(node, kw, fname)
+    w.arity(node, pos, 2, f"{fname}(x, [d0, d1, ...])")
+    shape = w.shape_arg(pos[1], fname)
+    (x,) = w.operands([(pos[0], 0)])
+    return w.b.make(tl.BroadcastOp if fname == "broadcast" else tl.ReshapeOp, x, shape, span=span)
+
+
+@_call("trans")
+def _trans(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "trans")
+    w.arity(node, pos, 1, "trans(x)")
+    (x,) = w.operands([(pos[0], 0)])
+    return w.b.make(tl.TransOp, x, span=span)
+
+
+def _axis(w: _Walker, node, kw, fname, extra=()) -> int:
+    w.no_kwargs(node, kw, fname, ("axis", *extra))
+    if "axis" not in kw:
+        w.fail("call.arguments", f"{fname} needs axis = N", node)
+    return w.int_arg(kw["axis"], "the axis")
+
+
+@_call(*tl.REDUCE_FNS)
+def _reduce(w: _Walker, node, pos, kw, span):
+    fname = _call_name(node)
+    w.arity(node, pos, 1, f"{fname}(x, axis = N)")
+    axis = _axis(w, node, kw, fname)
+    (x,) = w.operands([(pos[0], 0)])
+    return w.b.make(tl.ReduceOp, fname, x, axis, span=span)
+
+
+@_call("argmax", "argmin")
+def _argreduce(w: _Walker, node, pos, kw, span):
+    fname = _call_name(node)
+    w.arity(node, pos, 1, f"{fname}(x, axis = N)")
+    axis = _axis(w, node, kw, fname)
+    (x,) = w.operands([(pos[0], 0)])
+    return w.b.make(tl.ArgReduceOp, fname, x, axis, span=span)
+
+
+@_call(*tl.SCAN_FNS)
+def _scan(w: _Walker, node, pos, kw, span):
+    fname = _call_name(node)
+    w.arity(node, pos, 1, f"{fname}(x, axis = N)")
+    axis = _axis(w, node, kw, fname, ("reverse",))
+    reverse = bool(w.int_arg(kw["reverse"], "reverse")) if "reverse" in kw else False
+    (x,) = w.operands([(pos[0], 0)])
+    return w.b.make(tl.ScanOp, fname, x, axis, reverse, span=span)
+
+
+@_call("topk")
+def _topk(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "topk", ("k", "largest"))
+    w.arity(node, pos, 1, "topk(x, k = K)")
+    if "k" not in kw:
+        w.fail("call.arguments", "topk needs k = K", node)
+    k = w.static(kw["k"])
+    largest = bool(w.int_arg(kw["largest"], "largest")) if "largest" in kw else True
+    (x,) = w.operands([(pos[0], 0)])
+    return w.b.make(tl.TopKOp, x, k, largest, span=span)
+
+
+def _mask_other(w: _Walker, kw, mem_dtype: str, keys: tuple[str, ...]):
+    items, want = [], {}
+    if "mask" in keys and "mask" in kw:
+        items.append((kw["mask"], 100))
+        want[100] = "i1"
+    if "other" in keys and "other" in kw:
+        items.append((kw["other"], 101))
+        want[101] = mem_dtype
+    vals = w.operands(items, want)
+    out = {}
+    i = 0
+    for key in keys:
+        if key in kw:
+            out[key] = vals[i]
+            i += 1
+    return out.get("mask"), out.get("other")
+
+
+@_call("load")
+def _load(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "load", ("mask", "other"))
+    w.arity(node, pos, 1, "load(a[...], mask = m, other = v)")
+    mem, access, idx = w.access(pos[0], "load")
+    mask, other = _mask_other(w, kw, dtype_of(mem.type), ("mask", "other"))
+    return w.b.make(tl.LoadOp, mem, access, idx, mask, other, span=span)
+
+
+@_call("store")
+def _store(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "store", ("mask",))
+    w.arity(node, pos, 2, "store(a[...], value, mask = m)")
+    mem, access, idx = w.access(pos[0], "store")
+    (value,) = w.operands([(pos[1], 0)], {0: dtype_of(mem.type)})
+    mask, _ = _mask_other(w, kw, dtype_of(mem.type), ("mask",))
+    return w.b.make(tl.StoreOp, mem, access, idx, value, mask, span=span)
+
+
+@_call(*(f"atomic_{fn}" for fn in tl.ATOMIC_FNS))
+def _atomic(w: _Walker, node, pos, kw, span):
+    fname = _call_name(node)
+    w.no_kwargs(node, kw, fname, ("mask",))
+    w.arity(node, pos, 2, f"{fname}(a[...], value, mask = m)")
+    mem, access, idx = w.access(pos[0], fname, kinds=(GlobalType,))
+    (value,) = w.operands([(pos[1], 0)], {0: dtype_of(mem.type)})
+    mask, _ = _mask_other(w, kw, dtype_of(mem.type), ("mask",))
+    return w.b.make(tl.AtomicOp, fname.removeprefix("atomic_"), mem, access, idx, value, mask, span=span)
+
+
+@_call("smem")
+def _smem(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "smem", ("swizzle",))
+    w.arity(node, pos, 1, "smem(bf16[S, BM, BK], swizzle = 128)")
+    t = w.tile_type_arg(pos[0], "smem")
+    swizzle = w.int_arg(kw["swizzle"], "swizzle") if "swizzle" in kw else 0
+    if swizzle not in (0, 32, 64, 128):
+        w.fail("type.swizzle", f"swizzle is 0, 32, 64 or 128 bytes, not {swizzle}", kw["swizzle"])
+    return w.b.make(ex.SmemAllocOp, smem(t.dtype.data, [d.data for d in t.shape.data], swizzle), span=span)
+
+
+@_call("mbarrier")
+def _mbarrier(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "mbarrier", ("count",))
+    w.arity(node, pos, 1, "mbarrier(N, count = C)")
+    count = w.static(kw["count"]) if "count" in kw else sx.Int(1)
+    return w.b.make(ex.MBarrierAllocOp, w.static(pos[0]), count, span=span)
+
+
+@_call("expect")
+def _expect(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "expect", ("bytes",))
+    w.arity(node, pos, 1, "expect(bar[i], bytes = N)")
+    if "bytes" not in kw:
+        w.fail("call.arguments", "expect needs bytes = N", node)
+    bar, idx = w.barrier_ref(pos[0], "expect")
+    (nbytes,) = w.operands([(kw["bytes"], 0)], {0: "i32"})
+    return w.b.make(ex.ExpectOp, bar, idx, nbytes, span=span)
+
+
+@_call("arrive")
+def _arrive(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "arrive", ("count",))
+    w.arity(node, pos, 1, "arrive(bar[i])")
+    bar, idx = w.barrier_ref(pos[0], "arrive")
+    count = w.int_arg(kw["count"], "count") if "count" in kw else 1
+    return w.b.make(ex.ArriveOp, bar, idx, count, span=span)
+
+
+@_call("wait")
+def _wait(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "wait", ("parity",))
+    w.arity(node, pos, 1, "wait(bar[i], parity = p)")
+    if "parity" not in kw:
+        w.fail("call.arguments", "wait needs parity = p", node, "the phase parity to wait for, e.g. (k / S) % 2")
+    bar, idx = w.barrier_ref(pos[0], "wait")
+    (parity,) = w.operands([(kw["parity"], 0)], {0: "i32"})
+    return w.b.make(ex.WaitOp, bar, idx, parity, span=span)
+
+
+@_call("tma.load")
+def _tma_load(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "tma.load", ("signal",))
+    w.arity(node, pos, 2, "tma.load(a[...], buf[s], signal = bar[s])")
+    if "signal" not in kw:
+        w.fail("call.arguments", "tma.load needs signal = bar[i]", node)
+    src, sa, si = w.access(pos[0], "tma.load", kinds=(GlobalType,))
+    dst, da, di = w.access(pos[1], "tma.load", kinds=(SmemType,))
+    bar, idx = w.barrier_ref(kw["signal"], "tma.load")
+    return w.b.make(ex.TmaLoadOp, src, sa, si, dst, da, di, bar, idx, span=span)
+
+
+@_call("tma.store")
+def _tma_store(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "tma.store")
+    w.arity(node, pos, 2, "tma.store(buf[s], c[...])")
+    src, sa, si = w.access(pos[0], "tma.store", kinds=(SmemType,))
+    dst, da, di = w.access(pos[1], "tma.store", kinds=(GlobalType,))
+    return w.b.make(ex.TmaStoreOp, src, sa, si, dst, da, di, span=span)
+
+
+@_call("cp.async")
+def _cp_async(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "cp.async", ("mask",))
+    w.arity(node, pos, 2, "cp.async(a[...], buf[s], mask = m)")
+    src, sa, si = w.access(pos[0], "cp.async", kinds=(GlobalType,))
+    dst, da, di = w.access(pos[1], "cp.async", kinds=(SmemType,))
+    mask, _ = _mask_other(w, kw, dtype_of(src.type), ("mask",))
+    return w.b.make(ex.CpAsyncOp, src, sa, si, dst, da, di, mask, span=span)
+
+
+def _pending_call(cls, label):
+    def handler(w: _Walker, node, pos, kw, span):
+        w.no_kwargs(node, kw, label)
+        w.arity(node, pos, 1, f"{label}(pending)")
+        return w.b.make(cls, w.int_arg(pos[0], "the pending count"), span=span)
+
+    return handler
+
+
+def _nullary_call(cls, label):
+    def handler(w: _Walker, node, pos, kw, span):
+        w.no_kwargs(node, kw, label)
+        w.arity(node, pos, 0, f"{label}()")
+        return w.b.make(cls, span=span)
+
+    return handler
+
+
+_CALLS["tma.store_wait"] = _pending_call(ex.TmaStoreWaitOp, "tma.store_wait")
+_CALLS["cp.async.wait"] = _pending_call(ex.CpAsyncWaitOp, "cp.async.wait")
+_CALLS["wgmma.wait"] = _pending_call(ex.WgmmaWaitOp, "wgmma.wait")
+_CALLS["cp.async.commit"] = _nullary_call(ex.CpAsyncCommitOp, "cp.async.commit")
+_CALLS["barrier"] = _nullary_call(ex.CtaBarrierOp, "barrier")
+_CALLS["fence.async"] = _nullary_call(ex.FenceAsyncOp, "fence.async")
+
+
+@_call("wgmma")
+def _wgmma(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "wgmma")
+    w.arity(node, pos, 3, "wgmma(a_buf[s], b_buf[s], acc)")
+    a, aa, ai = w.access(pos[0], "wgmma", kinds=(SmemType,))
+    b, ba, bi = w.access(pos[1], "wgmma", kinds=(SmemType,))
+    (acc,) = w.operands([(pos[2], 0)])
+    return w.b.make(ex.WgmmaOp, a, aa, ai, b, ba, bi, acc, span=span)
+
+
+@_call("sizeof")
+def _sizeof(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "sizeof")
+    w.arity(node, pos, 1, "sizeof(buf[s])")
+    mem, access, idx = w.access(pos[0], "sizeof", kinds=(SmemType,))
+    return w.b.make(ex.SizeofOp, mem, access, idx, span=span)
+
+
+@_call("convert_layout")
+def _convert_layout(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "convert_layout")
+    w.arity(node, pos, 2, "convert_layout(x, blocked([..], [..], [..], [..]))")
+    lay = pos[1]
+    if not (isinstance(lay, Tree) and lay.data == "call" and _call_name(lay) in Layout.KINDS):
+        w.fail("call.arguments", "the layout is blocked(...) or mma(...)", lay)
+    lpos, lkw = w.split_args(lay, lay.children[1:])
+    w.no_kwargs(lay, lkw, _call_name(lay))
+    params = []
+    for p in lpos:
+        if not (isinstance(p, Tree) and p.data == "list"):
+            w.fail("call.arguments", "layout parameters are lists of integers", p)
+        params.append(tuple(w.int_arg(v, "a layout entry") for v in p.children))
+    (x,) = w.operands([(pos[0], 0)])
+    return w.b.make(ex.ConvertLayoutOp, x, Layout(_call_name(lay), tuple(params)), span=span)
+
+
+_ = st  # structural ops are built by the Builder
