@@ -27,14 +27,15 @@ def set_span(op: Operation, span: Span | None) -> None:
         setattr(op, _SPAN, span)
 
 
-def comments_of(op: Operation) -> tuple[list[str], str | None]:
-    """The comment lines written before an op's statement, and the one after it on its line."""
-    return getattr(op, _COMMENTS, ([], None))
+def comments_of(op: Operation) -> tuple[list[str], str | None, bool]:
+    """The comment lines written before an op's statement, the one after it on its line, and
+    whether a blank line precedes it."""
+    return getattr(op, _COMMENTS, ([], None, False))
 
 
-def set_comments(op: Operation, leading: list[str], trailing: str | None) -> None:
-    if leading or trailing:
-        setattr(op, _COMMENTS, (leading, trailing))
+def set_comments(op: Operation, leading: list[str], trailing: str | None, blank_before: bool = False) -> None:
+    if leading or trailing or blank_before:
+        setattr(op, _COMMENTS, (leading, trailing, blank_before))
 
 
 @dataclass

@@ -617,13 +617,12 @@ class _Walker:
 
     def attach_comments(self, program: Program, comments: list[Token]) -> None:
         """A comment on its own line goes with the next statement; one after code on a line
-        goes with that line's statement; comments before the kernel head the file."""
-        if not comments:
-            return
+        goes with that line's statement; comments before the kernel head the file. A blank
+        line before a statement (or its comments) is kept too."""
         kernel_line = span_of(program.kernel).line if span_of(program.kernel) else 1
         stmts = sorted(self.stmt_ops, key=lambda t: t[0])
         lines = self.text.splitlines()
-        leading: dict[int, list[str]] = {}
+        leading: dict[int, list[tuple[int, str]]] = {}
         trailing: dict[int, str] = {}
         for c in comments:
             own_line = lines[c.line - 1][: c.column - 1].strip() == ""
@@ -631,17 +630,22 @@ class _Walker:
                 program.header_comments.append(str(c))
                 continue
             if not own_line:
-                target = next((i for i, (first, last, _) in enumerate(stmts) if first <= c.line <= last), None)
-                if target is not None and stmts[target][1] == c.line:
-                    trailing[target] = str(c)
+                # the innermost statement that ends on this line
+                ending = [i for i, (first, last, _) in enumerate(stmts) if first <= c.line == last]
+                if ending:
+                    trailing[max(ending, key=lambda i: stmts[i][0])] = str(c)
                     continue
             target = next((i for i, (first, _, _) in enumerate(stmts) if first > c.line), None)
             if target is None:
-                program.footer_comments.append(str(c))
+                if c.line > (span_of(program.kernel).end_line if span_of(program.kernel) else 0):
+                    program.footer_comments.append(str(c))
             else:
-                leading.setdefault(target, []).append(str(c))
-        for i, (_, _, op) in enumerate(stmts):
-            set_comments(op, leading.get(i, []), trailing.get(i))
+                leading.setdefault(target, []).append((c.line, str(c)))
+        for i, (first, _, op) in enumerate(stmts):
+            lead = leading.get(i, [])
+            top = lead[0][0] if lead else first
+            blank = top >= 2 and lines[top - 2].strip() == ""
+            set_comments(op, [t for _, t in lead], trailing.get(i), blank)
 
 
 def _fits(value: int, dtype: str) -> bool:
@@ -709,6 +713,15 @@ def _program_id(w: _Walker, node, pos, kw, span):
     w.arity(node, pos, 1, f"{_call_name(node)}(axis)")
     cls = tl.ProgramIdOp if _call_name(node) == "program_id" else tl.NumProgramsOp
     return w.b.make(cls, w.int_arg(pos[0], "the axis"), span=span)
+
+
+@_call("role_rank")
+def _role_rank(w: _Walker, node, pos, kw, span):
+    w.no_kwargs(node, kw, "role_rank")
+    w.arity(node, pos, 0, "role_rank()")
+    if not any(f.kind == "role" for f in w.b._frames):
+        w.fail("role.rank", "role_rank() is only meaningful inside a role", node)
+    return w.b.make(st.RoleRankOp, span=span)
 
 
 @_call("arange")

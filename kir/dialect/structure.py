@@ -13,6 +13,7 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
     region_def,
+    result_def,
     traits_def,
     var_operand_def,
     var_result_def,
@@ -21,7 +22,7 @@ from xdsl.traits import IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from kir import symexpr as sx
-from kir.dialect.types import GlobalType, ScalarType, SymAttr, sym, syms
+from kir.dialect.types import GlobalType, ScalarType, SymAttr, scalar, sym, syms
 
 TARGETS = ("interp", "sm_80", "sm_90", "gfx90a", "gfx942", "mtia-sim")
 
@@ -284,3 +285,18 @@ class RoleOp(IRDLOperation):
             raise VerifyException("warp and warpgroup ids are non-negative")
         if self.regs.data < 0:
             raise VerifyException("a register budget is positive")
+
+
+@irdl_op_definition
+class RoleRankOp(IRDLOperation):
+    """The position of the executing unit in its role's list, as an i32: in
+    `role mma warpgroups(1, 2)`, warpgroup 1 has rank 0 and warpgroup 2 rank 1.
+
+        r0 = role_rank() * (BM / 2)
+    """
+
+    name = "kir.role_rank"
+    res = result_def(ScalarType)
+
+    def __init__(self):
+        super().__init__(result_types=[scalar("i32")])
