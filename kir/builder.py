@@ -43,7 +43,7 @@ from kir.program import Program, set_span
 
 RESERVED = frozenset(
     """kernel where target grid warps warpgroups for in step if else role regs pipeline stages
-    warp_specialize cast dot true false inf nan None out global align strides smem
+    warp_specialize cast dot true false inf nan None
     i1 i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64 f8e4m3 f8e5m2""".split()
 )
 

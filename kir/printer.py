@@ -569,7 +569,9 @@ class _Printer:
             fn = op.fn.data
             if fn in _INFIX:
                 sym, prec = _INFIX[fn]
-                return f"{self.sub(op, 0, prec, dts[0])} {sym} {self.sub(op, 1, prec + 1, dts[1])}", prec
+                # `(k / S) % 2` reads better than the equivalent `k / S % 2`
+                left_need = prec + 1 if fn == "rem" else prec
+                return f"{self.sub(op, 0, left_need, dts[0])} {sym} {self.sub(op, 1, prec + 1, dts[1])}", prec
             return f"{fn}({args[0]()}, {args[1]()})", P_ATOM
         if isinstance(op, tl.CompareOp):
             sym = tl.CMP_PREDICATES[op.predicate.data]
