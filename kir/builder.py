@@ -142,7 +142,7 @@ class Builder:
             )
             self.kernel.verify_()
         except VerifyException as e:
-            self._fail("kernel.signature", str(e), span)
+            self._fail("kernel.signature", *_located(str(e), span))
         set_span(self.kernel, span)
         self._blocks = [self.kernel.body.block]
         self._scopes = [_Scope(dict(zip([n for n, _ in self._args], self.kernel.body.block.args, strict=True)))]
@@ -225,7 +225,7 @@ class Builder:
             op.verify_()
         except VerifyException as e:
             op.detach()
-            self._fail("type.error", str(e), span)
+            self._fail("type.error", *_located(str(e), span))
         return op
 
     def make(self, factory, *args, span: Span | None = None, **kwargs) -> Operation:
@@ -233,7 +233,7 @@ class Builder:
         try:
             op = factory(*args, **kwargs)
         except VerifyException as e:
-            self._fail("type.error", str(e), span)
+            self._fail("type.error", *_located(str(e), span))
         except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as e:
             self._fail("type.error", f"{_op_name(factory)}: {e}", span)
         return self.emit(op, span)
@@ -421,6 +421,19 @@ class Builder:
 
     def _fail(self, rule: str, message: str, span: Span | None, hint: str = "") -> None:
         raise KirError(Diagnostic(rule, "error", span, message, hint))
+
+
+def _located(text: str, span: Span | None) -> tuple[str, Span | None, str]:
+    message, hint = split_hint(text)
+    return message, span, hint
+
+
+def split_hint(text: str) -> tuple[str, str]:
+    """Op verifiers end a message with '; <the fix>' when there is one; that part is the hint."""
+    message, sep, fix = text.rpartition("; ")
+    if sep and fix.startswith(("use ", "cast ", "cast<", "reduce ", "index ", "add ", "keep ")):
+        return message, fix
+    return text, ""
 
 
 def _is_value(v: SSAValue | None) -> bool:

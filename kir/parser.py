@@ -75,6 +75,7 @@ def _lark() -> Lark:
             propagate_positions=True,
             maybe_placeholders=False,
             cache=True,
+            start=["start", "expr_only"],
         )
     return _LARK
 
@@ -139,7 +140,7 @@ def parse_tree(text: str, file: str = "<input>") -> tuple[Tree, list[Token]]:
     """The lark syntax tree and the comment tokens, or a `KirError` with a syntax diagnostic."""
     comments: list[Token] = []
     try:
-        tree = _lark().parse(text, on_error=None)
+        tree = _lark().parse(text, start="start")
     except UnexpectedInput as err:
         raise KirError(_syntax_diagnostic(err, text, file)) from None
     except RecursionError:

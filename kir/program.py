@@ -7,7 +7,7 @@ that differ only in layout or comments are the same IR (`same_ir`) and hash alik
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from xdsl.ir import Operation
 
@@ -70,9 +70,37 @@ class Program:
     def span(self) -> Span | None:
         return span_of(self.kernel)
 
+    def clone(self) -> Program:
+        """A deep copy: new ops (spans and comments kept), so the copy can be changed freely."""
+        kernel = self.kernel.clone()
+        for old, new in zip(self.kernel.walk(), kernel.walk(), strict=True):
+            for key in (_SPAN, _COMMENTS):
+                if hasattr(old, key):
+                    setattr(new, key, getattr(old, key))
+        return replace(
+            self,
+            kernel=kernel,
+            header_comments=list(self.header_comments),
+            footer_comments=list(self.footer_comments),
+            arg_spans=dict(self.arg_spans),
+        )
+
+    def with_params(self, **overrides: int) -> Program:
+        """A copy whose compile-time parameters default to new values (a tactic's basic move)."""
+        from xdsl.dialects.builtin import ArrayAttr, IntAttr
+
+        unknown = set(overrides) - set(self.params)
+        if unknown:
+            raise KeyError(f"no parameter {', '.join(sorted(unknown))} in kernel {self.name}")
+        copy = self.clone()
+        values = {**self.params, **overrides}
+        copy.kernel.param_defaults = ArrayAttr([IntAttr(values[n]) for n in self.params])
+        return copy
+
 
 def same_ir(a: Program | KernelOp, b: Program | KernelOp) -> bool:
-    """Structural equality of two programs' IR (ops, types, attributes and value names)."""
+    """Structural equality of two programs' IR: ops, operands, types, attributes and regions
+    (value names, spans and comments aside)."""
     ka = a.kernel if isinstance(a, Program) else a
     kb = b.kernel if isinstance(b, Program) else b
     return ka.is_structurally_equivalent(kb)

@@ -130,8 +130,11 @@ class KernelOp(IRDLOperation):
 
 @irdl_op_definition
 class YieldOp(IRDLOperation):
-    """Ends a loop body or a branch, giving the values carried out of it (implicit in KIR text:
-    the carried variables' last assignments)."""
+    """Ends a loop body or a branch, giving the values carried out of it. It is implicit in
+    KIR text: the carried variables' last assignments are yielded, as `acc` here:
+
+        for k in 0 .. K / BK { acc = dot<f32>(a_tile, b_tile, acc) }
+    """
 
     name = "kir.yield"
     values = var_operand_def()
