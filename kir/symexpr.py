@@ -96,7 +96,7 @@ def _apply(op: str, a: int, b: int) -> int:
     if op == "%":
         return c_rem(a, b)
     if op == "cdiv":
-        return -c_div(-a, b)
+        return -((-a) // b)  # ceiling division (floor-based: sizes are positive)
     if op == "min":
         return min(a, b)
     if op == "max":

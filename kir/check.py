@@ -1,0 +1,166 @@
+"""Checking a program: reading its file, op-level verification, and the verifier when present.
+
+Everything here reports through `Diagnostic`. Reading a file that cannot be opened is `io.read`;
+text that is not UTF-8 is `syntax.encoding`, located at the first bad byte; an op whose
+`verify_` rejects it is `op.verify` at the op's span. The rule verifier (the `verifier` package,
+built on top of `kir`) is looked up at run time, so `kir` never imports it statically and works
+before it exists.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import VerifyException
+
+from kir.diagnostics import Diagnostic, KirError, Span
+from kir.dialect.structure import TARGETS, KernelOp, YieldOp
+from kir.program import Program, span_of
+
+VerifyFn = Callable[[Program, str], list[Diagnostic]]
+
+
+def read_source(path: str | Path) -> str:
+    """The text of a KIR file, or a `KirError`: `io.read` when it cannot be opened,
+    `syntax.encoding` (with the position of the first bad byte) when it is not UTF-8."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except (OSError, ValueError) as err:  # ValueError: a NUL byte in the path
+        reason = getattr(err, "strerror", None) or str(err)
+        raise KirError(Diagnostic("io.read", "error", None, f"cannot read {path}: {reason}")) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise KirError(_encoding_diagnostic(data, err, str(path))) from None
+
+
+def _encoding_diagnostic(data: bytes, err: UnicodeDecodeError, file: str) -> Diagnostic:
+    before = data[: err.start]
+    line = before.count(b"\n") + 1
+    line_start = before.rfind(b"\n") + 1
+    col = len(before[line_start:].decode("utf-8", errors="replace")) + 1
+    return Diagnostic(
+        "syntax.encoding",
+        "error",
+        Span(line, col, line, col + 1, file),
+        f"the file is not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start})",
+        "KIR source files are UTF-8 text",
+    )
+
+
+def load_program(path: str | Path) -> Program:
+    """Read and parse one KIR file; raises `KirError` with located diagnostics."""
+    from kir.parser import parse
+
+    return parse(read_source(path), file=str(path))
+
+
+def target_diagnostics(target: str | None) -> list[Diagnostic]:
+    """An unknown target named on the command line (or by a caller) is an error."""
+    if target is None or target in TARGETS:
+        return []
+    from kir.parser import suggest
+
+    hint = suggest(target, TARGETS) or f"known targets: {', '.join(TARGETS)}"
+    return [Diagnostic("cli.target", "error", None, f"unknown target '{target}'", hint)]
+
+
+def check_program(program: Program, target: str | None = None) -> list[Diagnostic]:
+    """Every diagnostic for a parsed program: op-level verification of each op, then the rule
+    verifier (when the `verifier` package provides `verify(program, target)`) for `target`, or
+    the kernel's declared target when `target` is None. Sorted and without duplicates."""
+    diags = verify_ops(program)
+    effective = target if target is not None else program.kernel.target.data
+    try:
+        verify = find_verifier()
+        if verify is not None:
+            diags += list(verify(program, effective))
+    except KirError as err:
+        diags += err.diagnostics
+    except Exception as err:  # the verifier's bug must not become the user's traceback
+        diags.append(internal_error(err, program.file, "running the verifier"))
+    return unique_sorted(diags)
+
+
+def verify_ops(program: Program) -> list[Diagnostic]:
+    """Run each op's xdsl verification (`verify_` plus the structural checks) on its own, so
+    that every failing op is reported at its own span rather than the first one only."""
+    kernel = program.kernel
+    diags: list[Diagnostic] = []
+    for op in kernel.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as err:
+            diags.append(Diagnostic("op.verify", "error", _nearest_span(op, program), _verify_message(err)))
+        except Exception as err:
+            diag = internal_error(err, program.file, f"verifying {op.name}")
+            diags.append(Diagnostic(diag.rule, diag.severity, _nearest_span(op, program), diag.message, diag.hint))
+    if not diags:
+        # The whole-kernel pass also checks what no single op sees (block structure, nesting).
+        try:
+            kernel.verify()
+        except VerifyException as err:
+            diags.append(Diagnostic("op.verify", "error", _nearest_span(kernel, program), _verify_message(err)))
+        except Exception as err:
+            diags.append(internal_error(err, program.file, "verifying the kernel"))
+    return diags
+
+
+def _nearest_span(op: Operation | None, program: Program) -> Span | None:
+    while op is not None:
+        span = span_of(op)
+        if span is not None:
+            return span
+        op = op.parent_op()
+    return program.span()
+
+
+def _verify_message(err: VerifyException) -> str:
+    """The innermost verifier message: xdsl wraps a `verify_` failure in a second exception
+    whose text embeds the printed op."""
+    root: BaseException = err
+    while isinstance(root.__cause__, VerifyException):
+        root = root.__cause__
+    text = str(root).strip().splitlines()
+    message = text[0] if text else "the op does not verify"
+    return message.removeprefix("Operation does not verify: ")
+
+
+def find_verifier() -> VerifyFn | None:
+    """`verifier.verify` if the package is importable and defines it, else None. A verifier
+    that exists but fails to import is an error of its own, not silently skipped."""
+    try:
+        module = importlib.import_module("verifier")
+    except ModuleNotFoundError as err:
+        if err.name == "verifier":
+            return None
+        raise
+    verify = getattr(module, "verify", None)
+    return verify if callable(verify) else None
+
+
+def internal_error(err: BaseException, file: str | None, during: str) -> Diagnostic:
+    return Diagnostic(
+        "internal.error",
+        "error",
+        Span(1, 1, 1, 2, file) if file else None,
+        f"internal error while {during}: {type(err).__name__}: {err}",
+        "this is a bug in KIR; please report it with the input",
+    )
+
+
+def unique_sorted(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for d in sorted(diags, key=Diagnostic.sort_key):
+        if d not in out:
+            out.append(d)
+    return out
+
+
+def op_count(program: Program) -> int:
+    """Ops in the kernel body, without the kernel itself and the implicit yields."""
+    return sum(1 for op in program.kernel.walk() if not isinstance(op, KernelOp | YieldOp))

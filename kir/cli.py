@@ -1,0 +1,437 @@
+"""The `kir` command: check, format, run and hash KIR programs.
+
+Every outcome is a list of `Diagnostic`s, printed rustc-style (or as JSON with `--json`) on
+stdout. Exit status: 0 when there is no error, 1 when the program (or an input) has errors,
+2 for a usage error (a file that cannot be read, an unknown target or parameter). No input,
+however malformed, gets a Python traceback: an unexpected exception becomes an
+`internal.error` diagnostic. The work itself lives in `kir.check` and `kir.arrays`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated
+
+import typer
+
+from kir import __version__
+from kir.check import (
+    check_program,
+    internal_error,
+    op_count,
+    read_source,
+    target_diagnostics,
+    unique_sorted,
+    verify_ops,
+)
+from kir.diagnostics import Diagnostic, KirError, render_all
+from kir.dialect.structure import TARGETS
+from kir.program import Program
+
+app = typer.Typer(
+    name="kir",
+    help="KIR: a typed, hardware-explicit kernel IR. Check, format, run and hash KIR programs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+# Rules that mean "the command line is wrong" rather than "the program is wrong": exit 2.
+USAGE_RULES = frozenset({"io.read", "io.write", "cli.usage", "cli.param", "cli.target"})
+
+_PARAM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(-?(?:0[xX][0-9a-fA-F]+|[0-9]+))\s*$")
+
+
+@dataclass
+class Outcome:
+    """What a command has to say: diagnostics, the source they point into, and the lines to
+    print when there is no error."""
+
+    file: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    source: str | None = None
+    lines: list[str] = field(default_factory=list)  # printed when there is no error
+    text: str = ""  # printed as is, before the diagnostics (canonical text, a diff)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.is_error for d in self.diagnostics)
+
+    def fail(self, diags: list[Diagnostic]) -> Outcome:
+        self.diagnostics += diags
+        return self
+
+
+def exit_code(diags: list[Diagnostic]) -> int:
+    errors = [d for d in diags if d.is_error]
+    if any(d.rule in USAGE_RULES for d in errors):
+        return 2
+    return 1 if errors else 0
+
+
+def _guarded(file: str, body: Callable[[Outcome], Outcome | None], during: str) -> Outcome:
+    """Run a command's body; a `KirError` adds its diagnostics, anything else is an
+    `internal.error`, never a traceback."""
+    outcome = Outcome(file)
+    try:
+        body(outcome)
+    except KirError as err:
+        outcome.diagnostics += err.diagnostics
+    except Exception as err:
+        outcome.diagnostics.append(internal_error(err, None, during))
+    try:
+        outcome.diagnostics = unique_sorted(outcome.diagnostics)
+    except Exception as err:  # a malformed diagnostic (say, an unknown severity) from a plug-in
+        outcome.diagnostics.append(internal_error(err, None, "sorting the diagnostics"))
+    return outcome
+
+
+def _finish(outcome: Outcome, json_out: bool) -> None:
+    """Print the outcome and exit with its status."""
+    diags = outcome.diagnostics
+    if json_out:
+        # Already in order (`_guarded` sorts), so no second sort that could fail here.
+        _emit(json.dumps([d.to_json() for d in diags], indent=2, default=str))
+    else:
+        if outcome.text:
+            _emit(outcome.text, newline=False)
+        if diags:
+            _emit(_render(diags, outcome.source))
+            if outcome.has_errors or outcome.lines:
+                _emit("")
+        if outcome.has_errors:
+            _emit(f"{outcome.file}: {_counts(diags)}")
+        else:
+            for line in outcome.lines:
+                _emit(line)
+    raise typer.Exit(exit_code(diags))
+
+
+def _render(diags: list[Diagnostic], source: str | None) -> str:
+    try:
+        return render_all(diags, source)
+    except Exception:  # never lose the diagnostics to a rendering bug: print them bare
+        return "\n".join(f"{d.span or ''}: {d.severity}[{d.rule}]: {d.message}" for d in diags)
+
+
+def _counts(diags: list[Diagnostic]) -> str:
+    parts = []
+    for severity in ("error", "warning"):
+        n = sum(1 for d in diags if d.severity == severity)
+        if n:
+            parts.append(f"{n} {severity}{'s' if n != 1 else ''}")
+    return ", ".join(parts) or "ok"
+
+
+# ---- output: plain text unless stdout is a terminal ---------------------------------------------
+
+_STYLES = (
+    (re.compile(r"\berror\[[^\]]*\]"), "bold red"),
+    (re.compile(r"\bwarning\[[^\]]*\]"), "bold yellow"),
+    (re.compile(r"\bhint\[[^\]]*\]"), "bold cyan"),
+    (re.compile(r"(?m)^\s*\d* \| +\^+.*$"), "red"),
+    (re.compile(r"(?m)^  = (hint|counterexample):"), "cyan"),
+    (re.compile(r"(?m)^  note:"), "blue"),
+    (re.compile(r"(?<=: )ok\b.*$", re.M), "green"),
+)
+
+
+def _colour() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def _emit(text: str, newline: bool = True) -> None:
+    if not _colour():
+        try:
+            typer.echo(text, nl=newline)
+        except UnicodeEncodeError:  # a source line the terminal's encoding cannot show
+            encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+            safe = text.encode(encoding, errors="backslashreplace").decode(encoding)
+            typer.echo(safe, nl=newline)
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    styled = Text(text)
+    for pattern, style in _STYLES:
+        styled.highlight_regex(pattern, style)
+    Console(force_terminal=True, highlight=False, soft_wrap=True).print(styled, end="\n" if newline else "")
+
+
+# ---- commands ----------------------------------------------------------------------------------
+
+FileArg = Annotated[str, typer.Argument(metavar="FILE", help="A KIR source file (one kernel).", show_default=False)]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the diagnostics as a JSON list ([] when clean).")]
+
+
+def _parse(outcome: Outcome) -> Program:
+    from kir.parser import parse
+
+    outcome.source = read_source(outcome.file)
+    return parse(outcome.source, file=outcome.file)
+
+
+@app.command()
+def check(
+    file: FileArg,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            "--target",
+            "-t",
+            metavar="TARGET",
+            help=f"Check for this target instead of the kernel's declared one ({', '.join(TARGETS)}).",
+            show_default=False,
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Parse and verify a program; print its diagnostics."""
+
+    def body(out: Outcome) -> None:
+        usage = target_diagnostics(target)
+        if usage:
+            out.fail(usage)
+            return
+        program = _parse(out)
+        out.diagnostics += check_program(program, target)
+        out.lines.append(f"{out.file}: ok (kernel {program.name}, {op_count(program)} ops)")
+
+    _finish(_guarded(file, body, "checking the program"), json_out)
+
+
+@app.command()
+def fmt(
+    file: FileArg,
+    write: Annotated[bool, typer.Option("--write", "-w", help="Rewrite the file in place.")] = False,
+    check_only: Annotated[
+        bool, typer.Option("--check", help="Print nothing but a diff; exit 1 if the file is not canonical.")
+    ] = False,
+) -> None:
+    """Print the canonical text of a program (comments kept)."""
+
+    def body(out: Outcome) -> None:
+        if write and check_only:
+            out.fail([Diagnostic("cli.usage", "error", None, "--write and --check exclude each other")])
+            return
+        program = _parse(out)
+        text = canonical_text(program)
+        if check_only:
+            if text != out.source:
+                diff = "".join(
+                    difflib.unified_diff(
+                        out.source.splitlines(keepends=True),
+                        text.splitlines(keepends=True),
+                        fromfile=out.file,
+                        tofile=f"{out.file} (canonical)",
+                    )
+                )
+                out.text = diff if diff.endswith("\n") else diff + "\n"
+                out.fail(
+                    [
+                        Diagnostic(
+                            "fmt.not-canonical",
+                            "error",
+                            None,
+                            f"{out.file} is not in canonical form",
+                            f"run `kir fmt --write {out.file}`",
+                        )
+                    ]
+                )
+            else:
+                out.lines.append(f"{out.file}: ok (canonical)")
+        elif write:
+            if text != out.source:
+                try:
+                    with open(out.file, "w", encoding="utf-8", newline="") as f:
+                        f.write(text)
+                except (OSError, ValueError) as err:
+                    reason = getattr(err, "strerror", None) or str(err)
+                    out.fail([Diagnostic("io.write", "error", None, f"cannot write {out.file}: {reason}")])
+                    return
+                out.lines.append(f"{out.file}: formatted")
+            else:
+                out.lines.append(f"{out.file}: ok (already canonical)")
+        else:
+            out.text = text
+
+    _finish(_guarded(file, body, "formatting the program"), False)
+
+
+def canonical_text(program: Program) -> str:
+    """The program's canonical text, checked to parse back to the same IR: `kir fmt` must never
+    write a file that means something else."""
+    from kir.parser import parse
+    from kir.program import same_ir
+
+    text = program.text()
+    again = parse(text, file=program.file)
+    if not same_ir(program, again):
+        raise KirError(
+            Diagnostic(
+                "internal.fmt-round-trip",
+                "error",
+                program.span(),
+                "the canonical text of this program does not parse back to the same IR; the file is left as is",
+                "this is a bug in the KIR printer; please report it with the input",
+            )
+        )
+    return text
+
+
+@app.command()
+def interp(
+    file: FileArg,
+    inputs: Annotated[
+        str,
+        typer.Option(
+            "--inputs",
+            "-i",
+            metavar="IN.npz",
+            help="Arrays named after the kernel's arguments; output arguments may be absent.",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[
+        str,
+        typer.Option(
+            "--out",
+            "-o",
+            metavar="OUT.npz",
+            help="Where to save every tensor argument after the run.",
+            show_default=False,
+        ),
+    ],
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param",
+            "-p",
+            metavar="NAME=VALUE",
+            help="Override a compile-time parameter (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run a program on the reference interpreter.
+
+    Arrays are exchanged in .npz archives. npz cannot store bf16 or fp8 portably, so arguments
+    of dtype f16, bf16, f8e4m3 and f8e5m2 are read from float32 arrays (rounded to nearest even)
+    and saved as float32. Integer, bool, f32 and f64 arguments are stored as their own dtype.
+    """
+
+    def body(outcome: Outcome) -> None:
+        overrides, usage = parse_param_specs(param or [])
+        if usage:
+            outcome.fail(usage)
+            return
+        program = _parse(outcome)
+        usage = unknown_params(program, overrides)
+        if usage:
+            outcome.fail(usage)
+            return
+        outcome.diagnostics += verify_ops(program)
+        if outcome.has_errors:
+            return
+        results = run_program(program, inputs, out, overrides, outcome)
+        if results is not None:
+            outcome.lines.append(f"{outcome.file}: ok (kernel {program.name}; wrote {out}: {', '.join(results)})")
+
+    _finish(_guarded(file, body, "running the program"), json_out)
+
+
+def parse_param_specs(specs: list[str]) -> tuple[dict[str, int], list[Diagnostic]]:
+    """`NAME=VALUE` strings (decimal or 0x hex, optionally negative) as a dict."""
+    values: dict[str, int] = {}
+    diags: list[Diagnostic] = []
+    for spec in specs:
+        m = _PARAM.match(spec)
+        if m is None:
+            diags.append(
+                Diagnostic(
+                    "cli.param",
+                    "error",
+                    None,
+                    f"bad --param '{spec}'",
+                    "write --param NAME=VALUE with an integer value",
+                )
+            )
+            continue
+        name, value = m.group(1), int(m.group(2), 0)
+        if name in values:
+            diags.append(Diagnostic("cli.param", "error", None, f"--param {name} is given twice"))
+            continue
+        values[name] = value
+    return values, diags
+
+
+def unknown_params(program: Program, overrides: dict[str, int]) -> list[Diagnostic]:
+    from kir.parser import suggest
+
+    diags = []
+    for name in overrides:
+        if name not in program.params:
+            known = ", ".join(program.params) or "none"
+            hint = suggest(name, program.params) or f"parameters of {program.name}: {known}"
+            diags.append(
+                Diagnostic("cli.param", "error", None, f"kernel {program.name} has no parameter '{name}'", hint)
+            )
+    return diags
+
+
+def run_program(
+    program: Program, inputs_path: str, out_path: str, overrides: dict[str, int], outcome: Outcome
+) -> list[str] | None:
+    """Load the inputs, run the interpreter, save the arguments; the names saved, or None when
+    diagnostics stopped it (they are added to `outcome`)."""
+    from kir.arrays import inputs_for, outputs_for, read_npz, write_npz
+
+    arrays = read_npz(inputs_path)
+    inputs, diags = inputs_for(program, arrays, inputs_path)
+    outcome.diagnostics += diags
+    if outcome.has_errors:
+        return None
+    try:
+        from kir.interp import run
+    except ImportError as err:
+        outcome.fail(
+            [Diagnostic("interp.unavailable", "error", None, f"the reference interpreter cannot be loaded: {err}")]
+        )
+        return None
+    params = {**program.params, **overrides}
+    outputs = run(program, dict(inputs), params)
+    saved = outputs_for(program, inputs, outputs or {})
+    write_npz(out_path, saved)
+    return list(saved)
+
+
+@app.command("hash")
+def hash_(file: FileArg) -> None:
+    """Print the content hash of a program (sha256 of its canonical text without comments)."""
+
+    def body(out: Outcome) -> None:
+        out.lines.append(_parse(out).content_hash())
+
+    _finish(_guarded(file, body, "hashing the program"), False)
+
+
+@app.command()
+def version() -> None:
+    """Print the version of KIR."""
+    typer.echo(f"kir {__version__}")
+
+
+def main() -> None:  # pragma: no cover - the console script calls `app`
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
