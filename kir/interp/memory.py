@@ -40,7 +40,14 @@ class Lanes:
     """The elements one access touches. `idx[d]` broadcasts to `shape`; `mask` is None (every
     lane active) or a bool array of `shape`."""
 
-    def __init__(self, mem_shape: tuple[int, ...], idx: list[np.ndarray], shape: tuple[int, ...], mask: np.ndarray | None, gather: bool):
+    def __init__(
+        self,
+        mem_shape: tuple[int, ...],
+        idx: list[np.ndarray],
+        shape: tuple[int, ...],
+        mask: np.ndarray | None,
+        gather: bool,
+    ):
         self.mem_shape = mem_shape
         self.idx = idx
         self.shape = shape
@@ -67,7 +74,11 @@ class Lanes:
         return bad if np.any(bad) else None
 
     def first(self, bad: np.ndarray) -> OutOfBounds:
-        lane = tuple(int(v) for v in np.unravel_index(int(np.flatnonzero(bad.reshape(-1))[0]), self.shape)) if self.shape else ()
+        lane = (
+            tuple(int(v) for v in np.unravel_index(int(np.flatnonzero(bad.reshape(-1))[0]), self.shape))
+            if self.shape
+            else ()
+        )
         index = tuple(int(np.broadcast_to(ix, self.shape)[lane]) for ix in self.idx)
         return OutOfBounds(index, self.mem_shape, lane)
 
@@ -107,7 +118,9 @@ def lanes(
         shape = np.broadcast_shapes(*[np.shape(v) for v in indices])
         idx = [np.asarray(v).astype(np.int64) for v in indices]
         if len(indices) < rank:
-            raise Unsupported("a gather must index every dimension of the buffer (its trailing dimensions are not part of the gather's shape)")
+            raise Unsupported(
+                "a gather must index every dimension of the buffer (its trailing dimensions are not part of the gather's shape)"
+            )
     else:
         out_dims = [e for e in extents if e is not None] + list(mem_shape[len(indices) :])
         shape = tuple(out_dims)

@@ -95,7 +95,8 @@ def _compute_dtype(d: DType) -> DType:
 def _f64_to_narrow(x: np.ndarray, target: np.dtype) -> np.ndarray:
     """Round f64 to a float narrower than f32 in one step: round to odd into f32 (f32 has more
     than twice the bits of bf16 and fp8), then round to nearest even into the target."""
-    f = x.astype(F32)
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond f32 is inf, as it must be
+        f = x.astype(F32)
     back = f.astype(F64)
     inexact = (back != x) & ~np.isnan(x)
     if np.any(inexact):
@@ -218,7 +219,13 @@ def binary(fn: str, a: np.ndarray, b: np.ndarray, d: DType) -> np.ndarray:
     if d.kind == "bool" and fn in ("add", "sub", "mul", "div", "rem"):
         # i1 arithmetic wraps in one bit.
         ai, bi = a.astype(np.uint8), b.astype(np.uint8)
-        res = {"add": ai ^ bi, "sub": ai ^ bi, "mul": ai & bi, "div": np.where(bi == 0, 1, ai), "rem": np.where(bi == 0, ai, 0)}[fn]
+        res = {
+            "add": ai ^ bi,
+            "sub": ai ^ bi,
+            "mul": ai & bi,
+            "div": np.where(bi == 0, 1, ai),
+            "rem": np.where(bi == 0, ai, 0),
+        }[fn]
         return np.asarray(res).astype(bool)
     if fn == "add":
         return of(np.add(a, b), d)
@@ -253,7 +260,14 @@ def binary(fn: str, a: np.ndarray, b: np.ndarray, d: DType) -> np.ndarray:
     raise ValueError(f"unknown binary function {fn}")
 
 
-_CMP = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}
+_CMP = {
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "eq": np.equal,
+    "ne": np.not_equal,
+}
 
 
 def compare(pred: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -306,7 +320,12 @@ def scan(fn: str, x: np.ndarray, axis: int, reverse: bool, d: DType) -> np.ndarr
     if reverse:
         v = np.flip(v, axis=axis)
     if d.kind == "bool":
-        ufunc = {"cumsum": np.logical_xor, "cumprod": np.logical_and, "cummax": np.logical_or, "cummin": np.logical_and}[fn]
+        ufunc = {
+            "cumsum": np.logical_xor,
+            "cumprod": np.logical_and,
+            "cummax": np.logical_or,
+            "cummin": np.logical_and,
+        }[fn]
     else:
         ufunc = {"add": np.add, "mul": np.multiply, "maximum": np.maximum, "minimum": np.minimum}[_SCAN_UFUNC[fn]]
     res = ufunc.accumulate(v, axis=axis, dtype=d.numpy)
