@@ -454,6 +454,23 @@ class ReshapeOp(IRDLOperation):
     def __init__(self, operand: SSAValue, shape: Sequence[sx.SymExpr]):
         super().__init__(operands=[operand], result_types=[tile_type(dtype_of(operand.type), shape)])
 
+    def verify_(self) -> None:
+        before = _product(shape_of(self.operand.type))
+        after = _product(shape_of(self.res.type))
+        if before is not None and after is not None and before != after:
+            raise VerifyException(f"reshape keeps the element count: {before} elements cannot become {after}")
+
+
+def _product(shape: Sequence[sx.SymExpr]) -> int | None:
+    """The element count when every dimension is a constant (parameters not yet bound)."""
+    total = 1
+    for d in shape:
+        v = sx.fold(d).as_int()
+        if v is None:
+            return None
+        total *= v
+    return total
+
 
 @irdl_op_definition
 class TransOp(IRDLOperation):
@@ -662,6 +679,8 @@ def access_shape(mem_type: Attribute, access: Access, indices: Sequence[SSAValue
         shape = [d for d in access.dims if d is not None]
         shape += [d.data for d in mem_type.shape.data[len(access.dims) :]]
         return tuple(shape)
+    if len(access.dims) < rank:
+        raise VerifyException(f"a gather indexes every dimension ({rank} needed, {len(access.dims)} given)")
     out: tuple[sx.SymExpr, ...] = ()
     for v in indices:
         got = broadcast_shapes(out, shape_of(v.type))
