@@ -225,7 +225,7 @@ class Builder:
             op.verify_()
         except VerifyException as e:
             op.detach()
-            self._fail("type.error", *_located(str(e), span))
+            self._fail(*_violation(e, span))
         return op
 
     def make(self, factory, *args, span: Span | None = None, **kwargs) -> Operation:
@@ -233,7 +233,7 @@ class Builder:
         try:
             op = factory(*args, **kwargs)
         except VerifyException as e:
-            self._fail("type.error", *_located(str(e), span))
+            self._fail(*_violation(e, span))
         except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as e:
             self._fail("type.error", f"{_op_name(factory)}: {e}", span)
         return self.emit(op, span)
@@ -352,9 +352,9 @@ class Builder:
         """Close an `if`. Its results are the names assigned in a branch that were visible
         before it, or assigned in both branches (in order of first assignment, then branch
         first), unless `results` names them."""
+        if "else_block" not in self._frames[-1].args:
+            self.begin_else()  # an `if` without `else`: an empty else branch
         frame = self._frames.pop()
-        if "else_block" not in frame.args:
-            self.begin_else()
         else_scope = self._scopes.pop()
         self._blocks.pop()
         then_scope: _Scope = frame.args["then_scope"]
@@ -421,6 +421,13 @@ class Builder:
 
     def _fail(self, rule: str, message: str, span: Span | None, hint: str = "") -> None:
         raise KirError(Diagnostic(rule, "error", span, message, hint))
+
+
+def _violation(err: VerifyException, span: Span | None) -> tuple[str, str, Span | None, str]:
+    """(rule, message, span, hint) of an op verifier's exception."""
+    rule = getattr(err, "rule", "type.error")
+    message, _, hint = _located(str(err), span)
+    return rule, message, span, getattr(err, "hint", "") or hint
 
 
 def _located(text: str, span: Span | None) -> tuple[str, Span | None, str]:

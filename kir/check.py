@@ -95,7 +95,16 @@ def verify_ops(program: Program) -> list[Diagnostic]:
         try:
             op.verify(verify_nested_ops=False)
         except VerifyException as err:
-            diags.append(Diagnostic("op.verify", "error", _nearest_span(op, program), _verify_message(err)))
+            root = _root(err)
+            diags.append(
+                Diagnostic(
+                    getattr(root, "rule", "op.verify"),
+                    "error",
+                    _nearest_span(op, program),
+                    _verify_message(err),
+                    getattr(root, "hint", ""),
+                )
+            )
         except Exception as err:
             diag = internal_error(err, program.file, f"verifying {op.name}")
             diags.append(Diagnostic(diag.rule, diag.severity, _nearest_span(op, program), diag.message, diag.hint))
@@ -119,12 +128,17 @@ def _nearest_span(op: Operation | None, program: Program) -> Span | None:
     return program.span()
 
 
-def _verify_message(err: VerifyException) -> str:
-    """The innermost verifier message: xdsl wraps a `verify_` failure in a second exception
-    whose text embeds the printed op."""
+def _root(err: VerifyException) -> BaseException:
+    """xdsl wraps a `verify_` failure in a second exception whose text embeds the printed op."""
     root: BaseException = err
     while isinstance(root.__cause__, VerifyException):
         root = root.__cause__
+    return root
+
+
+def _verify_message(err: VerifyException) -> str:
+    """The innermost verifier message."""
+    root = _root(err)
     text = str(root).strip().splitlines()
     message = text[0] if text else "the op does not verify"
     return message.removeprefix("Operation does not verify: ")

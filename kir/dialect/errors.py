@@ -1,0 +1,14 @@
+"""The exception op verifiers raise: an xdsl `VerifyException` that also names the rule it
+breaks and, when there is one, the fix. The parser and the builder turn it into a diagnostic
+with that rule id at the op's span."""
+
+from __future__ import annotations
+
+from xdsl.utils.exceptions import VerifyException
+
+
+class RuleViolation(VerifyException):
+    def __init__(self, message: str, rule: str = "type.error", hint: str = ""):
+        super().__init__(message)
+        self.rule = rule
+        self.hint = hint

@@ -1,0 +1,172 @@
+"""What a rule sees: the program, the target's spec, parameter values, where each op sits (its
+role, its enclosing loops), spans, static sizes, and a symbolic evaluator for proofs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from kir import symexpr as sx
+from kir.diagnostics import Diagnostic, Related, Span
+from kir.dialect import structure as st
+from kir.dialect.types import Access, GlobalType, MBarrierType, ScalarType, SmemType, TileType
+from kir.dtypes import DTYPES
+from kir.program import Program, span_of
+from kir.targets import TargetSpec, spec
+from verifier.registry import Rule
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    op: Operation
+    role: st.RoleOp | None
+    loops: tuple[st.ForOp, ...]
+    in_if: bool
+
+
+class Context:
+    def __init__(self, program: Program, target: str | None = None, params: dict[str, int] | None = None):
+        self.program = program
+        self.kernel = program.kernel
+        self.target = target or self.kernel.target.data
+        self.spec: TargetSpec = spec(self.target)
+        self.params: dict[str, int] = {**self.kernel.params, **(params or {})}
+        self.rule: Rule | None = None
+        self.file = program.file
+
+    # ---- reporting ----------------------------------------------------------------------------
+
+    def span(self, where: Operation | Span | None) -> Span | None:
+        if isinstance(where, Span) or where is None:
+            return where
+        op: Operation | None = where
+        while op is not None:
+            s = span_of(op)
+            if s is not None:
+                return s
+            op = op.parent_op()
+        return self.program.span()
+
+    def report(
+        self,
+        where: Operation | Span | None,
+        message: str,
+        hint: str = "",
+        related: list[tuple[Operation | Span, str]] | tuple = (),
+        counterexample: dict | None = None,
+        severity: str | None = None,
+        rule: str | None = None,
+    ) -> Diagnostic:
+        assert self.rule is not None or rule is not None
+        rel = tuple(Related(s, label) for w, label in related if (s := self.span(w)) is not None)
+        return Diagnostic(
+            rule or self.rule.id,
+            severity or self.rule.severity,
+            self.span(where),
+            message,
+            hint,
+            rel,
+            counterexample,
+        )
+
+    # ---- structure ----------------------------------------------------------------------------
+
+    @cached_property
+    def infos(self) -> list[OpInfo]:
+        out: list[OpInfo] = []
+
+        def visit(block, role, loops, in_if):
+            for op in block.ops:
+                out.append(OpInfo(op, role, loops, in_if))
+                if isinstance(op, st.RoleOp):
+                    visit(op.body.block, op, loops, in_if)
+                elif isinstance(op, st.ForOp):
+                    visit(op.body.block, role, (*loops, op), in_if)
+                elif isinstance(op, st.IfOp):
+                    visit(op.then_body.block, role, loops, True)
+                    visit(op.else_body.block, role, loops, True)
+
+        visit(self.kernel.body.block, None, (), False)
+        return out
+
+    @cached_property
+    def info_of(self) -> dict[Operation, OpInfo]:
+        return {i.op: i for i in self.infos}
+
+    def ops(self, *kinds: type) -> Iterator[OpInfo]:
+        for info in self.infos:
+            if not kinds or isinstance(info.op, kinds):
+                yield info
+
+    @cached_property
+    def roles(self) -> list[st.RoleOp]:
+        return [i.op for i in self.infos if isinstance(i.op, st.RoleOp)]
+
+    def units(self, role: st.RoleOp | None) -> int:
+        """How many instances run a role's body (one per listed warp or warpgroup)."""
+        return len(role.id_list) if role is not None else 1
+
+    @cached_property
+    def order(self) -> dict[Operation, int]:
+        return {info.op: i for i, info in enumerate(self.infos)}
+
+    # ---- static sizes -------------------------------------------------------------------------
+
+    def static(self, expr: sx.SymExpr | Attribute) -> int | None:
+        """The value of a size with parameters bound; None when it depends on a shape symbol."""
+        e = expr.data if hasattr(expr, "data") and isinstance(expr.data, sx.SymExpr) else expr
+        try:
+            return e.evaluate(self.params)
+        except (KeyError, ZeroDivisionError):
+            return None
+
+    def static_shape(self, t: Attribute) -> tuple[int | None, ...]:
+        if isinstance(t, ScalarType):
+            return ()
+        if isinstance(t, TileType | GlobalType | SmemType):
+            return tuple(self.static(d.data) for d in t.shape.data)
+        return ()
+
+    def elements(self, shape: tuple[int | None, ...]) -> int | None:
+        total = 1
+        for d in shape:
+            if d is None:
+                return None
+            total *= d
+        return total
+
+    def nbytes(self, t: Attribute) -> int | None:
+        n = self.elements(self.static_shape(t))
+        return None if n is None else n * DTYPES[t.dtype.data].nbytes
+
+    def access_extents(self, mem_type: Attribute, access: Access) -> tuple[int | None, ...]:
+        """Static extents of a block access (slices, then untouched trailing dims)."""
+        dims = [self.static(d) for d in access.dims if d is not None]
+        dims += [self.static(d.data) for d in mem_type.shape.data[len(access.dims) :]]
+        return tuple(dims)
+
+    def access_bytes(self, mem_type: Attribute, access: Access) -> int | None:
+        n = self.elements(self.access_extents(mem_type, access))
+        return None if n is None else n * DTYPES[mem_type.dtype.data].nbytes
+
+    @cached_property
+    def symbolic(self):
+        from verifier.symbolic import Symbolic
+
+        return Symbolic(self)
+
+    # ---- values -------------------------------------------------------------------------------
+
+    def same_value(self, a: SSAValue, b: SSAValue) -> bool:
+        """Two index values that are provably equal everywhere (same SSA value, or the same
+        computation)."""
+        if a is b:
+            return True
+        return self.symbolic.equal(a, b)
+
+    def barrier_of(self, value: SSAValue) -> Operation | None:
+        owner = value.owner
+        return owner if isinstance(owner, Operation) and isinstance(value.type, MBarrierType) else None

@@ -1,0 +1,68 @@
+"""Running the rules over a program."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from kir.diagnostics import Diagnostic, Span
+from kir.program import Program
+from verifier.context import Context
+from verifier.registry import CHECKS
+
+_LOADED = False
+
+
+def load_rules() -> None:
+    """Import every rule family module (each registers its rules) and the learned rules."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    import verifier.rules as rules_pkg
+
+    for mod in sorted(pkgutil.iter_modules(rules_pkg.__path__), key=lambda m: m.name):
+        if not mod.ispkg:
+            importlib.import_module(f"verifier.rules.{mod.name}")
+    from verifier.learned import load_learned_rules
+
+    load_learned_rules()
+
+
+def verify(
+    program: Program,
+    target: str | None = None,
+    params: dict[str, int] | None = None,
+    *,
+    rules: set[str] | None = None,
+) -> list[Diagnostic]:
+    """Every diagnostic of every rule (or of the given rule ids), errors first, in a
+    deterministic order. A rule that crashes becomes an `internal.error` diagnostic."""
+    load_rules()
+    ctx = Context(program, target, params)
+    out: list[Diagnostic] = []
+    for check in CHECKS:
+        if rules is not None and check.rule.id not in rules:
+            continue
+        ctx.rule = check.rule
+        try:
+            out.extend(check.fn(ctx))
+        except Exception as err:  # a rule's bug must not hide the other rules' findings
+            out.append(
+                Diagnostic(
+                    "internal.error",
+                    "error",
+                    program.span() or Span(1, 1, 1, 2, program.file),
+                    f"internal error in rule {check.rule.id}: {type(err).__name__}: {err}",
+                    "this is a bug in KIR; please report it with the input",
+                )
+            )
+    if "symbolic" in ctx.__dict__:
+        from verifier.symbolic import CACHE
+
+        CACHE.flush()
+    unique: list[Diagnostic] = []
+    for d in sorted(out, key=Diagnostic.sort_key):
+        if d not in unique:
+            unique.append(d)
+    return unique

@@ -1,0 +1,1 @@
+"""Rule families, one module each; importing a module registers its rules."""
