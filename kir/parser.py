@@ -37,7 +37,8 @@ _TERMINAL_TEXT = {
 
 class _NewlineFilter:
     """Drops newlines inside (...) and [...] and collapses runs, so statements end at newlines
-    while calls and signatures may span lines."""
+    while calls and signatures may span lines. A newline right after `;` is dropped too: the
+    statement has already ended (`x = 1;` at the end of a line)."""
 
     always_accept = ("_NL",)
 
@@ -45,15 +46,15 @@ class _NewlineFilter:
         # Tokens are passed on at once (never held back): the contextual lexer picks the
         # terminals for the next token from the parser state after this one.
         depth = 0
-        last_nl = False
+        ended = False  # the last token passed on ends a statement (a newline or `;`)
         for tok in stream:
             if tok.type == "_NL":
-                if depth > 0 or last_nl:
+                if depth > 0 or ended:
                     continue
-                last_nl = True
+                ended = True
                 yield tok
                 continue
-            last_nl = False
+            ended = tok.type == "SEMICOLON" and depth == 0
             if tok.type in ("LPAR", "LSQB"):
                 depth += 1
             elif tok.type in ("RPAR", "RSQB"):
@@ -154,7 +155,9 @@ def parse_tree(text: str, file: str = "<input>") -> tuple[Tree, list[Token]]:
 def _comments(text: str) -> list[Token]:
     """Comment tokens with positions (the lexer ignores them; a lexer-only pass finds them)."""
     out: list[Token] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    # split on "\n" only: lark counts lines that way (str.splitlines also splits at \x0c, \x85,
+    # \u2028, ... which may stand inside a comment)
+    for lineno, line in enumerate(text.split("\n"), start=1):
         idx = _comment_start(line)
         if idx is not None:
             out.append(Token("COMMENT", line[idx:].rstrip(), line=lineno, column=idx + 1))

@@ -20,7 +20,7 @@ from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.types import Access, GlobalType, ScalarType, TileType, dtype_of
-from kir.program import Program, comments_of
+from kir.program import Program, block_comments_of, comments_of
 
 # Precedence of the printed forms, loosest first (mirrors grammar.lark).
 P_OR, P_XOR, P_AND, P_CMP, P_SHIFT, P_ADD, P_MUL, P_UNARY, P_POSTFIX, P_ATOM = range(1, 11)
@@ -140,6 +140,18 @@ class _Scope:
     names: dict[str, SSAValue] = field(default_factory=dict)
     allowed: set[str] = field(default_factory=set)  # outer names this block may rebind
     forbidden: set[str] = field(default_factory=set)  # names that would change the meaning here
+    # Names assigned in the text, in order of first assignment, as the parser collects them:
+    # `assigned` in this block and as results of the loops and branches in it (a branch's
+    # results, in order), `textual` anywhere inside, nested blocks included (a loop's carried
+    # values, in order).
+    assigned: list[str] = field(default_factory=list)
+    textual: list[str] = field(default_factory=list)
+
+    def record(self, name: str) -> None:
+        if name not in self.assigned:
+            self.assigned.append(name)
+        if name not in self.textual:
+            self.textual.append(name)
 
 
 class _Printer:
@@ -155,9 +167,13 @@ class _Printer:
         self.literal_ctx: dict[tuple[Operation, int], bool] = {}
         self.fresh_counter = 0
         self.typed_first: set[Operation] = set()
+        self.block_start = False  # the last line opened a block (no blank line goes here)
         self.taken_hints = set()
+        self.end: dict[Operation, int] = {}  # position of the last op nested in an op
         for i, op in enumerate(self.kernel.walk()):
             self.pos[op] = i
+            for parent in _ancestors(op):
+                self.end[parent] = i
             for r in op.results:
                 if r.name_hint:
                     self.taken_hints.add(r.name_hint)
@@ -175,14 +191,12 @@ class _Printer:
         return None
 
     def visible_outside(self, name: str) -> bool:
-        """Bound in an enclosing scope that a rebinding here would reach (loops and branches
-        carry assignments out; roles do not)."""
-        for scope in reversed(self.scopes[:-1]):
-            if name in scope.names:
-                return True
-            if scope.kind == "role":
-                return False
-        return False
+        """Bound in an enclosing scope, so that assigning it in this loop body or branch makes
+        it carried or a result (the parser looks names up through roles too). In a role's or
+        the kernel's own block an assignment only rebinds the name there."""
+        if self.scopes[-1].kind in ("kernel", "role"):
+            return False
+        return any(name in scope.names for scope in self.scopes[:-1])
 
     def usable(self, name: str, value: SSAValue, at: int, shadow: bool = False) -> bool:
         if not name.isidentifier() or name in RESERVED or name.startswith("__") or name in self.static_names:
@@ -221,6 +235,7 @@ class _Printer:
                 name = self.fresh()
             self.taken_hints.add(name)
         self.scopes[-1].names[name] = value
+        self.scopes[-1].record(name)
         self.names[value] = name
         return name
 
@@ -230,14 +245,47 @@ class _Printer:
     # ---- layout -----------------------------------------------------------------------------
 
     def emit(self, depth: int, text: str, op: Operation | None = None) -> None:
+        """A statement, with the comments the parser kept for `op` around it."""
         leading, trailing, blank = ([], None, False)
         if op is not None and self.comments:
             leading, trailing, blank = comments_of(op)
-        if blank and self.lines and not self.lines[-1].endswith("{"):
+        self.line(depth, text, leading, trailing, blank)
+
+    def line(self, depth: int, text: str, leading=(), trailing: str | None = None, blank: bool = False) -> None:
+        if blank and self.lines and not self.block_start:
             self.lines.append("")
         for c in leading:
             self.lines.append(INDENT * depth + c)
         self.lines.append(INDENT * depth + text + (f"  {trailing}" if trailing else ""))
+        self.block_start = False
+
+    def open_block(self, depth: int, text: str, op: Operation, region: int, statement: bool = True) -> None:
+        """`text` ends with `{`: a statement's head (`for ... {`, with the statement's leading
+        comments when `statement`) or `} else {`; the comment after the brace follows it."""
+        leading, _, blank = comments_of(op) if self.comments and statement else ([], None, False)
+        head = block_comments_of(op, region)[0] if self.comments else None
+        self.line(depth, text, leading, head, blank)
+        self.block_start = True
+
+    def close_block(self, depth: int, op: Operation, region: int, text: str = "}") -> None:
+        """The comments at the end of the block, then its closing line (`}` ends the statement
+        and takes its trailing comment; `} else {` opens the next region)."""
+        if self.comments:
+            _, end, blank = block_comments_of(op, region)
+            if end:
+                if blank and not self.block_start:
+                    self.lines.append("")
+                self.lines += [INDENT * (depth + 1) + c for c in end]
+                self.block_start = False
+        if text == "}":
+            trailing = comments_of(op)[1] if self.comments and not isinstance(op, st.KernelOp) else None
+            self.line(depth, text, (), trailing)
+        else:
+            self.open_block(depth, text, op, region + 1, statement=False)
+
+    def has_block_comments(self, op: Operation, region: int) -> bool:
+        head, end, _ = block_comments_of(op, region)
+        return self.comments and (head is not None or bool(end))
 
     def run(self) -> str:
         k = self.kernel
@@ -258,14 +306,14 @@ class _Printer:
             self.lines.append("  where " + ", ".join(str(w.data) for w in k.where.data))
         grid = ", ".join(str(g.data) for g in k.grid.data)
         self.lines.append(f"  target {k.target.data} grid({grid}) {k.warp_unit.data}({k.num_warps.data})")
-        self.lines.append("{")
+        self.open_block(0, "{", k, 0, statement=False)
         self.scopes.append(_Scope("kernel"))
         for n, a in k.args:
             self.scopes[-1].names[n] = a
             self.names[a] = n
         self.block(k.body.block, 1)
         self.scopes.pop()
-        self.lines.append("}")
+        self.close_block(0, k, 0)
         if self.comments:
             self.lines += self.program.footer_comments
         return "\n".join(self.lines) + "\n"
@@ -290,10 +338,31 @@ class _Printer:
             self.statement(op, depth)
         for p in pending:
             self.flush(p, depth)
-        for name, value in tail:
-            if self.lookup(name) is not value:
-                self.emit(depth, f"{name} = {self.name_of(value)}")
-                self.scopes[-1].names[name] = value
+        self.assign_all(depth, [(name, value) for name, value in tail if self.lookup(name) is not value])
+
+    def assign_all(self, depth: int, moves: list[tuple[str, SSAValue]]) -> None:
+        """`name = value` for every pair, as one parallel assignment: a name is not overwritten
+        while another pair still reads the value it holds (`a, b = b, a` takes a temporary)."""
+        sources = {name: self.name_of(value) for name, value in moves}
+        todo = list(moves)
+        while todo:
+            blocked = {sources[n] for n, _ in todo}
+            ready = next(((n, v) for n, v in todo if n not in blocked or sources[n] == n), None)
+            if ready is None:  # a cycle: save one value under a fresh name first
+                name, value = todo[0]
+                temp = self.fresh()
+                self.line(depth, f"{temp} = {sources[name]}")
+                self.scopes[-1].names[temp] = value
+                self.scopes[-1].record(temp)
+                for n, v in todo:
+                    if sources[n] == sources[name]:
+                        sources[n] = temp
+                continue
+            todo.remove(ready)
+            name, value = ready
+            self.line(depth, f"{name} = {sources[name]}")
+            self.scopes[-1].names[name] = value
+            self.scopes[-1].record(name)
 
     def inlinable(self, op: Operation, block: Block) -> bool:
         if isinstance(op, _NOT_INLINED) or len(op.results) != 1:
@@ -367,11 +436,11 @@ class _Printer:
         if isinstance(op, st.RoleOp):
             unit_ids = ", ".join(str(i) for i in op.id_list)
             regs = f" regs({op.regs.data})" if op.regs.data else ""
-            self.emit(depth, f"role {op.name_text} {op.unit.data}({unit_ids}){regs} {{", op)
+            self.open_block(depth, f"role {op.name_text} {op.unit.data}({unit_ids}){regs} {{", op, 0)
             self.scopes.append(_Scope("role"))
             self.block(op.body.block, depth + 1)
             self.scopes.pop()
-            self.emit(depth, "}")
+            self.close_block(depth, op, 0)
             return
         text = self.expr(op, 0)[0]
         if not op.results:
@@ -399,16 +468,17 @@ class _Printer:
                 and name not in self.static_names
                 and not name.startswith("__")
                 and name not in carried
+                and name not in self.scopes[-1].forbidden
                 and (current is None or current is init or self.last_use(current) <= at)
                 and (self.last_use(init) <= at or self.names.get(init) != name)
-                and not (self.visible_outside(name) and name not in self.scopes[-1].allowed and self.lookup(name) is not init and name not in self.scopes[-1].names)
+                # rebinding a name of an enclosing loop or branch here would carry it out of
+                # that one too
+                and not (self.visible_outside(name) and name not in self.scopes[-1].allowed and name not in self.scopes[-1].names)
             )
             if not ok:
                 name = self.fresh()
             carried.append(name)
-            if self.lookup(name) is not init:
-                self.emit(depth, f"{name} = {self.name_of(init)}")
-                self.scopes[-1].names[name] = init
+        self.assign_all(depth, [(n, v) for n, v in zip(carried, op.inits, strict=True) if self.lookup(n) is not v])
         lo, hi, step = self.operand_texts(op)[:3]
         iv = body.args[0]
         rng = f"{lo} .. {hi}"
@@ -423,31 +493,57 @@ class _Printer:
         self.scopes.append(_Scope("for", allowed=set(carried)))
         preferred = iv.name_hint if iv.name_hint and iv.name_hint not in carried else self.fresh()
         iv_name = self.bind(iv, at, preferred, shadow=True)
-        self.emit(depth, f"for {iv_name} in {rng}{hints} {{", op)
+        self.open_block(depth, f"for {iv_name} in {rng}{hints} {{", op, 0)
+        body_start = len(self.lines)
         for name, arg in zip(carried, body.args[1:], strict=True):
             self.scopes[-1].names[name] = arg
             self.names[arg] = name
         yields = list(body.last_op.operands) if isinstance(body.last_op, st.YieldOp) else []
         self.block(body, depth + 1, list(zip(carried, yields, strict=True)))
-        self.scopes.pop()
-        self.emit(depth, "}")
+        scope = self.scopes.pop()
+        if [n for n in scope.textual if n in carried] != carried:
+            # The parser carries the names the body assigns, in order of first assignment: a
+            # value passed through unchanged, or assigned out of order, is named up front.
+            self.lines[body_start:body_start] = [INDENT * (depth + 1) + f"{n} = {n}" for n in carried]
+            scope.textual[:0] = carried
+        self.close_block(depth, op, 0)
+        outer = self.scopes[-1]
+        for name in scope.textual:
+            if name not in outer.textual:
+                outer.textual.append(name)
         for name, res in zip(carried, op.res, strict=True):
-            self.scopes[-1].names[name] = res
+            outer.names[name] = res
+            outer.record(name)
             self.names[res] = name
 
     def if_stmt(self, op: st.IfOp, depth: int, keyword: str) -> None:
+        mark = (len(self.lines), self.block_start, self.fresh_counter, set(self.taken_hints))
+        if not self.try_if_stmt(op, depth, keyword, fresh_results=False):
+            # The results' order could not be kept with their own names: print the `if` again
+            # with fresh names, which only the branches' last lines assign, in order.
+            del self.lines[mark[0] :]
+            self.block_start, self.fresh_counter, self.taken_hints = mark[1:]
+            printed = self.try_if_stmt(op, depth, keyword, fresh_results=True)
+            assert printed, "fresh result names keep the order"
+
+    def try_if_stmt(self, op: st.IfOp, depth: int, keyword: str, fresh_results: bool) -> bool:
         at = self.pos[op]
         results: list[str] = []
         for res in op.res:
             name = res.name_hint
             current = self.lookup(name) if name else None
-            if not (name and name.isidentifier() and name not in RESERVED and name not in self.static_names and name not in results
-                    and (current is None or self.last_use(current) <= at)
-                    and not (self.visible_outside(name) and name not in self.scopes[-1].allowed and name not in self.scopes[-1].names)):
+            # uses of the old value inside the branches come before the result is bound
+            if fresh_results or not (
+                name and name.isidentifier() and name not in RESERVED and name not in self.static_names and name not in results
+                and name not in self.scopes[-1].forbidden
+                and (current is None or self.last_use(current) <= self.end.get(op, at))
+                and not (self.visible_outside(name) and name not in self.scopes[-1].allowed and name not in self.scopes[-1].names)
+            ):
                 name = self.fresh()
             results.append(name)
         cond = self.operand_texts(op)[0]
-        self.emit(depth, f"{keyword} {cond} {{", op)
+        self.open_block(depth, f"{keyword} {cond} {{", op, 0)
+        then_start = len(self.lines)
         branches = []
         for region in (op.then_body, op.else_body):
             block = region.block
@@ -455,25 +551,51 @@ class _Printer:
             branches.append((block, yields))
         self.scopes.append(_Scope("if", allowed=set(results)))
         self.block(branches[0][0], depth + 1, list(zip(results, branches[0][1], strict=True)))
-        then_names = set(self.scopes[-1].names)
-        self.scopes.pop()
+        then_scope = self.scopes.pop()
         else_block, else_yields = branches[1]
-        needs_else = any(o for o in else_block.ops if not isinstance(o, st.YieldOp)) or any(
-            self.lookup(n) is not v for n, v in zip(results, else_yields, strict=True)
+        needs_else = (
+            any(o for o in else_block.ops if not isinstance(o, st.YieldOp))
+            or any(self.lookup(n) is not v for n, v in zip(results, else_yields, strict=True))
+            or self.has_block_comments(op, 1)
         )
+        else_scope = _Scope("if", allowed=set(results))
         if needs_else:
-            self.emit(depth, "} else {")
-            scope = _Scope("if", allowed=set(results))
+            self.close_block(depth, op, 0, "} else {")
             # Names local to the then-branch must not reappear here: a name assigned in both
             # branches becomes a result of the `if`.
-            scope.forbidden = then_names - set(results)
-            self.scopes.append(scope)
+            else_scope.forbidden = set(then_scope.names) - set(results)
+            self.scopes.append(else_scope)
             self.block(else_block, depth + 1, list(zip(results, else_yields, strict=True)))
             self.scopes.pop()
-        self.emit(depth, "}")
+        if self.parsed_results(then_scope, else_scope) != results:
+            # The parser's results are the names a branch assigns that were visible before it
+            # (or that both branches assign), in order of first assignment: name them up front
+            # when they all were visible.
+            if any(self.lookup(n) is None for n in results):
+                return False
+            self.lines[then_start:then_start] = [INDENT * (depth + 1) + f"{n} = {n}" for n in results]
+            then_scope.assigned[:0] = results
+            then_scope.textual[:0] = results
+        self.close_block(depth, op, 1 if needs_else else 0)
+        outer = self.scopes[-1]
+        for name in then_scope.textual + else_scope.textual:
+            if name not in outer.textual:
+                outer.textual.append(name)
         for name, res in zip(results, op.res, strict=True):
-            self.scopes[-1].names[name] = res
+            outer.names[name] = res
+            outer.record(name)
             self.names[res] = name
+        return True
+
+    def parsed_results(self, then_scope: _Scope, else_scope: _Scope) -> list[str]:
+        """The results the parser gives an `if` whose branches assign these names."""
+        out: list[str] = []
+        for n in then_scope.assigned + else_scope.assigned:
+            if n in out:
+                continue
+            if self.lookup(n) is not None or (n in then_scope.assigned and n in else_scope.assigned):
+                out.append(n)
+        return out
 
     # ---- expressions ------------------------------------------------------------------------
 
@@ -702,6 +824,13 @@ class _Printer:
             parts.append(f"{start} : {start} + {dim.render(3)}")
         _ = values
         return f"{self.name_of(mem)}[{', '.join(parts)}]"
+
+
+def _ancestors(op: Operation) -> Iterator[Operation]:
+    parent = op.parent_op()
+    while parent is not None:
+        yield parent
+        parent = parent.parent_op()
 
 
 def _has_effect(op: Operation) -> bool:

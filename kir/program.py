@@ -16,6 +16,7 @@ from kir.dialect.structure import KernelOp
 
 _SPAN = "_kir_span"
 _COMMENTS = "_kir_comments"
+_BLOCK_COMMENTS = "_kir_block_comments"
 
 
 def span_of(op: Operation) -> Span | None:
@@ -36,6 +37,19 @@ def comments_of(op: Operation) -> tuple[list[str], str | None, bool]:
 def set_comments(op: Operation, leading: list[str], trailing: str | None, blank_before: bool = False) -> None:
     if leading or trailing or blank_before:
         setattr(op, _COMMENTS, (leading, trailing, blank_before))
+
+
+def block_comments_of(op: Operation, region: int = 0) -> tuple[str | None, list[str], bool]:
+    """For the block of region `region` of a kernel, loop, branch or role: the comment after its
+    `{`, the comment lines after its last statement, and whether a blank line precedes those."""
+    return getattr(op, _BLOCK_COMMENTS, {}).get(region, (None, [], False))
+
+
+def set_block_comments(op: Operation, region: int, head: str | None, end: list[str], end_blank: bool = False) -> None:
+    if head or end:
+        blocks = dict(getattr(op, _BLOCK_COMMENTS, {}))  # a clone may share the old dict
+        blocks[region] = (head, end, end_blank and bool(end))
+        setattr(op, _BLOCK_COMMENTS, blocks)
 
 
 @dataclass
@@ -74,7 +88,7 @@ class Program:
         """A deep copy: new ops (spans and comments kept), so the copy can be changed freely."""
         kernel = self.kernel.clone()
         for old, new in zip(self.kernel.walk(), kernel.walk(), strict=True):
-            for key in (_SPAN, _COMMENTS):
+            for key in (_SPAN, _COMMENTS, _BLOCK_COMMENTS):
                 if hasattr(old, key):
                     setattr(new, key, getattr(old, key))
         return replace(

@@ -10,6 +10,7 @@ which the printer relies on to print expressions back inline:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from lark import Token, Tree
 from xdsl.ir import SSAValue
@@ -34,7 +35,7 @@ from kir.dialect.types import (
     tile_type,
 )
 from kir.dtypes import DTYPES
-from kir.program import Program, set_comments, span_of
+from kir.program import Program, set_block_comments, set_comments, span_of
 
 Node = Tree | Token
 
@@ -70,7 +71,10 @@ class _Walker:
         self.text = text
         self.file = file
         self.b: Builder | None = None
-        self.stmt_ops: list[tuple[int, object]] = []  # (line, op) of statements, for comments
+        # Where statements and blocks are in the text, for placing comments.
+        self.stmt_lines: list[_StmtLines] = []
+        self.block_lines: list[_BlockLines] = []
+        self.open_blocks: list[int] = []  # indices into block_lines, innermost last
 
     # ---- spans and errors ------------------------------------------------------------------
 
@@ -133,8 +137,10 @@ class _Walker:
         self.check_symbols(clauses, param_names, node)
         b.begin(self.span(node))
         assert body is not None
-        self.block(body)
-        return b.finish()
+        body_block = self.block(body)
+        program = b.finish()
+        self.own(body_block, b.kernel, 0)
+        return program
 
     def arg(self, node: Tree, params: set[str]) -> None:
         name = node.children[0]
@@ -222,10 +228,24 @@ class _Walker:
 
     # ---- statements -------------------------------------------------------------------------
 
-    def block(self, node: Tree) -> None:
+    def block(self, node: Tree) -> int:
+        """Walk a `{ ... }` block; returns its index in `block_lines` (see `own`)."""
+        index = len(self.block_lines)
+        self.block_lines.append(_BlockLines(node.meta.line, node.meta.column, node.meta.end_line))
+        self.open_blocks.append(index)
         for stmt in node.children:
             if isinstance(stmt, Tree):
                 self.stmt(stmt)
+        self.open_blocks.pop()
+        return index
+
+    def own(self, block: int, op, region: int) -> None:
+        """Record that block `block` is region `region` of `op` (known once the op is built)."""
+        self.block_lines[block].owner = op
+        self.block_lines[block].region = region
+
+    def last_op(self):
+        return self.b._blocks[-1].last_op
 
     def stmt(self, node: Tree) -> None:
         before = len(self.b._blocks[-1].ops)
@@ -242,9 +262,10 @@ class _Walker:
             self.role_stmt(node)
         else:  # pragma: no cover - the grammar has no other statements
             self.fail("syntax.statement", f"unknown statement {kind}", node)
-        ops = list(self.b._blocks[-1].ops)
+        ops = self.b._blocks[-1].ops
         if len(ops) > before:
-            self.stmt_ops.append((node.meta.line, node.meta.end_line, ops[-1]))
+            container = self.open_blocks[-1] if self.open_blocks else -1
+            self.stmt_lines.append(_StmtLines(node.meta.line, node.meta.end_line, self.last_op(), container))
 
     def assign(self, node: Tree) -> None:
         *names, value_node = node.children
@@ -292,8 +313,9 @@ class _Walker:
                 self.fail("type.loop", f"the loop's {what} is an i32 or i64 scalar, not {v.type}", node)
         carried = [n for n in _assigned_names(body) if n != str(iv) and self._is_visible_value(n)]
         self.b.begin_for(str(iv), lower, upper, step, carried, stages=stages, warp_specialize=ws, span=self.span(node))
-        self.block(body)
+        body_block = self.block(body)
         self.b.end_for(self.span(node))
+        self.own(body_block, self.last_op(), 0)
 
     def _is_visible_value(self, name: str) -> bool:
         v = self.b.lookup(name)
@@ -305,15 +327,17 @@ class _Walker:
         if not isinstance(cond.type, ScalarType) or dtype_of(cond.type) != "i1":
             self.fail("type.if", f"the condition of `if` is an i1 scalar, not {cond.type}", cond_node, "reduce a tile mask with max(...) first")
         self.b.begin_if(cond, self.span(node))
-        self.block(then_block)
+        blocks = [self.block(then_block)]
         if rest:
             self.b.begin_else()
             other = rest[0]
             if other.data == "block":
-                self.block(other)
+                blocks.append(self.block(other))
             else:
-                self.stmt(other)
+                self.stmt(other)  # `else if`: the inner `if` is the else branch's one statement
         self.b.end_if()
+        for region, block in enumerate(blocks):
+            self.own(block, self.last_op(), region)
 
     def role_stmt(self, node: Tree) -> None:
         name, unit, *rest = node.children
@@ -324,8 +348,9 @@ class _Walker:
             if isinstance(t, Tree) and t.data == "role_regs":
                 regs = int(t.children[0], 0)
         self.b.begin_role(str(name), str(unit), ids, regs, self.span(node))
-        self.block(body)
+        body_block = self.block(body)
         self.b.end_role()
+        self.own(body_block, self.last_op(), 0)
 
     # ---- expressions ------------------------------------------------------------------------
 
@@ -616,36 +641,89 @@ class _Walker:
     # ---- comments ---------------------------------------------------------------------------
 
     def attach_comments(self, program: Program, comments: list[Token]) -> None:
-        """A comment on its own line goes with the next statement; one after code on a line
-        goes with that line's statement; comments before the kernel head the file. A blank
-        line before a statement (or its comments) is kept too."""
-        kernel_line = span_of(program.kernel).line if span_of(program.kernel) else 1
-        stmts = sorted(self.stmt_ops, key=lambda t: t[0])
-        lines = self.text.splitlines()
+        """Give every comment a place the printer puts it back in:
+        - before the kernel: the file's header; after it (or on its closing line): the footer;
+        - after code on a line: trailing the innermost statement that ends on that line, else
+          after the `{` of the innermost block that opens on it;
+        - otherwise (on its own line, or inside a statement that spans lines): before the next
+          statement of the innermost block around it, else at the end of that block; in the
+          signature, the header.
+        A blank line before a statement (or its comments), or before a block's closing
+        comments, is kept too."""
+        kernel_span = span_of(program.kernel)
+        first_line, last_line = (kernel_span.line, kernel_span.end_line) if kernel_span else (1, 1)
+        lines = self.text.split("\n")  # lines as lark counts them (not str.splitlines)
+        stmts = self.stmt_lines
+        blocks = self.block_lines
         leading: dict[int, list[tuple[int, str]]] = {}
         trailing: dict[int, str] = {}
+        ends: dict[int, list[tuple[int, str]]] = {}
         for c in comments:
-            own_line = lines[c.line - 1][: c.column - 1].strip() == ""
-            if c.line < kernel_line:
-                program.header_comments.append(str(c))
+            text, line = str(c), c.line
+            if line < first_line:
+                program.header_comments.append(text)
                 continue
+            if line > last_line:
+                program.footer_comments.append(text)
+                continue
+            own_line = lines[line - 1][: c.column - 1].strip() == ""
             if not own_line:
-                # the innermost statement that ends on this line
-                ending = [i for i, (first, last, _) in enumerate(stmts) if first <= c.line == last]
+                ending = [i for i, st in enumerate(stmts) if st.first <= line == st.last]
                 if ending:
-                    trailing[max(ending, key=lambda i: stmts[i][0])] = str(c)
+                    trailing[max(ending, key=lambda i: (stmts[i].first, -i))] = text
                     continue
-            target = next((i for i, (first, _, _) in enumerate(stmts) if first > c.line), None)
-            if target is None:
-                if c.line > (span_of(program.kernel).end_line if span_of(program.kernel) else 0):
-                    program.footer_comments.append(str(c))
+                opening = [i for i, b in enumerate(blocks) if b.open_line == line]
+                if opening:
+                    head = max(opening, key=lambda i: blocks[i].open_col)
+                    blocks[head].head = text
+                    continue
+                if line == last_line:
+                    program.footer_comments.append(text)
+                    continue
+            around = [i for i, b in enumerate(blocks) if b.open_line <= line <= b.close_line]
+            if not around:
+                program.header_comments.append(text)  # in the signature
+                continue
+            block = max(around, key=lambda i: (blocks[i].open_line, blocks[i].open_col))
+            following = [i for i, st in enumerate(stmts) if st.container == block and st.first > line]
+            if following:
+                leading.setdefault(min(following, key=lambda i: stmts[i].first), []).append((line, text))
             else:
-                leading.setdefault(target, []).append((c.line, str(c)))
-        for i, (first, _, op) in enumerate(stmts):
+                ends.setdefault(block, []).append((line, text))
+
+        def blank_before(line: int) -> bool:
+            return line >= 2 and lines[line - 2].strip() == ""
+
+        for i, st in enumerate(stmts):
             lead = leading.get(i, [])
-            top = lead[0][0] if lead else first
-            blank = top >= 2 and lines[top - 2].strip() == ""
-            set_comments(op, [t for _, t in lead], trailing.get(i), blank)
+            top = lead[0][0] if lead else st.first
+            set_comments(st.op, [t for _, t in lead], trailing.get(i), blank_before(top))
+        for i, b in enumerate(blocks):
+            end = ends.get(i, [])
+            if b.owner is not None:
+                set_block_comments(b.owner, b.region, b.head, [t for _, t in end], bool(end) and blank_before(end[0][0]))
+
+
+@dataclass
+class _StmtLines:
+    """A statement's first and last line, the op standing for it, and the block it is in."""
+
+    first: int
+    last: int
+    op: object
+    container: int
+
+
+@dataclass
+class _BlockLines:
+    """A `{ ... }` block's lines, the op and region it is the body of, and its `{` comment."""
+
+    open_line: int
+    open_col: int
+    close_line: int
+    owner: object = None
+    region: int = 0
+    head: str | None = None
 
 
 def _fits(value: int, dtype: str) -> bool:
