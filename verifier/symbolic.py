@@ -122,6 +122,15 @@ class Symbolic:
 
     # ---- symbolic sizes -----------------------------------------------------------------------
 
+    def sym_var(self, name: str) -> z3.ArithRef:
+        return self.sym(sx.Sym(name))
+
+    def shape_facts(self) -> list[z3.BoolRef]:
+        """The constraints on shape symbols alone (at least 1, and `where`)."""
+        out = [self.names[n] >= 1 for n in self.kernel.shape_symbols if n in self.names]
+        out += [self.bool_sym(w.data) for w in self.kernel.where.data]
+        return out
+
     def sym(self, e: sx.SymExpr) -> z3.ArithRef:
         if isinstance(e, sx.Int):
             return z3.IntVal(e.value)
