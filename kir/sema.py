@@ -92,6 +92,18 @@ class _Walker:
         span = node if isinstance(node, Span) or node is None else self.span(node)
         raise KirError(Diagnostic(rule, "error", span, message, hint))
 
+    def integer(self, tok: Token) -> int:
+        """The value of an INT token (`42`, `0x2a`); a leading zero (`007`, octal in C) or a
+        number too long to be any KIR integer is an error."""
+        text = str(tok)
+        if len(text) > _MAX_INT_DIGITS:
+            self.fail("syntax.literal", f"an integer of {len(text)} digits is too long", tok)
+        try:
+            return int(text, 0)
+        except ValueError:
+            self.fail("syntax.literal", f"'{text}' is not an integer", tok, "a decimal integer does not start with 0; hex is 0x...")
+            raise AssertionError from None
+
     # ---- the kernel ------------------------------------------------------------------------
 
     def kernel(self, node: Tree) -> Program:
@@ -106,7 +118,7 @@ class _Walker:
             if child.data == "param_list":
                 for p in child.children:
                     pname, pval = p.children
-                    value = -int(pval.children[0], 0) if isinstance(pval, Tree) and pval.data == "neg_int" else int(_tok(pval), 0)
+                    value = -self.integer(pval.children[0]) if isinstance(pval, Tree) and pval.data == "neg_int" else self.integer(_tok_node(pval))
                     if any(pname == q for q, _ in params):
                         self.fail("name.duplicate", f"parameter '{pname}' is declared twice", pname)
                     params.append((str(pname), value))
@@ -124,7 +136,7 @@ class _Walker:
             params=params,
             target=str(clauses["target_clause"].children[0]),
             grid=[self.static(e, param_names) for e in clauses["grid_clause"].children],
-            warps=int(count_tok, 0),
+            warps=self.integer(count_tok),
             warp_unit=str(unit_tok),
             where=[self.static(e, param_names) for e in clauses.get("where_clause", Tree("w", [])).children],
             file=self.file,
@@ -140,7 +152,27 @@ class _Walker:
         body_block = self.block(body)
         program = b.finish()
         self.own(body_block, b.kernel, 0)
+        self.declaration_spans(program, node, clauses)
         return program
+
+    def declaration_spans(self, program: Program, node: Tree, clauses: dict[str, Tree]) -> None:
+        """Record where each parameter and the target, grid and launch clauses are written."""
+        for child in node.children[1:]:
+            if isinstance(child, Tree) and child.data == "param_list":
+                for p in child.children:
+                    if (span := self.span(p)) is not None:
+                        program.param_spans[str(p.children[0])] = span
+        target_tok = clauses["target_clause"].children[0]
+        unit_tok, count_tok = clauses["launch_clause"].children
+        for key, first, last in (
+            ("target", target_tok, target_tok),
+            ("launch", unit_tok, count_tok),
+            ("grid", clauses["grid_clause"].children[0], clauses["grid_clause"].children[-1]),
+        ):
+            a, z = self.span(first), self.span(last)
+            if a is not None and z is not None:
+                end_col = z.end_col + (1 if key == "launch" else 0)  # the launch's closing ')'
+                program.clause_spans[key] = Span(a.line, a.col, z.end_line, end_col, self.file)
 
     def arg(self, node: Tree, params: set[str]) -> None:
         name = node.children[0]
@@ -153,9 +185,9 @@ class _Walker:
         dims, strides, align = [], [], 0
         for item in rest[1:]:
             if isinstance(item, Tree) and item.data == "align":
-                align = int(item.children[0], 0)
+                align = self.integer(item.children[0])
                 if align <= 0 or align & (align - 1):
-                    self.fail("type.align", f"align({align}) is not a power of two", item)
+                    self.fail("types.align", f"align({align}) is not a power of two", item)
             elif isinstance(item, Tree) and item.data == "strides":
                 strides = [self.static(e, params, allow_any_name=True) for e in item.children]
             else:
@@ -185,11 +217,11 @@ class _Walker:
         comparisons (in `where`), cdiv/min/max."""
         if isinstance(node, Token):
             if node.type == "INT":
-                return sx.Int(int(node, 0))
+                return sx.Int(self.integer(node))
             return self._static_name(node, allow_any_name)
         kind = node.data
         if kind == "int_lit":
-            return sx.Int(int(node.children[0], 0))
+            return sx.Int(self.integer(node.children[0]))
         if kind == "name":
             return self._static_name(node.children[0], allow_any_name)
         if kind in ("add", "sub", "mul", "div", "rem"):
@@ -207,7 +239,7 @@ class _Walker:
             if fname in sx.FUNCS and len(args) == 2 and all(not (isinstance(a, Tree) and a.data == "kwarg") for a in args):
                 return sx.Bin(fname, self.static(args[0], params, allow_any_name), self.static(args[1], params, allow_any_name))
         self.fail(
-            "type.static",
+            "types.static",
             "this must be a static size: integers, parameters and shape symbols with + - * / % and cdiv/min/max",
             node,
         )
@@ -220,7 +252,7 @@ class _Walker:
         if self.b.is_static_name(name):
             return sx.Sym(name)
         if self.b.lookup(name) is not None:
-            self.fail("type.static", f"'{name}' is a run-time value; a static size is needed here", tok, "use a parameter or a shape symbol")
+            self.fail("types.static", f"'{name}' is a run-time value; a static size is needed here", tok, "use a parameter or a shape symbol")
         from kir.parser import suggest
 
         self.fail("name.undefined", f"'{name}' is not defined", tok, suggest(name, list(self.b.params) + self.b.shape_symbols()))
@@ -310,7 +342,7 @@ class _Walker:
         step = vals[2] if step_node is not None else self.b.const(1, dtype_of(lower.type), self.span(node))
         for v, what in ((lower, "lower bound"), (upper, "upper bound"), (step, "step")):
             if not isinstance(v.type, ScalarType) or dtype_of(v.type) not in ("i32", "i64"):
-                self.fail("type.loop", f"the loop's {what} is an i32 or i64 scalar, not {v.type}", node)
+                self.fail("types.loop-bound", f"the loop's {what} is an i32 or i64 scalar, not {v.type}", node)
         carried = [n for n in _assigned_names(body) if n != str(iv) and self._is_visible_value(n)]
         self.b.begin_for(str(iv), lower, upper, step, carried, stages=stages, warp_specialize=ws, span=self.span(node))
         body_block = self.block(body)
@@ -325,7 +357,7 @@ class _Walker:
         cond_node, then_block, *rest = node.children
         cond = self.operands([(cond_node, 0)], want={0: "i1"})[0]
         if not isinstance(cond.type, ScalarType) or dtype_of(cond.type) != "i1":
-            self.fail("type.if", f"the condition of `if` is an i1 scalar, not {cond.type}", cond_node, "reduce a tile mask with max(...) first")
+            self.fail("types.condition", f"the condition of `if` is an i1 scalar, not {cond.type}", cond_node, "reduce a tile mask with max(...) first")
         self.b.begin_if(cond, self.span(node))
         blocks = [self.block(then_block)]
         if rest:
@@ -341,12 +373,12 @@ class _Walker:
 
     def role_stmt(self, node: Tree) -> None:
         name, unit, *rest = node.children
-        ids = [int(t, 0) for t in rest if isinstance(t, Token) and t.type == "INT"]
+        ids = [self.integer(t) for t in rest if isinstance(t, Token) and t.type == "INT"]
         regs = 0
         body = rest[-1]
         for t in rest:
             if isinstance(t, Tree) and t.data == "role_regs":
-                regs = int(t.children[0], 0)
+                regs = self.integer(t.children[0])
         self.b.begin_role(str(name), str(unit), ids, regs, self.span(node))
         body_block = self.block(body)
         self.b.end_role()
@@ -388,23 +420,23 @@ class _Walker:
         try:
             if is_bool:
                 if d.kind != "bool":
-                    self.fail("type.literal", f"{text} is an i1 literal; {dtype} is expected here", node)
+                    self.fail("types.literal", f"{text} is an i1 literal; {dtype} is expected here", node)
                 value: object = text == "true"
             elif is_float:
                 if not d.is_float:
-                    self.fail("type.literal", f"{text} is not an integer; {dtype} is expected here", node, f"write an integer or cast<{dtype}>(...)")
+                    self.fail("types.literal", f"{text} is not an integer; {dtype} is expected here", node, f"write an integer or cast<{dtype}>(...)")
                 value = -float(text) if negate else float(text)
             else:
-                iv = int(text, 0)
+                iv = self.integer(node.children[0])
                 value = -iv if negate else iv
                 if d.kind == "bool":
-                    self.fail("type.literal", f"{text} is not a boolean; use true or false", node)
+                    self.fail("types.literal", f"{text} is not a boolean; use true or false", node)
                 if d.is_int and not _fits(value, dtype):
-                    self.fail("type.literal", f"{value} does not fit in {dtype}", node)
+                    self.fail("types.literal", f"{value} does not fit in {dtype}", node)
         except ValueError:
             self.fail("syntax.literal", f"'{text}' is not a number", node)
         if negate and is_bool:
-            self.fail("type.literal", "cannot negate a boolean literal", node)
+            self.fail("types.literal", "cannot negate a boolean literal", node)
         return self.b.const(value, dtype, span)
 
     def literal_group_dtype(self, literal_nodes: list[Node]) -> str:
@@ -485,7 +517,7 @@ class _Walker:
                 )
             return op.results[0]
         if kind == "list":
-            self.fail("type.list", "a list is only a shape or layout argument", node)
+            self.fail("types.value", "a list is only a shape or layout argument", node)
         if kind in ("tile_type", "kwarg"):
             self.fail("syntax.expr", "a type or keyword argument is only allowed as a call argument", node)
         self.fail("syntax.expr", f"unexpected {kind}", node)
@@ -514,7 +546,7 @@ class _Walker:
         value = self.expr(base)
         rank = len(shape_of(value.type))
         if sum(s.data == "sub_all" for s in subs) != rank:
-            self.fail("type.index", f"x[...] needs one ':' per dimension of the {rank}-d value", node)
+            self.fail("types.index", f"x[...] needs one ':' per dimension of the {rank}-d value", node)
         for axis, s in enumerate(subs):
             if s.data == "sub_newaxis":
                 value = self.b.make(tl.ExpandDimsOp, value, axis, span=self.span(node)).res
@@ -575,13 +607,15 @@ class _Walker:
         value = self.static(node)
         v = sx.fold(value).as_int()
         if v is None:
-            self.fail("type.static", f"{what} is an integer constant", node)
+            self.fail("types.static", f"{what} is an integer constant", node)
         return v
 
     def tile_type_arg(self, node: Node, what: str) -> TileType:
         if not (isinstance(node, Tree) and node.data == "tile_type"):
             self.fail("call.arguments", f"{what} takes a type such as f32[BM, BN]", node)
         dtype, *dims = node.children
+        if not dims:
+            self.fail("types.tile", f"{dtype}[] has no dimensions; a tile has at least one", node, f"a scalar is written {dtype}(value)")
         return tile_type(str(dtype), [self.static(d) for d in dims])
 
     def shape_arg(self, node: Node, what: str) -> list[sx.SymExpr]:
@@ -597,7 +631,7 @@ class _Walker:
         mem = self.b.value(str(base.children[0]), self.span(base))
         if not isinstance(mem.type, kinds):
             names = " or ".join({GlobalType: "a global tensor", SmemType: "a shared buffer", MBarrierType: "an mbarrier"}[k] for k in kinds)
-            self.fail("type.access", f"{what}: '{base.children[0]}' is not {names}", base)
+            self.fail("types.access", f"{what}: '{base.children[0]}' is not {names}", base)
         dims: list[sx.SymExpr | None] = []
         items: list[tuple[Node, int]] = []
         for i, s in enumerate(subs):
@@ -635,7 +669,7 @@ class _Walker:
     def barrier_ref(self, node: Node, what: str) -> tuple[SSAValue, SSAValue]:
         mem, access, values = self.access(node, what, kinds=(MBarrierType,))
         if len(values) != 1 or access.dims != (None,):
-            self.fail("type.access", f"{what}: name one mbarrier, as in full[s]", node)
+            self.fail("types.access", f"{what}: name one mbarrier, as in full[s]", node)
         return mem, values[0]
 
     # ---- comments ---------------------------------------------------------------------------
@@ -733,6 +767,15 @@ def _fits(value: int, dtype: str) -> bool:
     return -(1 << (d.bits - 1)) <= value < (1 << (d.bits - 1))
 
 
+# u64's largest value has 20 digits; a few more leave room for sizes written with leading
+# hex digits, and the limit keeps Python's str-to-int conversion limit (4300 digits) away.
+_MAX_INT_DIGITS = 40
+
+
+def _tok_node(node: Node) -> Token:
+    return node.children[0] if isinstance(node, Tree) else node
+
+
 def _tok(node: Node) -> str:
     return str(node.children[0]) if isinstance(node, Tree) else str(node)
 
@@ -753,7 +796,9 @@ def _same_tree(a: Node, b: Node) -> bool:
 
 
 def _assigned_names(block: Tree) -> list[str]:
-    """Names assigned anywhere in a block (nested loops and branches included), in order."""
+    """Names assigned anywhere in a block (nested loops and branches included), in order.
+    In a nested loop's body its loop variable is another variable: assigning it does not
+    assign the name outside."""
     out: list[str] = []
     for stmt in block.children:
         if not isinstance(stmt, Tree):
@@ -763,10 +808,11 @@ def _assigned_names(block: Tree) -> list[str]:
                 if str(n) not in out:
                     out.append(str(n))
         elif stmt.data in ("for_stmt", "if_stmt", "role_stmt"):
+            shadowed = str(stmt.children[0]) if stmt.data == "for_stmt" else None
             for sub in stmt.children:
                 if isinstance(sub, Tree) and sub.data in ("block", "if_stmt"):
                     inner = _assigned_names(sub if sub.data == "block" else Tree("block", [sub]))
-                    out += [n for n in inner if n not in out]
+                    out += [n for n in inner if n not in out and n != shadowed]
     return out
 
 
@@ -971,7 +1017,7 @@ def _smem(w: _Walker, node, pos, kw, span):
     t = w.tile_type_arg(pos[0], "smem")
     swizzle = w.int_arg(kw["swizzle"], "swizzle") if "swizzle" in kw else 0
     if swizzle not in (0, 32, 64, 128):
-        w.fail("type.swizzle", f"swizzle is 0, 32, 64 or 128 bytes, not {swizzle}", kw["swizzle"])
+        w.fail("types.swizzle", f"swizzle is 0, 32, 64 or 128 bytes, not {swizzle}", kw["swizzle"])
     return w.b.make(ex.SmemAllocOp, smem(t.dtype.data, [d.data for d in t.shape.data], swizzle), span=span)
 
 

@@ -49,6 +49,13 @@ class TargetSpec:
     tma_box_max: int  # elements per box dimension
     tma_align: int  # bytes: global address and strides
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    max_warps_per_block: int = 32  # KIR warps of 32 threads (a warpgroup is 4)
+    setmaxnreg_max: int = 0  # largest `regs(N)` budget; 0 where there is no setmaxnreg
+    mma_dtypes: frozenset[str] = frozenset()  # operand dtypes the matrix unit takes
+    mma_layout_versions: tuple[int, ...] = ()  # versions of `mma(...)` register layouts
+    mbarrier_max_count: int = 0  # largest arrival count of one mbarrier
+    tma_inner_bytes: int = 16  # the innermost box dimension is a multiple of this many bytes
+    wgmma: dict[str, Any] | None = field(default=None, compare=False)  # instruction shape table
 
     def has(self, feature: str) -> bool:
         return feature in self.features
@@ -85,6 +92,13 @@ def spec(target: str) -> TargetSpec:
         tma_box_max=arch.get("tma_box_max", 0),
         tma_align=arch.get("tma_align", 16),
         raw=raw,
+        max_warps_per_block=arch.get("max_warps_per_block", arch["max_threads_per_block"] // 32),
+        setmaxnreg_max=arch.get("setmaxnreg_max", 0),
+        mma_dtypes=frozenset(arch.get("mma_dtypes", [])),
+        mma_layout_versions=tuple(arch.get("mma_layout_versions", [])),
+        mbarrier_max_count=arch.get("mbarrier_max_count", 0),
+        tma_inner_bytes=arch.get("tma_inner_bytes", 16),
+        wgmma=raw.get("wgmma"),
     )
 
 

@@ -191,7 +191,9 @@ the mbarrier it signals has completed the phase (or `cp.async.wait` has retired 
 A read of that buffer (wgmma operand, load, tma.store source) must come after a `wait` on that
 mbarrier, for the same stage, in the reading role; otherwise it reads whatever the buffer held
 before, or a half-written tile.""",
-    bad=_gemm(consumer_wait="") .replace("      acc = wgmma(as[s], bs[s], acc)\n", "      acc = wgmma(as[s], bs[s], acc)  # <-\n"),
+    bad=_gemm(consumer_wait="").replace(
+        "      acc = wgmma(as[s], bs[s], acc)\n", "      acc = wgmma(as[s], bs[s], acc)  # <-\n"
+    ),
     good=_GOOD_GEMM,
 )
 def read_before_wait(ctx: Context) -> Iterator[Diagnostic]:
@@ -296,8 +298,11 @@ def overwrite_before_release(ctx: Context) -> Iterator[Diagnostic]:
                 f"writes `{_buf_name(w)}` while role `{rname}` may still read it: nothing here waits for "
                 f"`{rname}` to release the stage",
                 hint,
-                related=[(r.op, "the read it may overwrite") for r in all_accesses(ctx)
-                         if r.buffer is w.buffer and not r.write and role_of(ctx, r.op) is role][:1],
+                related=[
+                    (r.op, "the read it may overwrite")
+                    for r in all_accesses(ctx)
+                    if r.buffer is w.buffer and not r.write and role_of(ctx, r.op) is role
+                ][:1],
             )
             break
 
@@ -479,10 +484,10 @@ def expect_bytes(ctx: Context) -> Iterator[Diagnostic]:
         if delivered == announced:
             continue
         parts = " + ".join(f"sizeof({c.dst.name_hint}[...]) = {s}" for c, s in zip(copies, sizes, strict=True))
-        effect = "the phase completes before the last copy lands" if announced < delivered else "the phase never completes"
-        names = " + ".join(
-            f"sizeof({c.dst.name_hint}[{c.bar_index.name_hint or 's'}])" for c in copies
+        effect = (
+            "the phase completes before the last copy lands" if announced < delivered else "the phase never completes"
         )
+        names = " + ".join(f"sizeof({c.dst.name_hint}[{c.bar_index.name_hint or 's'}])" for c in copies)
         yield ctx.report(
             exp,
             f"expect announces {announced} bytes but the tma.loads signalling `{_bar_name(ctx, exp.bar, exp.bar_index)}` "
@@ -505,16 +510,24 @@ If fewer arrivals come than the count, the phase never completes (deadlock); if 
 complete early and a producer overwrites a stage another reader still uses (race).""",
     bad=_GOOD_GEMM.replace("  role mma warpgroups(1) regs(232) {", "  role mma warpgroups(1, 2) regs(232) {")
     .replace("warpgroups(2)\n{", "warpgroups(3)\n{")
+    .replace("kernel k<BM = 64,", "kernel k<BM = 128,")
     .replace("  empty = mbarrier(S, count = 1)\n", "  empty = mbarrier(S, count = 1)  # <-\n")
     .replace("acc = zeros(f32[BM, BN])", "r0 = role_rank() * (BM / 2)\n    acc = zeros(f32[BM / 2, BN])")
     .replace("acc = wgmma(as[s], bs[s], acc)", "acc = wgmma(as[s, r0 : r0 + BM / 2], bs[s], acc)")
-    .replace("store(c[m0 : m0 + BM, n0 : n0 + BN], cast<bf16>(acc))", "store(c[m0 + r0 : m0 + r0 + BM / 2, n0 : n0 + BN], cast<bf16>(acc))"),
+    .replace(
+        "store(c[m0 : m0 + BM, n0 : n0 + BN], cast<bf16>(acc))",
+        "store(c[m0 + r0 : m0 + r0 + BM / 2, n0 : n0 + BN], cast<bf16>(acc))",
+    ),
     good=_GOOD_GEMM.replace("  role mma warpgroups(1) regs(232) {", "  role mma warpgroups(1, 2) regs(232) {")
     .replace("warpgroups(2)\n{", "warpgroups(3)\n{")
+    .replace("kernel k<BM = 64,", "kernel k<BM = 128,")
     .replace("  empty = mbarrier(S, count = 1)\n", "  empty = mbarrier(S, count = 2)\n")
     .replace("acc = zeros(f32[BM, BN])", "r0 = role_rank() * (BM / 2)\n    acc = zeros(f32[BM / 2, BN])")
     .replace("acc = wgmma(as[s], bs[s], acc)", "acc = wgmma(as[s, r0 : r0 + BM / 2], bs[s], acc)")
-    .replace("store(c[m0 : m0 + BM, n0 : n0 + BN], cast<bf16>(acc))", "store(c[m0 + r0 : m0 + r0 + BM / 2, n0 : n0 + BN], cast<bf16>(acc))"),
+    .replace(
+        "store(c[m0 : m0 + BM, n0 : n0 + BN], cast<bf16>(acc))",
+        "store(c[m0 + r0 : m0 + r0 + BM / 2, n0 : n0 + BN], cast<bf16>(acc))",
+    ),
 )
 def arrive_count(ctx: Context) -> Iterator[Diagnostic]:
     for alloc_info in ctx.ops(ex.MBarrierAllocOp):
@@ -522,9 +535,7 @@ def arrive_count(ctx: Context) -> Iterator[Diagnostic]:
         count = ctx.static(alloc.count.data)
         if count is None:
             continue
-        users = [
-            i for i in ctx.infos if isinstance(i.op, ex.ArriveOp | ex.ExpectOp) and i.op.bar is alloc.res
-        ]
+        users = [i for i in ctx.infos if isinstance(i.op, ex.ArriveOp | ex.ExpectOp) and i.op.bar is alloc.res]
         if not users:
             continue
         # Arrivals per phase: each arrive op runs once per iteration of its loop for the stage
@@ -545,7 +556,11 @@ def arrive_count(ctx: Context) -> Iterator[Diagnostic]:
             f"{i.op.name.removeprefix('kir.')} in role `{i.role.name_text if i.role else 'CTA'}` x {ctx.units(i.role)} unit(s)"
             for i in users
         )
-        effect = "phases complete early, so a stage is released before all its readers are done" if per_phase > count else "the phase never completes"
+        effect = (
+            "phases complete early, so a stage is released before all its readers are done"
+            if per_phase > count
+            else "the phase never completes"
+        )
         yield ctx.report(
             alloc,
             f"`{alloc.res.name_hint}` expects {count} arrival(s) per phase but receives {per_phase} ({detail}): {effect}",
@@ -675,8 +690,16 @@ def _static_findings(ctx: Context) -> bool:
     """Whether a static sync rule already explains a problem (then the model check, which would
     report its consequence elsewhere, stays quiet)."""
     if "_sync_static" not in ctx.__dict__:
-        checks = (read_before_wait, overwrite_before_release, arrive_before_retire, parity, expect_bytes,
-                  arrive_count, barrier_divergent, missing_fence)
+        checks = (
+            read_before_wait,
+            overwrite_before_release,
+            arrive_before_retire,
+            parity,
+            expect_bytes,
+            arrive_count,
+            barrier_divergent,
+            missing_fence,
+        )
         ctx.__dict__["_sync_static"] = any(any(True for _ in fn(ctx)) for fn in checks)
     return ctx.__dict__["_sync_static"]
 

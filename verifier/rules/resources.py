@@ -1,0 +1,1197 @@
+"""Resources: what a program asks of one SM (or processing element) against the target's table.
+
+Shared memory per block, registers per thread and per CTA, warps per block and the warps roles
+name, TMA box limits, wgmma instruction shapes, the matrix instruction shapes a dot is tiled
+with, and mbarrier counts. Every limit is read from `kir/targets/*.toml`, where each figure cites
+its source.
+
+How the figures are computed:
+- **Shared memory**: every `smem(...)` allocation with all its stages (each aligned to 128 bytes,
+  1024 with a 128-byte swizzle, as TMA and wgmma require of swizzled buffers), 8 bytes per
+  mbarrier, and for a loop with `pipeline(stages = S)` the S copies of each global tile it loads
+  (the pipelining lowering stages them in shared memory, as Triton does).
+- **Registers**: a tile of E elements of b bytes held by T threads costs ceil(E * b / 4 / T)
+  32-bit registers per thread; T is one unit of the role the tile lives in (32 threads for a
+  warp, 128 for a warpgroup) or the whole CTA outside roles. The estimate of a role (or of the
+  code outside roles) is a fixed 16 registers for addresses, indices and loop counters plus the
+  largest set of tiles live at one point: a value is live from its definition to its last use,
+  carried loop values and values used inside a loop live through the whole loop, and an op may
+  write its result over operands that die there (an accumulator is updated in place).
+- **Register budgets**: `regs(N)` is setmaxnreg's per-thread budget; roles without one, and warps
+  in no role, keep the launch budget: registers per SM / threads, rounded down to the allocation
+  granularity, at most the per-thread maximum (168 for 384 threads on sm_90).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from xdsl.ir import Block, Operation, SSAValue
+
+from kir import symexpr as sx
+from kir.diagnostics import Diagnostic, Span
+from kir.dialect import explicit as ex
+from kir.dialect import structure as st
+from kir.dialect import tile as tl
+from kir.dialect.types import GlobalType, TileType
+from kir.dtypes import DTYPES
+from verifier.context import Context
+from verifier.registry import rule
+from verifier.rules.target import (
+    KIR_WARP_THREADS,
+    WARPGROUP_WARPS,
+    is_gpu,
+    launch_span,
+    launch_text,
+    launch_threads,
+    launch_warps,
+    role_text,
+    role_warps,
+    target_text,
+    tile_threads,
+    unit_warps,
+)
+
+BASE_REGISTERS = 16  # addresses, indices, loop counters: what a kernel holds besides its tiles
+MBARRIER_BYTES = 8
+
+
+def _variant(text: str, mark: str, *changes: tuple[str, str]) -> str:
+    """A bad example from a good one: apply the changes (each `old` must occur once), then mark
+    the line that contains `mark` with `# <-`."""
+    for old, new in changes:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    lines = text.splitlines()
+    hits = [i for i, line in enumerate(lines) if mark in line]
+    assert len(hits) == 1, mark
+    lines[hits[0]] = lines[hits[0]].rstrip() + "  # <-"
+    return "\n".join(lines) + "\n"
+
+
+# A warp-specialized Hopper GEMM (examples/gemm_hopper_ws.kir): the good twin of several rules.
+WS_GEMM = """
+kernel gemm_ws<BM = 128, BN = 128, BK = 64, S = 4>(
+    a: global bf16[M, K] align(16),
+    b: global bf16[K, N] align(16),
+    c: out global bf16[M, N] align(16),
+)
+  where M % BM == 0, N % BN == 0, K % BK == 0
+  target sm_90 grid(M / BM, N / BN) warpgroups(3)
+{
+  as = smem(bf16[S, BM, BK], swizzle = 128)
+  bs = smem(bf16[S, BK, BN], swizzle = 128)
+  full = mbarrier(S, count = 1)
+  empty = mbarrier(S, count = 2)
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  role load warpgroups(0) regs(40) {
+    for k in 0 .. K / BK {
+      s = k % S
+      wait(empty[s], parity = (k / S + 1) % 2)
+      expect(full[s], bytes = sizeof(as[s]) + sizeof(bs[s]))
+      tma.load(a[m0 : m0 + BM, k * BK : k * BK + BK], as[s], signal = full[s])
+      tma.load(b[k * BK : k * BK + BK, n0 : n0 + BN], bs[s], signal = full[s])
+    }
+  }
+  role mma warpgroups(1, 2) regs(232) {
+    r0 = role_rank() * (BM / 2)
+    acc = zeros(f32[BM / 2, BN])
+    for k in 0 .. K / BK {
+      s = k % S
+      wait(full[s], parity = (k / S) % 2)
+      acc = wgmma(as[s, r0 : r0 + BM / 2], bs[s], acc)
+      wgmma.wait(0)
+      arrive(empty[s])
+    }
+    store(c[m0 + r0 : m0 + r0 + BM / 2, n0 : n0 + BN], cast<bf16>(acc))
+  }
+}
+"""
+
+# One CTA copies a tile through shared memory with the TMA.
+TMA_COPY = """
+kernel tile_copy<BM = 128, BN = 64>(
+    x: global bf16[M, N] align(16),
+    y: out global bf16[M, N],
+)
+  where M % BM == 0, N % BN == 0
+  target sm_90 grid(M / BM, N / BN) warps(4)
+{
+  buf = smem(bf16[BM, BN], swizzle = 128)
+  ready = mbarrier(1, count = 1)
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  expect(ready[0], bytes = sizeof(buf[0 : BM]))
+  tma.load(x[m0 : m0 + BM, n0 : n0 + BN], buf[0 : BM], signal = ready[0])
+  wait(ready[0], parity = 0)
+  store(y[m0 : m0 + BM, n0 : n0 + BN], load(buf[0 : BM]))
+}
+"""
+
+
+def _params_in(*exprs: sx.SymExpr) -> set[str]:
+    out: set[str] = set()
+    for e in exprs:
+        out |= e.symbols()
+    return out
+
+
+def _evaluate(ctx: Context, expr: sx.SymExpr, env: dict[str, int] | None = None) -> int | None:
+    try:
+        return expr.evaluate(env if env is not None else ctx.params)
+    except (KeyError, ZeroDivisionError):
+        return None
+
+
+# ---- resources.smem ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Alloc:
+    op: Operation
+    what: str  # how to name it in a message
+    factors: list[sx.SymExpr]  # their product times `unit` is the size in bytes
+    unit: int
+    align: int = 1
+    params: set[str] = field(default_factory=set)
+
+    def nbytes(self, ctx: Context, env: dict[str, int] | None = None) -> int | None:
+        total = self.unit
+        for f in self.factors:
+            v = _evaluate(ctx, f, env)
+            if v is None:
+                return None
+            total *= v
+        return total
+
+
+def _smem_allocs(ctx: Context) -> list[_Alloc]:
+    out: list[_Alloc] = []
+    for info in ctx.infos:
+        op = info.op
+        if isinstance(op, ex.SmemAllocOp):
+            t = op.res.type
+            dims = [d.data for d in t.shape.data]
+            align = 1024 if t.swizzle.data == 128 else 128
+            name = op.res.name_hint or "a shared buffer"
+            out.append(_Alloc(op, f"`{name}` {t}", dims, DTYPES[t.dtype.data].nbytes, align, _params_in(*dims)))
+        elif isinstance(op, ex.MBarrierAllocOp):
+            size = op.res.type.size.data
+            name = op.res.name_hint or "mbarriers"
+            out.append(_Alloc(op, f"`{name}` mbarrier[{size}]", [size], MBARRIER_BYTES, 8, _params_in(size)))
+        elif isinstance(op, st.ForOp) and op.stages is not None:
+            stages = op.stages.data
+            if (_evaluate(ctx, stages) or 0) < 2:
+                continue
+            for load in _pipelined_loads(op):
+                t = load.res.type
+                dims = [d.data for d in t.shape.data]
+                out.append(
+                    _Alloc(
+                        op,
+                        f"the {stages} pipeline stages of a {t} load",
+                        [stages, *dims],
+                        DTYPES[t.dtype.data].nbytes,
+                        128,
+                        _params_in(stages, *dims),
+                    )
+                )
+    return out
+
+
+def _pipelined_loads(loop: st.ForOp) -> list[tl.LoadOp]:
+    """Global tile loads whose nearest enclosing loop is `loop`: the pipelining lowering keeps
+    `stages` copies of each in shared memory."""
+    found: list[tl.LoadOp] = []
+
+    def visit(block: Block) -> None:
+        for op in block.ops:
+            if isinstance(op, tl.LoadOp) and isinstance(op.mem.type, GlobalType) and isinstance(op.res.type, TileType):
+                found.append(op)
+            if isinstance(op, st.ForOp):
+                continue
+            for region in op.regions:
+                for b in region.blocks:
+                    visit(b)
+
+    visit(loop.body.block)
+    return found
+
+
+def _layout_total(ctx: Context, allocs: list[_Alloc], env: dict[str, int] | None = None) -> list[int | None]:
+    """Running totals (bytes after each allocation, alignment padding included)."""
+    total, out = 0, []
+    for a in allocs:
+        n = a.nbytes(ctx, env)
+        if n is None:
+            out.append(None)
+            continue
+        total = -(-total // a.align) * a.align + n
+        out.append(total)
+    return out
+
+
+def _smaller(value: int) -> Iterator[int]:
+    """Candidate values below a parameter's: one less at a time for small values (stages),
+    halving for large ones (tile sizes)."""
+    if value <= 16:
+        yield from range(value - 1, 0, -1)
+    else:
+        v = value // 2
+        while v >= 1:
+            yield v
+            v //= 2
+
+
+@rule(
+    "resources.smem",
+    family="resources",
+    severity="error",
+    summary="the shared memory of one block exceeds the target's limit",
+    explanation="""
+All shared memory a program allocates must fit in what one block may use on the target
+(`max_smem_per_block`: 227 KB on sm_90, 163 KB on sm_80, 64 KB of LDS on the AMD targets, 384 KB
+of local SRAM on mtia-sim). The verifier adds up every `smem(...)` allocation with all its
+stages (aligned as TMA and wgmma need: 1024 bytes with a 128-byte swizzle, else 128), 8 bytes
+per mbarrier, and the S copies a `pipeline(stages = S)` loop keeps of each global tile it loads.
+The error is reported at the allocation that crosses the limit, with the other allocations and
+the declarations of the parameters the total depends on as related spans, and the hint gives,
+for each such parameter, the largest smaller value that fits (fewer stages, smaller tiles).
+""",
+    bad="""
+    kernel stream_sums<BM = 128, BK = 128, S = 4>(x: global f32[M, K], y: out global f32[M])
+      where M % BM == 0, K % BK == 0
+      target sm_90 grid(M / BM) warps(4)
+    {
+      buf = smem(f32[S, BM, BK])  # <-
+      m0 = program_id(0) * BM
+      acc = zeros(f32[BM])
+      for k in 0 .. K / BK {
+        s = k % S
+        store(buf[s], load(x[m0 : m0 + BM, k * BK : k * BK + BK]))
+        barrier()
+        acc = acc + sum(load(buf[s]), axis = 1)
+        barrier()
+      }
+      store(y[m0 : m0 + BM], acc)
+    }
+    """,
+    good="""
+    kernel stream_sums<BM = 128, BK = 128, S = 3>(x: global f32[M, K], y: out global f32[M])
+      where M % BM == 0, K % BK == 0
+      target sm_90 grid(M / BM) warps(4)
+    {
+      buf = smem(f32[S, BM, BK])
+      m0 = program_id(0) * BM
+      acc = zeros(f32[BM])
+      for k in 0 .. K / BK {
+        s = k % S
+        store(buf[s], load(x[m0 : m0 + BM, k * BK : k * BK + BK]))
+        barrier()
+        acc = acc + sum(load(buf[s]), axis = 1)
+        barrier()
+      }
+      store(y[m0 : m0 + BM], acc)
+    }
+    """,
+)
+def smem_limit(ctx: Context) -> Iterator[Diagnostic]:
+    limit = ctx.spec.max_smem_per_block
+    allocs = _smem_allocs(ctx)
+    totals = _layout_total(ctx, allocs)
+    crossing = next((i for i, t in enumerate(totals) if t is not None and t > limit), None)
+    if crossing is None:
+        return
+    total = max(t for t in totals if t is not None)
+    culprit = allocs[crossing]
+    # parameters that size more allocations first (stage counts usually size them all)
+    params = sorted(
+        set().union(*(a.params for a in allocs)) & set(ctx.params),
+        key=lambda p: (-sum(1 for a in allocs if p in a.params), list(ctx.params).index(p)),
+    )
+    sizes = [a.nbytes(ctx) for a in allocs]
+
+    related: list[tuple[Operation | Span, str]] = []
+    for i, a in enumerate(allocs):
+        if i != crossing and sizes[i]:
+            related.append((a.op, f"{a.what}: {sizes[i]} bytes"))
+    for p in params:
+        span = ctx.program.param_spans.get(p)
+        if span is not None:
+            n = sum(1 for a in allocs if p in a.params)
+            related.append((span, f"`{p} = {ctx.params[p]}`: {n} of the allocations scale with it"))
+
+    fixes: list[tuple[int, str]] = []  # the smallest change (the most bytes kept) first
+    for p in params:
+        for v in _smaller(ctx.params[p]):
+            got = _layout_total(ctx, allocs, {**ctx.params, p: v})
+            need = max((t for t in got if t is not None), default=0)
+            if need <= limit:
+                fixes.append((need, f"{p} = {v} ({need} bytes)"))
+                break
+    fixes = [text for _, text in sorted(fixes, key=lambda f: -f[0])]
+    hint = f"the block needs {total} bytes of shared memory; {target_text(ctx)} allows {limit} per block"
+    hint += ": fits with " + ", or ".join(fixes) if fixes else ": use fewer stages or smaller tiles"
+    if totals[crossing] == sizes[crossing]:
+        message = f"{culprit.what} needs {sizes[crossing]} bytes of shared memory"
+    else:
+        message = f"shared memory overflows here: {culprit.what} ({sizes[crossing]} bytes) brings the block to {totals[crossing]} bytes"
+    yield ctx.report(
+        culprit.op,
+        f"{message}, over the {limit} bytes a block may use on {target_text(ctx)}",
+        hint=hint,
+        related=related,
+        counterexample={**{p: ctx.params[p] for p in params}, "smem_bytes": total, "limit": limit},
+    )
+
+
+# ---- register estimates --------------------------------------------------------------------------
+
+
+def _tile_regs(ctx: Context, v: SSAValue, threads: int) -> int:
+    t = v.type
+    if not isinstance(t, TileType):
+        return 0
+    n = ctx.elements(ctx.static_shape(t))
+    if n is None:
+        return 0
+    return -(-n * DTYPES[t.dtype.data].nbytes // (4 * threads))
+
+
+@dataclass
+class Peak:
+    regs: int = 0
+    op: Operation | None = None
+    tiles: list[tuple[SSAValue, int]] = field(default_factory=list)
+
+
+def _ancestor_index(op: Operation, block: Block, index: dict[Operation, int]) -> int | None:
+    while op is not None:
+        if op.parent_block() is block:
+            return index.get(op)
+        op = op.parent_op()
+    return None
+
+
+def _peak(ctx: Context, block: Block, threads: int, outer: list[tuple[SSAValue, int]]) -> Peak:
+    """The largest set of tiles live at one op of `block` (or of a block nested in it, roles
+    aside), `outer` being the tiles live around the block."""
+    ops = list(block.ops)
+    index = {op: i for i, op in enumerate(ops)}
+    defs: dict[SSAValue, int] = {a: -1 for a in block.args}
+    for i, op in enumerate(ops):
+        for r in op.results:
+            defs[r] = i
+    last: dict[SSAValue, int] = {}
+    nested: dict[int, set[SSAValue]] = {}
+    for v in defs:
+        for use in v.uses:
+            j = _ancestor_index(use.operation, block, index)
+            if j is None:
+                continue
+            last[v] = max(last.get(v, -1), j)
+            if use.operation is not ops[j]:
+                nested.setdefault(j, set()).add(v)
+
+    def cost(vs) -> list[tuple[SSAValue, int]]:
+        return [(v, c) for v in vs if (c := _tile_regs(ctx, v, threads))]
+
+    best = Peak()
+    for i, op in enumerate(ops):
+        inside = nested.get(i, set())
+        through = cost(v for v, d in defs.items() if d < i and (last.get(v, -1) > i or v in inside))
+        dying = cost(v for v, d in defs.items() if d < i and last.get(v) == i and v not in inside)
+        # a loop's or branch's results are made by its body (they take the registers of the
+        # values it yields) and count from the next op on
+        results = [] if op.regions else cost(op.results)
+        fresh = dying if sum(c for _, c in dying) >= sum(c for _, c in results) else results
+        here = outer + through + fresh
+        total = sum(c for _, c in here)
+        if total > best.regs:
+            best = Peak(total, op, here)
+        if isinstance(op, st.RoleOp):
+            continue  # a role has its own budget and threads: see _role_peaks
+        for region in op.regions:
+            for b in region.blocks:
+                inner = _peak(ctx, b, threads, outer + through)
+                if inner.regs > best.regs:
+                    best = inner
+    return best
+
+
+def _role_peaks(ctx: Context) -> list[tuple[st.RoleOp | None, Peak]]:
+    """The peak of the code outside roles, then of each role (with the tiles of the enclosing
+    code that it uses, counted over one unit of the role)."""
+    body = ctx.kernel.body.block
+    out: list[tuple[st.RoleOp | None, Peak]] = [(None, _peak(ctx, body, launch_threads(ctx), []))]
+    for op in body.ops:
+        if not isinstance(op, st.RoleOp):
+            continue
+        threads = tile_threads(ctx, op)
+        used: list[SSAValue] = []
+        for inner in op.walk():
+            for v in inner.operands:
+                owner = v.owner
+                if isinstance(owner, Operation) and owner.parent_block() is body and v not in used:
+                    used.append(v)
+        outer = [(v, c) for v in used if (c := _tile_regs(ctx, v, threads))]
+        out.append((op, _peak(ctx, op.body.block, threads, outer)))
+    return out
+
+
+def launch_budget(ctx: Context) -> int:
+    """Registers per thread each warp gets at launch: the register file shared by the CTA's
+    threads, rounded down to the allocation granularity, at most the per-thread maximum."""
+    spec = ctx.spec
+    gran = max(1, spec.register_alloc_granularity)
+    per = spec.registers_per_sm // max(1, launch_threads(ctx)) // gran * gran
+    return min(spec.max_registers_per_thread, per)
+
+
+def _value_text(v: SSAValue) -> str:
+    return f"`{v.name_hint}` {v.type}" if v.name_hint else str(v.type)
+
+
+def _defining_op(v: SSAValue) -> Operation | None:
+    """Where a tile is made: a carried value (a loop's block argument or result) is followed
+    back to the value it starts from."""
+    for _ in range(64):
+        owner = v.owner
+        if isinstance(owner, st.ForOp) and v in owner.res:
+            v = owner.inits[list(owner.res).index(v)]
+            continue
+        if isinstance(owner, Block):
+            loop = owner.parent_op()
+            if isinstance(loop, st.ForOp) and v.index >= 1:
+                v = loop.inits[v.index - 1]
+                continue
+            return loop
+        return owner
+    return None
+
+
+@rule(
+    "resources.registers",
+    family="resources",
+    severity="warning",
+    summary="the tiles live at one point need more registers than the budget: the compiler spills",
+    explanation="""
+Tiles live in registers. A tile of E elements of b bytes spread over T threads takes
+ceil(E * b / 4 / T) 32-bit registers per thread (T: one unit of the role, 32 threads for a warp and
+128 for a warpgroup, or the whole CTA outside roles). The verifier estimates the registers a role
+(or the code outside roles) needs as 16 for addresses and indices plus the largest set of tiles
+live at the same time (carried loop values and values used inside a loop live through it), and
+compares it with the role's `regs(N)` budget, or with the launch budget (the register file
+divided among the CTA's threads, at most 255 on NVIDIA). Above it, the compiler spills to local
+memory, which is slow. With a budget the warning is at the role; without one, at the op that
+makes the largest live tile. Raise the budget (within the register file) or shrink the tiles.
+""",
+    bad="""
+    kernel big_acc<BM = 256, BN = 256, BK = 32>(a: global bf16[M, K], b: global bf16[K, N], c: out global f32[M, N])
+      where M % BM == 0, N % BN == 0, K % BK == 0
+      target sm_90 grid(M / BM, N / BN) warps(4)
+    {
+      m0 = program_id(0) * BM
+      n0 = program_id(1) * BN
+      acc = zeros(f32[BM, BN])  # <-
+      for k in 0 .. K / BK {
+        acc = dot<f32>(load(a[m0 : m0 + BM, k * BK : k * BK + BK]), load(b[k * BK : k * BK + BK, n0 : n0 + BN]), acc)
+      }
+      store(c[m0 : m0 + BM, n0 : n0 + BN], acc)
+    }
+    """,
+    good="""
+    kernel big_acc<BM = 128, BN = 128, BK = 32>(a: global bf16[M, K], b: global bf16[K, N], c: out global f32[M, N])
+      where M % BM == 0, N % BN == 0, K % BK == 0
+      target sm_90 grid(M / BM, N / BN) warps(4)
+    {
+      m0 = program_id(0) * BM
+      n0 = program_id(1) * BN
+      acc = zeros(f32[BM, BN])
+      for k in 0 .. K / BK {
+        acc = dot<f32>(load(a[m0 : m0 + BM, k * BK : k * BK + BK]), load(b[k * BK : k * BK + BK, n0 : n0 + BN]), acc)
+      }
+      store(c[m0 : m0 + BM, n0 : n0 + BN], acc)
+    }
+    """,
+)
+def register_pressure(ctx: Context) -> Iterator[Diagnostic]:
+    if not is_gpu(ctx):
+        return
+    default = launch_budget(ctx)
+    for role, peak in _role_peaks(ctx):
+        if peak.op is None:
+            continue
+        need = BASE_REGISTERS + peak.regs
+        budget = role.regs.data if role is not None and role.regs.data else default
+        if need <= budget:
+            continue
+        tiles = sorted(peak.tiles, key=lambda vc: -vc[1])
+        listed = ", ".join(f"{_value_text(v)}: {c}" for v, c in tiles[:4])
+        who = role_text(role) if role is not None else "the kernel"
+        threads = tile_threads(ctx, role)
+        related: list[tuple[Operation | Span, str]] = [(peak.op, "the most tiles are live here")]
+        largest = _defining_op(tiles[0][0]) if tiles else None
+        if role is not None and role.regs.data:
+            where: Operation | Span | None = role
+            if largest is not None:
+                related.append((largest, f"the largest live tile, {_value_text(tiles[0][0])}"))
+            budget_text = f"its budget regs({budget})"
+            hint = f"raise regs({budget}) to {-(-need // 8) * 8} if the other roles leave room, or shrink the tiles"
+        else:
+            where = largest or peak.op
+            budget_text = (
+                f"the {budget} registers per thread a {launch_threads(ctx)}-thread CTA gets on {target_text(ctx)}"
+            )
+            hint = "shrink the tiles (a smaller block size), or spread them over more warps"
+        yield ctx.report(
+            where,
+            f"{who} needs about {need} registers per thread ({BASE_REGISTERS} + live tiles over {threads} threads: "
+            f"{listed}), more than {budget_text}: the compiler will spill to local memory",
+            hint=hint,
+            related=related,
+        )
+
+
+# ---- resources.regs-budget -----------------------------------------------------------------------
+
+
+@rule(
+    "resources.regs-budget",
+    family="resources",
+    severity="error",
+    summary="regs(N) is not a multiple of the allocation granularity within [min, max]",
+    explanation="""
+`setmaxnreg` takes a per-thread register count that is a multiple of 8 in [24, 256] on sm_90
+(PTX ISA; the table's `register_alloc_granularity`, `min_registers_per_thread` and
+`setmaxnreg_max`). Any other `regs(N)` cannot be encoded: round it to a multiple of the
+granularity inside the range.
+""",
+    bad=_variant(WS_GEMM, "regs(36)", ("regs(40)", "regs(36)")),
+    good=WS_GEMM,
+)
+def regs_budget_values(ctx: Context) -> Iterator[Diagnostic]:
+    spec = ctx.spec
+    if not spec.has("setmaxnreg"):
+        return
+    gran, lo, hi = max(1, spec.register_alloc_granularity), spec.min_registers_per_thread, spec.setmaxnreg_max
+    for role in ctx.roles:
+        n = role.regs.data
+        if not n:
+            continue
+        if n % gran == 0 and lo <= n <= hi:
+            continue
+        fixed = min(hi, max(lo, -(-n // gran) * gran))
+        yield ctx.report(
+            role,
+            f"regs({n}) on {role_text(role)}: a register budget on {target_text(ctx)} is a multiple of {gran} "
+            f"in [{lo}, {hi}]",
+            hint=f"use regs({fixed})",
+        )
+
+
+# ---- resources.regs-warpgroup --------------------------------------------------------------------
+
+
+@rule(
+    "resources.regs-warpgroup",
+    family="resources",
+    severity="error",
+    summary="a register budget applies to whole warpgroups",
+    explanation="""
+`setmaxnreg` must be executed by all four warps of a warpgroup with the same count (PTX ISA:
+".sync.aligned", per warpgroup), so a role with `regs(N)` must own whole warpgroups: declare it
+over `warpgroups(...)`, or over warps 4g .. 4g + 3 together. A producer that only issues TMA
+still takes a whole warpgroup (with a small budget such as regs(40)).
+""",
+    bad=_variant(WS_GEMM, "role load", ("role load warpgroups(0)", "role load warps(0)")),
+    good=WS_GEMM,
+)
+def regs_whole_warpgroups(ctx: Context) -> Iterator[Diagnostic]:
+    if not ctx.spec.has("setmaxnreg") or not is_gpu(ctx):
+        return
+    for role in ctx.roles:
+        if not role.regs.data or role.unit.data == "warpgroups":
+            continue
+        warps = set(role_warps(role))
+        partial = sorted({w // WARPGROUP_WARPS for w in warps if not all(w // 4 * 4 + j in warps for j in range(4))})
+        if partial:
+            groups = ", ".join(str(g) for g in partial)
+            yield ctx.report(
+                role,
+                f"regs({role.regs.data}) on {role_text(role)}: setmaxnreg applies to whole warpgroups, and the role "
+                f"has only part of warpgroup {groups}",
+                hint=f"declare the role over warpgroups({groups}) (warps {', '.join(str(4 * g) + '..' + str(4 * g + 3) for g in partial)})",
+            )
+
+
+# ---- resources.register-file ---------------------------------------------------------------------
+
+
+@rule(
+    "resources.register-file",
+    family="resources",
+    severity="error",
+    summary="the role register budgets add up to more than the CTA's registers",
+    explanation="""
+`setmaxnreg` moves registers between the warpgroups of one CTA: a role that lowers its budget
+releases registers to a per-CTA pool, a role that raises it takes them from the pool and blocks
+until they are there (PTX ISA, setmaxnreg). The pool is what the CTA got at launch: each thread
+the launch budget (the register file divided among the CTA's threads, rounded down to 8: 168 for
+3 warpgroups on sm_90). So the budgets, each times the threads of its role (warps in no role and
+roles without a budget keep the launch budget), must add up to at most threads x launch budget,
+else the raising role waits forever. The classic split for 3 warpgroups is regs(40) for the
+producer and regs(232) for two consumers: 128 x (40 + 2 x 232) = 64512 = 384 x 168.
+""",
+    bad=_variant(WS_GEMM, "role mma", ("regs(232)", "regs(240)")),
+    good=WS_GEMM,
+)
+def register_file(ctx: Context) -> Iterator[Diagnostic]:
+    if not ctx.spec.has("setmaxnreg") or not any(r.regs.data for r in ctx.roles):
+        return
+    default = launch_budget(ctx)
+    threads = launch_threads(ctx)
+    # registers are allocated in steps of the granularity: a 255-register launch budget holds 256
+    gran = max(1, ctx.spec.register_alloc_granularity)
+    pool = min(ctx.spec.registers_per_sm, threads * -(-default // gran) * gran)
+    owner: dict[int, st.RoleOp] = {}
+    for role in ctx.roles:
+        for w in role_warps(role):
+            owner.setdefault(w, role)
+    warps = range(launch_warps(ctx))
+    unowned = [w for w in warps if w not in owner]
+    total = len(unowned) * KIR_WARP_THREADS * default
+    parts = [f"{len(unowned) * KIR_WARP_THREADS} threads without a budget x {default}"] if unowned else []
+    crossing: st.RoleOp | None = None
+    for role in ctx.roles:
+        mine = [w for w in role_warps(role) if owner.get(w) is role and w < launch_warps(ctx)]
+        budget = role.regs.data or default
+        total += len(mine) * KIR_WARP_THREADS * budget
+        parts.append(f"`{role.name_text}` {len(mine) * KIR_WARP_THREADS} x {budget}")
+        if total > pool and crossing is None:
+            crossing = role
+    if crossing is None:
+        return
+    related = [(r, f"`{r.name_text}`: regs({r.regs.data or default})") for r in ctx.roles if r is not crossing]
+    span = launch_span(ctx)
+    if span is not None:
+        related.append((span, f"{launch_text(ctx)}: {threads} threads x {pool // threads} registers at launch"))
+    yield ctx.report(
+        crossing,
+        f"the register budgets add up to {total} registers ({' + '.join(parts)}), more than the {pool} the CTA gets at "
+        f"launch ({threads} threads x {pool // threads}) on {target_text(ctx)}: setmaxnreg on {role_text(crossing)} would wait forever",
+        hint=f"lower the budgets so that they add up to at most {pool}, e.g. {_fit_hint(ctx, crossing, pool, total)}",
+        related=related,
+    )
+
+
+def _fit_hint(ctx: Context, role: st.RoleOp, pool: int, total: int) -> str:
+    threads = len(role_warps(role)) * KIR_WARP_THREADS
+    gran = max(1, ctx.spec.register_alloc_granularity)
+    over = total - pool
+    budget = role.regs.data or launch_budget(ctx)
+    fit = (budget - (-(-over // threads))) // gran * gran
+    return (
+        f"regs({fit}) on `{role.name_text}`" if fit >= ctx.spec.min_registers_per_thread else "fewer or smaller roles"
+    )
+
+
+# ---- resources.threads ---------------------------------------------------------------------------
+
+
+@rule(
+    "resources.threads",
+    family="resources",
+    severity="error",
+    summary="the launch has more warps than a block may have",
+    explanation="""
+A block has at most `max_threads_per_block` threads: 1024 on NVIDIA and AMD, that is 32 KIR warps
+(`warps(32)`) or 8 warpgroups. A KIR warp is 32 threads on every target. mtia-sim runs one thread
+of control per processing element, so its programs launch `warps(1)`: the vector width is in
+its tile engines, not in threads.
+""",
+    bad="""
+    kernel vadd<BLOCK = 2048>(x: global f32[N], y: global f32[N], z: out global f32[N])
+      target sm_90 grid(cdiv(N, BLOCK)) warps(64)  # <-
+    {
+      offs = program_id(0) * BLOCK + arange(0, BLOCK)
+      mask = offs < N
+      store(z[offs], load(x[offs], mask = mask) + load(y[offs], mask = mask), mask = mask)
+    }
+    """,
+    good="""
+    kernel vadd<BLOCK = 2048>(x: global f32[N], y: global f32[N], z: out global f32[N])
+      target sm_90 grid(cdiv(N, BLOCK)) warps(8)
+    {
+      offs = program_id(0) * BLOCK + arange(0, BLOCK)
+      mask = offs < N
+      store(z[offs], load(x[offs], mask = mask) + load(y[offs], mask = mask), mask = mask)
+    }
+    """,
+)
+def threads_per_block(ctx: Context) -> Iterator[Diagnostic]:
+    most = ctx.spec.max_warps_per_block
+    warps = launch_warps(ctx)
+    if warps <= most:
+        return
+    if most == 1:
+        yield ctx.report(
+            launch_span(ctx),
+            f"{launch_text(ctx)}: a processing element of {target_text(ctx)} runs one thread of control",
+            hint="launch warps(1)",
+        )
+        return
+    limit = most * KIR_WARP_THREADS
+    fix = f"warps({most})" if ctx.kernel.warp_unit.data == "warps" else f"warpgroups({most // WARPGROUP_WARPS})"
+    yield ctx.report(
+        launch_span(ctx),
+        f"{launch_text(ctx)} is {warps * KIR_WARP_THREADS} threads; a block on {target_text(ctx)} has at most {limit}",
+        hint=f"launch at most {fix} and give each program more work per thread",
+    )
+
+
+# ---- resources.role-units ------------------------------------------------------------------------
+
+
+@rule(
+    "resources.role-units",
+    family="resources",
+    severity="error",
+    summary="a role names a warp or warpgroup the launch does not have",
+    explanation="""
+A role runs on the warps (or warpgroups) it lists, which must exist in the launch: with
+`warps(N)` warps 0 .. N - 1, with `warpgroups(N)` warpgroups 0 .. N - 1 (warps 0 .. 4N - 1).
+Warpgroup g is warps 4g .. 4g + 3. A role on a missing unit never runs, so whatever waits for it
+waits forever.
+""",
+    bad=_variant(WS_GEMM, "role mma", ("warpgroups(1, 2)", "warpgroups(1, 3)")),
+    good=WS_GEMM,
+)
+def role_units_exist(ctx: Context) -> Iterator[Diagnostic]:
+    warps = launch_warps(ctx)
+    for role in ctx.roles:
+        per = unit_warps(role)
+        missing = [i for i in role.id_list if (i + 1) * per > warps]
+        if not missing:
+            continue
+        unit = role.unit.data[:-1]
+        have = warps // per
+        have_text = f"{role.unit.data} 0 .. {have - 1}" if have else f"no whole {unit}"
+        need = max(missing) + 1
+        grow = f"warps({need * per})" if ctx.kernel.warp_unit.data == "warps" else f"warpgroups({-(-need * per // 4)})"
+        yield ctx.report(
+            role,
+            f"{role_text(role)} names {unit} {', '.join(str(i) for i in missing)}, but {launch_text(ctx)} has {have_text}",
+            hint=f"launch {grow}, or renumber the role's {role.unit.data}",
+            related=[(s, "the launch") for s in [launch_span(ctx)] if s is not None],
+        )
+
+
+# ---- resources.role-overlap ----------------------------------------------------------------------
+
+
+@rule(
+    "resources.role-overlap",
+    family="resources",
+    severity="error",
+    summary="two roles run on the same warp",
+    explanation="""
+Each warp runs at most one role: the roles of a program are concurrent, and a warp cannot run
+two bodies at once (the lowering branches on the warp id). Give every role its own warps or
+warpgroups; remember that warpgroup g is warps 4g .. 4g + 3.
+""",
+    bad=_variant(WS_GEMM, "role mma", ("warpgroups(1, 2)", "warpgroups(0, 1)")),
+    good=WS_GEMM,
+)
+def role_overlap(ctx: Context) -> Iterator[Diagnostic]:
+    seen: list[tuple[st.RoleOp, set[int]]] = []
+    for role in ctx.roles:
+        mine = set(role_warps(role))
+        for other, theirs in seen:
+            shared = sorted(mine & theirs)
+            if shared:
+                yield ctx.report(
+                    role,
+                    f"{role_text(role)} and {role_text(other)} both run on warp{'s' if len(shared) > 1 else ''} "
+                    f"{', '.join(str(w) for w in shared)}",
+                    hint="give each role its own warps (warpgroup g is warps 4g .. 4g + 3)",
+                    related=[(other, f"role `{other.name_text}` runs there too")],
+                )
+                break
+        seen.append((role, mine))
+
+
+# ---- TMA boxes -----------------------------------------------------------------------------------
+
+
+def _tma_global(op: Operation) -> tuple[SSAValue, object, SSAValue, object] | None:
+    """(global tensor, its access, shared buffer, its access) of a TMA copy."""
+    if isinstance(op, ex.TmaLoadOp):
+        return op.src, op.src_access.data, op.dst, op.dst_access.data
+    if isinstance(op, ex.TmaStoreOp):
+        return op.dst, op.dst_access.data, op.src, op.src_access.data
+    return None
+
+
+def _box(ctx: Context, mem: SSAValue, access) -> list[int | None]:
+    """The TMA box: the slice extent of each dimension of the global tensor (1 for an index)."""
+    return [1 if d is None else ctx.static(d) for d in access.dims]
+
+
+def _name(v: SSAValue) -> str:
+    return v.name_hint or "the tensor"
+
+
+@rule(
+    "resources.tma-box",
+    family="resources",
+    severity="error",
+    summary="a TMA box dimension is over 256 elements, or the tensor has more than 5 dimensions",
+    explanation="""
+A TMA copy moves a box described by a tensor map: at most 5 dimensions, each box dimension at most
+256 elements (`tma_box_max`, cuTensorMapEncodeTiled). A larger tile is copied as several boxes:
+issue one `tma.load` per 256-row (or column) slab, each into its own part of the shared buffer,
+and count all their bytes in the `expect`.
+""",
+    bad=_variant(TMA_COPY, "tma.load", ("BM = 128", "BM = 512")),
+    good=TMA_COPY.replace("BM = 128", "BM = 256"),
+)
+def tma_box_limits(ctx: Context) -> Iterator[Diagnostic]:
+    most = ctx.spec.tma_box_max
+    if not ctx.spec.has("tma") or not most:
+        return
+    for info in ctx.ops(ex.TmaLoadOp, ex.TmaStoreOp):
+        mem, access, _, _ = _tma_global(info.op)
+        rank = len(mem.type.shape.data)
+        if rank > 5:
+            yield ctx.report(
+                info.op,
+                f"`{_name(mem)}` has {rank} dimensions; a TMA tensor map has at most 5",
+                hint="merge contiguous dimensions (declare the tensor with fewer, larger dimensions)",
+            )
+            continue
+        box = _box(ctx, mem, access)
+        over = [(i, b) for i, b in enumerate(box) if b is not None and b > most]
+        if over:
+            dims = ", ".join(f"dimension {i} is {b}" for i, b in over)
+            yield ctx.report(
+                info.op,
+                f"the TMA box on `{_name(mem)}` is {box}: {dims} elements, over the {most} a box dimension may have "
+                f"on {target_text(ctx)}",
+                hint=f"split the copy into boxes of at most {most} elements per dimension (one tma.load per slab)",
+            )
+
+
+@rule(
+    "resources.tma-align",
+    family="resources",
+    severity="error",
+    summary="a tensor copied with the TMA is declared without 16-byte alignment",
+    explanation="""
+A TMA tensor map needs the tensor's base address aligned to 16 bytes (`tma_align`). A tensor
+argument promises its alignment with `align(N)`; without it only the element size is known.
+The error is at the argument's declaration, where the fix goes (`align(16)`), with the TMA
+copies as related spans; `bounds.alignment` reports the same requirement at the copies, with
+the stride and box conditions.
+""",
+    bad=_variant(TMA_COPY, "x: global", ("x: global bf16[M, N] align(16)", "x: global bf16[M, N]")),
+    good=TMA_COPY,
+)
+def tma_declared_align(ctx: Context) -> Iterator[Diagnostic]:
+    need = ctx.spec.tma_align
+    if not ctx.spec.has("tma") or need <= 1:
+        return
+    uses: dict[SSAValue, list[Operation]] = {}
+    for info in ctx.ops(ex.TmaLoadOp, ex.TmaStoreOp):
+        mem = _tma_global(info.op)[0]
+        uses.setdefault(mem, []).append(info.op)
+    for name, arg in ctx.kernel.args:
+        if arg not in uses:
+            continue
+        t = arg.type
+        esize = DTYPES[t.dtype.data].nbytes
+        align = t.align.data or esize
+        if align % need == 0:
+            continue
+        declared = f"align({t.align.data})" if t.align.data else f"no align, so only {esize}-byte alignment is known"
+        yield ctx.report(
+            ctx.program.arg_spans.get(name) or ctx.program.span(),
+            f"`{name}` is copied with the TMA, which needs a {need}-byte aligned base address; it is declared with {declared}",
+            hint=f"declare `{name}: ... align({need})` (and pass a {need}-byte aligned tensor)",
+            related=[(op, "copied with the TMA here") for op in uses[arg]],
+        )
+
+
+# ---- wgmma ---------------------------------------------------------------------------------------
+
+
+def _wgmma_groups(ctx: Context, role: st.RoleOp | None) -> int | None:
+    """How many warpgroups share one instance of a wgmma's accumulator: 1 in a role over
+    warpgroups, the launch's warpgroups outside roles; None when the executing threads are not
+    whole warpgroups."""
+    if role is not None:
+        return 1 if role.unit.data == "warpgroups" else None
+    warps = launch_warps(ctx)
+    return warps // WARPGROUP_WARPS if warps % WARPGROUP_WARPS == 0 else None
+
+
+@rule(
+    "resources.wgmma-warpgroup",
+    family="resources",
+    severity="error",
+    summary="wgmma is issued by threads that are not whole warpgroups",
+    explanation="""
+`wgmma.mma_async` is executed by a warpgroup, four warps together. So a `wgmma` (and its
+`wgmma.wait`) must run in a role over `warpgroups(...)`, or outside roles in a program of whole
+warpgroups (`warpgroups(N)` or `warps(N)` with N a multiple of 4). A role over single warps runs
+one instance per warp, and a `warps(2)` program has half a warpgroup.
+""",
+    bad="""
+    kernel mm<BM = 64, BN = 64, BK = 32>(a: global bf16[M, K], b: global bf16[K, N], c: out global f32[M, N])
+      where M % BM == 0, N % BN == 0, K % BK == 0
+      target sm_90 grid(M / BM, N / BN) warps(2)
+    {
+      as = smem(bf16[BM, BK])
+      bs = smem(bf16[BK, BN])
+      m0 = program_id(0) * BM
+      n0 = program_id(1) * BN
+      acc = zeros(f32[BM, BN])
+      for k in 0 .. K / BK {
+        store(as[0 : BM], load(a[m0 : m0 + BM, k * BK : k * BK + BK]))
+        store(bs[0 : BK], load(b[k * BK : k * BK + BK, n0 : n0 + BN]))
+        fence.async()
+        barrier()
+        acc = wgmma(as[0 : BM], bs[0 : BK], acc)  # <-
+        wgmma.wait(0)
+        barrier()
+      }
+      store(c[m0 : m0 + BM, n0 : n0 + BN], acc)
+    }
+    """,
+    good="""
+    kernel mm<BM = 64, BN = 64, BK = 32>(a: global bf16[M, K], b: global bf16[K, N], c: out global f32[M, N])
+      where M % BM == 0, N % BN == 0, K % BK == 0
+      target sm_90 grid(M / BM, N / BN) warps(4)
+    {
+      as = smem(bf16[BM, BK])
+      bs = smem(bf16[BK, BN])
+      m0 = program_id(0) * BM
+      n0 = program_id(1) * BN
+      acc = zeros(f32[BM, BN])
+      for k in 0 .. K / BK {
+        store(as[0 : BM], load(a[m0 : m0 + BM, k * BK : k * BK + BK]))
+        store(bs[0 : BK], load(b[k * BK : k * BK + BK, n0 : n0 + BN]))
+        fence.async()
+        barrier()
+        acc = wgmma(as[0 : BM], bs[0 : BK], acc)
+        wgmma.wait(0)
+        barrier()
+      }
+      store(c[m0 : m0 + BM, n0 : n0 + BN], acc)
+    }
+    """,
+)
+def wgmma_warpgroups(ctx: Context) -> Iterator[Diagnostic]:
+    if not ctx.spec.wgmma or not ctx.spec.has("wgmma"):
+        return
+    for info in ctx.ops(ex.WgmmaOp, ex.WgmmaWaitOp):
+        if _wgmma_groups(ctx, info.role) is not None:
+            continue
+        what = "wgmma" if isinstance(info.op, ex.WgmmaOp) else "wgmma.wait"
+        if info.role is not None:
+            warps = role_warps(info.role)
+            groups = sorted({w // 4 for w in warps})
+            message = (
+                f"{what} in {role_text(info.role)}: each unit is one warp, but wgmma is issued by a whole warpgroup"
+            )
+            hint = f"declare the role over warpgroups: role {info.role.name_text} warpgroups({', '.join(str(g) for g in groups)})"
+            related = [(info.role, "the role")]
+        else:
+            warps = launch_warps(ctx)
+            message = f"{what} in a program of {launch_text(ctx)}: {warps} warps are not whole warpgroups of 4"
+            hint = f"launch warps({-(-warps // 4) * 4}) or warpgroups({-(-warps // 4)})"
+            related = [(s, "the launch") for s in [launch_span(ctx)] if s is not None]
+        yield ctx.report(info.op, message, hint=hint, related=related)
+
+
+@rule(
+    "resources.wgmma-shape",
+    family="resources",
+    severity="error",
+    summary="a wgmma the instruction cannot tile: rows per warpgroup, N or K",
+    explanation="""
+One `wgmma.mma_async` computes a [64, N] accumulator per warpgroup from a [64, K] and a [K, N]
+shared operand (the table's `[wgmma]`): N is a multiple of 8 up to 256, and K times the operand
+size is 32 bytes (k16 for bf16/f16, k8 for tf32, k32 for fp8 and i8). A KIR `wgmma` issues one
+instruction per 64 rows of the accumulator each warpgroup holds and one per K step, so the rows
+per warpgroup (the accumulator's rows, divided among the warpgroups of the program outside
+roles) must be a multiple of 64, N a multiple of 8 at most 256, and K a multiple of the
+instruction's K.
+""",
+    bad=_variant(WS_GEMM, "acc = wgmma", ("BM = 128", "BM = 64")),
+    good=WS_GEMM,
+)
+def wgmma_shape(ctx: Context) -> Iterator[Diagnostic]:
+    table = ctx.spec.wgmma
+    if not table or not ctx.spec.has("wgmma"):
+        return
+    for info in ctx.ops(ex.WgmmaOp):
+        op = info.op
+        groups = _wgmma_groups(ctx, info.role)
+        if groups is None:
+            continue  # resources.wgmma-warpgroup
+        m, n = ctx.static_shape(op.acc.type)
+        dtype = op.a.type.dtype.data
+        esize = DTYPES[dtype].nbytes
+        k_inst = max(1, table["k_bytes"] // esize)
+        a_shape = ctx.access_extents(op.a.type, op.a_access.data)
+        k = a_shape[-1] if a_shape else None
+        problems = []
+        if m is not None:
+            rows = m // groups if m % groups == 0 else None
+            if rows is None or rows % table["m"]:
+                shown = f"{m} / {groups} = {m / groups:g}" if groups > 1 else f"{m}"
+                problems.append(
+                    f"each warpgroup holds {shown} accumulator rows, not a multiple of the instruction's {table['m']}"
+                )
+        if n is not None and (n % table["n_step"] or n > table["n_max"]):
+            problems.append(f"N = {n} is not a multiple of {table['n_step']} in [{table['n_step']}, {table['n_max']}]")
+        if k is not None and k % k_inst:
+            problems.append(f"K = {k} is not a multiple of the instruction's K = {k_inst} for {dtype}")
+        if problems:
+            yield ctx.report(
+                op,
+                f"wgmma [{m}, {k}] x [{k}, {n}] cannot be tiled by wgmma.m{table['m']}nNk{k_inst}: "
+                + "; ".join(problems),
+                hint=f"give each warpgroup a multiple of {table['m']} rows (e.g. BM = {table['m'] * groups * 2} for two "
+                f"consumer warpgroups), N a multiple of {table['n_step']} up to {table['n_max']}, K a multiple of {k_inst}",
+            )
+
+
+# ---- resources.dot-shape -------------------------------------------------------------------------
+
+
+@rule(
+    "resources.dot-shape",
+    family="resources",
+    severity="warning",
+    summary="a dot's shape is not a multiple of any matrix instruction of the target",
+    explanation="""
+A tile-level `dot` lowers to the target's matrix instructions (the table's `mma_shapes`, given
+for 16-bit operands: K scales so that K x operand size stays the same): m16n8k16 `mma.sync` (and
+m64nNk16 wgmma) on NVIDIA, 32x32x8 and 16x16x16 MFMA on AMD, 32x32x32 blocks on mtia-sim's dot
+engine. A dot whose M, N or K is not a multiple of any of them is padded up to one (wasting the
+difference) or runs on the vector units; Triton rejects dots below 16 outright. Operand dtypes
+the matrix unit does not take (the table's `mma_dtypes`) also run on the vector units.
+""",
+    bad="""
+    kernel skinny<BM = 8, BN = 64, BK = 32>(a: global bf16[M, K], b: global bf16[K, N], c: out global f32[M, N])
+      where M % BM == 0, N % BN == 0, K % BK == 0
+      target sm_80 grid(M / BM, N / BN) warps(4)
+    {
+      m0 = program_id(0) * BM
+      n0 = program_id(1) * BN
+      acc = zeros(f32[BM, BN])
+      for k in 0 .. K / BK {
+        at = load(a[m0 : m0 + BM, k * BK : k * BK + BK])
+        bt = load(b[k * BK : k * BK + BK, n0 : n0 + BN])
+        acc = dot<f32>(at, bt, acc)  # <-
+      }
+      store(c[m0 : m0 + BM, n0 : n0 + BN], acc)
+    }
+    """,
+    good="""
+    kernel skinny<BM = 16, BN = 64, BK = 32>(a: global bf16[M, K], b: global bf16[K, N], c: out global f32[M, N])
+      where M % BM == 0, N % BN == 0, K % BK == 0
+      target sm_80 grid(M / BM, N / BN) warps(4)
+    {
+      m0 = program_id(0) * BM
+      n0 = program_id(1) * BN
+      acc = zeros(f32[BM, BN])
+      for k in 0 .. K / BK {
+        at = load(a[m0 : m0 + BM, k * BK : k * BK + BK])
+        bt = load(b[k * BK : k * BK + BK, n0 : n0 + BN])
+        acc = dot<f32>(at, bt, acc)
+      }
+      store(c[m0 : m0 + BM, n0 : n0 + BN], acc)
+    }
+    """,
+)
+def dot_shape(ctx: Context) -> Iterator[Diagnostic]:
+    shapes = ctx.spec.mma_shapes
+    if not shapes:
+        return
+    for info in ctx.ops(tl.DotOp):
+        op = info.op
+        dtype = op.lhs.type.dtype.data
+        if ctx.spec.mma_dtypes and dtype not in ctx.spec.mma_dtypes:
+            yield ctx.report(
+                op,
+                f"dot of {dtype} operands: the matrix unit of {target_text(ctx)} takes "
+                f"{', '.join(sorted(ctx.spec.mma_dtypes))}, so this product runs on the vector units",
+                hint="cast the operands to a dtype the matrix unit takes (bf16, f16, or i8 for integers) if the precision allows",
+            )
+            continue
+        m, k = ctx.static_shape(op.lhs.type)
+        n = ctx.static_shape(op.rhs.type)[1]
+        if None in (m, n, k):
+            continue
+        esize = DTYPES[dtype].nbytes
+        scaled = [(sm, sn, max(1, sk * 2 // esize)) for sm, sn, sk in shapes]
+        if any(m % sm == 0 and n % sn == 0 and k % sk == 0 for sm, sn, sk in scaled):
+            continue
+        smallest = min(scaled, key=lambda s: s[0] * s[1] * s[2])
+        shown = " or ".join(f"m{sm}n{sn}k{sk}" for sm, sn, sk in scaled)
+        yield ctx.report(
+            op,
+            f"dot [{m}, {k}] x [{k}, {n}] ({dtype}) is not a multiple of the matrix instructions of {target_text(ctx)} "
+            f"({shown}): it is padded or runs on the vector units",
+            hint=f"make M a multiple of {smallest[0]}, N of {smallest[1]} and K of {smallest[2]} (at least that large)",
+        )
+
+
+# ---- resources.mbarrier-count --------------------------------------------------------------------
+
+
+@rule(
+    "resources.mbarrier-count",
+    family="resources",
+    severity="error",
+    summary="an mbarrier's arrival count is outside what the hardware and the CTA's threads allow",
+    explanation="""
+`mbarrier.init` takes an expected arrival count in [1, 2^20 - 1] (the table's
+`mbarrier_max_count`), and a phase can only complete if that many arrivals can come: one
+arrival per thread at most when every arrive counts one, so a count above the CTA's threads
+(with no `arrive(..., count = n)` on the barrier) never completes.
+""",
+    bad=_variant(TMA_COPY, "ready = mbarrier", ("count = 1)", "count = 256)")),
+    good=TMA_COPY,
+)
+def mbarrier_count(ctx: Context) -> Iterator[Diagnostic]:
+    most = ctx.spec.mbarrier_max_count
+    if not ctx.spec.has("mbarrier") or not most:
+        return
+    threads = launch_threads(ctx)
+    for info in ctx.ops(ex.MBarrierAllocOp):
+        op = info.op
+        count = ctx.static(op.count.data)
+        if count is None:
+            continue
+        name = op.res.name_hint or "the mbarrier"
+        if count < 1 or count > most:
+            yield ctx.report(
+                op,
+                f"`{name}` expects {count} arrivals per phase; an mbarrier's count is in [1, {most}] on {target_text(ctx)}",
+                hint="count one arrival per arriving role unit (and one per expect)",
+            )
+            continue
+        multi = any(isinstance(u.operation, ex.ArriveOp) and u.operation.count.data > 1 for u in op.res.uses)
+        if count > threads and not multi:
+            yield ctx.report(
+                op,
+                f"`{name}` expects {count} arrivals per phase, but the CTA has {threads} threads ({launch_text(ctx)}) "
+                "and each arrive counts one",
+                hint="count one arrival per arriving role unit (and one per expect)",
+            )
