@@ -19,6 +19,7 @@ variable, a kernel argument, a parameter or a shape symbol.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -35,6 +36,7 @@ from kir.dialect.types import (
     GlobalType,
     Layout,
     MBarrierType,
+    ScalarType,
     SmemType,
     TileType,
     global_tensor,
@@ -46,6 +48,10 @@ RESERVED = frozenset(
     warp_specialize cast dot true false inf nan None
     i1 i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64 f8e4m3 f8e5m2""".split()
 )
+
+
+# A name as the grammar reads it (NAME in grammar.lark): ASCII only, unlike str.isidentifier.
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def parse_sym(text: str | int | sx.SymExpr) -> sx.SymExpr:
@@ -118,9 +124,12 @@ class Builder:
         self._check_new_name(name, span)
         if any(n == name for n, _ in self._args):
             self._fail("name.duplicate", f"argument '{name}' is declared twice", span)
-        t = global_tensor(
-            dtype, [parse_sym(d) for d in shape], strides=[parse_sym(s) for s in strides], align=align, out=out
-        )
+        try:
+            t = global_tensor(
+                dtype, [parse_sym(d) for d in shape], strides=[parse_sym(s) for s in strides], align=align, out=out
+            )
+        except VerifyException as e:
+            self._fail("types.argument", f"argument '{name}': {e}", span)
         self._args.append((name, t))
         if span:
             self._arg_spans[name] = span
@@ -129,6 +138,9 @@ class Builder:
     def begin(self, span: Span | None = None) -> None:
         """Ends the signature: creates the kernel op; statements follow."""
         self._kernel_span = span
+        self._check_new_name(self.name, span)
+        for p in self.params:
+            self._check_new_name(p, span)
         try:
             self.kernel = st.KernelOp(
                 self.name,
@@ -211,6 +223,8 @@ class Builder:
         return value
 
     def _check_new_name(self, name: str, span: Span | None) -> None:
+        if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
+            self._fail("name.invalid", f"{name!r} is not a KIR name", span, "use letters, digits and '_', not starting with a digit")
         if name in RESERVED:
             self._fail("name.reserved", f"'{name}' is a keyword", span, "choose another name")
         if name.startswith("__"):
@@ -235,7 +249,7 @@ class Builder:
         except VerifyException as e:
             self._fail(*_violation(e, span))
         except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as e:
-            self._fail("type.error", f"{_op_name(factory)}: {e}", span)
+            self._fail("types.error", f"{_op_name(factory)}: {e}", span)
         return self.emit(op, span)
 
     def const(self, value: int | float | bool | str, dtype: str, span: Span | None = None) -> SSAValue:
@@ -282,6 +296,11 @@ class Builder:
         self._check_new_name(iv_name, span)
         if self.is_static_name(iv_name):
             self._fail("name.reserved", f"'{iv_name}' is a parameter or shape symbol", span)
+        if any(n == iv_name for n, _ in self._args):
+            self._fail("name.reserved", f"'{iv_name}' is a kernel argument", span, "choose another name")
+        for v, what in ((lower, "lower bound"), (upper, "upper bound"), (step, "step")):
+            if not isinstance(v.type, ScalarType) or v.type.dtype.data not in ("i32", "i64"):
+                self._fail("types.loop-bound", f"the loop's {what} is an i32 or i64 scalar, not {v.type}", span)
         outer = [self.value(n, span) for n in carried]
         block = Block(arg_types=[lower.type, *[v.type for v in outer]])
         block.args[0].name_hint = iv_name
@@ -296,7 +315,8 @@ class Builder:
         return block.args[0]
 
     def end_for(self, span: Span | None = None) -> list[SSAValue]:
-        frame = self._frames.pop()
+        """Close a loop. On a `KirError` the loop stays open (the builder is unchanged)."""
+        frame = self._frames[-1]
         assert frame.kind == "for"
         block = self._blocks[-1]
         yields = [self.value(n) for n in frame.carried]
@@ -304,11 +324,12 @@ class Builder:
             if y.type != arg.type:
                 where = _def_span(y) or span
                 self._fail(
-                    "type.carried",
+                    "types.carried",
                     f"'{n}' is {arg.type} before the loop but {y.type} at the end of its body",
                     where,
                     f"keep '{n}' {arg.type} in the loop (cast it) or use a new name",
                 )
+        self._frames.pop()
         self.emit(st.YieldOp(yields), frame.args["span"])
         self._blocks.pop()
         self._scopes.pop()
@@ -333,6 +354,8 @@ class Builder:
         return list(op.results)
 
     def begin_if(self, cond: SSAValue, span: Span | None = None) -> None:
+        if not isinstance(cond.type, ScalarType) or cond.type.dtype.data != "i1":
+            self._fail("types.condition", f"the condition of `if` is an i1 scalar, not {cond.type}", span)
         self._frames.append(_LoopFrame("if", [], [], {"cond": cond, "span": span, "then": None}))
         block = Block()
         self._blocks.append(block)
@@ -354,32 +377,39 @@ class Builder:
         first), unless `results` names them."""
         if "else_block" not in self._frames[-1].args:
             self.begin_else()  # an `if` without `else`: an empty else branch
-        frame = self._frames.pop()
-        else_scope = self._scopes.pop()
-        self._blocks.pop()
+        # Check everything before changing anything: on a KirError the `if` stays open (in its
+        # else branch).
+        frame = self._frames[-1]
+        else_scope = self._scopes[-1]
         then_scope: _Scope = frame.args["then_scope"]
+
+        def before(n: str) -> SSAValue | None:  # the value of `n` before the `if`
+            return next((s.names[n] for s in reversed(self._scopes[:-1]) if n in s.names), None)
+
         if results is None:
             results = []
             for n in [*then_scope.assigned, *else_scope.assigned]:
                 if n in results:
                     continue
-                visible = self.lookup(n) is not None
                 both = n in then_scope.assigned and n in else_scope.assigned
-                if (visible and _is_value(self.lookup(n))) or both:
+                if _is_value(before(n)) or both:
                     results.append(n)
         span = frame.args["span"]
         branch_values = []
         for scope in (then_scope, else_scope):
             vals = []
             for n in results:
-                v = scope.names.get(n) or self.lookup(n)
+                v = scope.names.get(n) or before(n)
                 if v is None:
                     self._fail("name.undefined", f"'{n}' is assigned in one branch only and undefined before the if", span)
                 vals.append(v)
             branch_values.append(vals)
         for n, a, b in zip(results, *branch_values, strict=True):
             if a.type != b.type:
-                self._fail("type.branches", f"'{n}' is {a.type} in one branch and {b.type} in the other", span)
+                self._fail("types.branches", f"'{n}' is {a.type} in one branch and {b.type} in the other", span)
+        self._frames.pop()
+        self._scopes.pop()
+        self._blocks.pop()
         then_block, else_block = frame.args["then_block"], frame.args["else_block"]
         then_block.add_op(st.YieldOp(branch_values[0]))
         else_block.add_op(st.YieldOp(branch_values[1]))
@@ -405,6 +435,11 @@ class Builder:
             self._fail("role.nested", "roles do not nest", span, "close the enclosing role first")
         if len(self._blocks) != 1:
             self._fail("role.placement", "a role is declared at the top level of the kernel", span)
+        self._check_new_name(name, span)
+        try:
+            st.RoleOp(name, unit, ids, regs).verify_()
+        except VerifyException as e:
+            self._fail("role.declaration", str(e), span)
         block = Block()
         self._frames.append(_LoopFrame("role", [], [], {"name": name, "unit": unit, "ids": list(ids), "regs": regs, "span": span, "block": block}))
         self._blocks.append(block)
@@ -425,7 +460,7 @@ class Builder:
 
 def _violation(err: VerifyException, span: Span | None) -> tuple[str, str, Span | None, str]:
     """(rule, message, span, hint) of an op verifier's exception."""
-    rule = getattr(err, "rule", "type.error")
+    rule = getattr(err, "rule", "types.error")
     message, _, hint = _located(str(err), span)
     return rule, message, span, getattr(err, "hint", "") or hint
 

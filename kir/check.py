@@ -74,6 +74,8 @@ def check_program(program: Program, target: str | None = None) -> list[Diagnosti
     verifier (when the `verifier` package provides `verify(program, target)`) for `target`, or
     the kernel's declared target when `target` is None. Sorted and without duplicates."""
     diags = verify_ops(program)
+    if any(d.is_error for d in diags):
+        return unique_sorted(diags)  # the rules assume well-formed IR
     effective = target if target is not None else program.kernel.target.data
     try:
         verify = find_verifier()

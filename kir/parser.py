@@ -12,7 +12,7 @@ import difflib
 from pathlib import Path
 
 from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from kir.diagnostics import Diagnostic, KirError, Span
 from kir.program import Program
@@ -194,6 +194,8 @@ def parse(text: str, file: str = "<input>") -> Program:
         raise KirError(
             Diagnostic("syntax.too-deep", "error", Span(1, 1, 1, 2, file), "the program nests too deeply")
         ) from None
+    except Exception as err:  # noqa: BLE001 - a bug in KIR; the caller still gets a diagnostic
+        raise KirError(_internal(file, err)) from err
     return program
 
 

@@ -5,6 +5,12 @@ Expressions are printed inline where the parser would rebuild the same ops in th
 expression, has no name of its own, and sits exactly where the parser would emit it. Everything
 else is a statement. Names are the values' names where that keeps the meaning (a name rebound
 inside a loop body would become a carried variable, so the printer renames instead), else fresh.
+
+The parser orders a loop's carried values, and an `if`'s results, by the first assignment of
+their names in the body (the branches); the printer checks the order its text gives and, where
+it differs or a value passes through unchanged, names them up front (`acc = acc`), or prints
+the `if` again with fresh result names. The names set at the end of a body (or before a loop)
+are set as one parallel assignment, with a temporary where two swap.
 """
 
 from __future__ import annotations
@@ -354,7 +360,7 @@ class _Printer:
                 self.line(depth, f"{temp} = {sources[name]}")
                 self.scopes[-1].names[temp] = value
                 self.scopes[-1].record(temp)
-                for n, v in todo:
+                for n, _ in todo:
                     if sources[n] == sources[name]:
                         sources[n] = temp
                 continue
@@ -457,6 +463,9 @@ class _Printer:
     def for_stmt(self, op: st.ForOp, depth: int) -> None:
         at = self.pos[op]
         body = op.body.block
+        # values the `for` line reads by name; the lines that set up carried names come first
+        # and must not overwrite them
+        header_reads = self.reads(op, (0, 1, 2))
         carried: list[str] = []
         for init, arg, res in zip(op.inits, body.args[1:], op.res, strict=True):
             name = arg.name_hint or res.name_hint
@@ -469,7 +478,7 @@ class _Printer:
                 and not name.startswith("__")
                 and name not in carried
                 and name not in self.scopes[-1].forbidden
-                and (current is None or current is init or self.last_use(current) <= at)
+                and (current is None or current is init or (self.last_use(current) <= at and current not in header_reads))
                 and (self.last_use(init) <= at or self.names.get(init) != name)
                 # rebinding a name of an enclosing loop or branch here would carry it out of
                 # that one too
@@ -509,7 +518,8 @@ class _Printer:
         self.close_block(depth, op, 0)
         outer = self.scopes[-1]
         for name in scope.textual:
-            if name not in outer.textual:
+            # in the body, the loop variable's name is the loop variable's own
+            if name not in outer.textual and name != iv_name:
                 outer.textual.append(name)
         for name, res in zip(carried, op.res, strict=True):
             outer.names[name] = res
@@ -586,6 +596,20 @@ class _Printer:
             outer.record(name)
             self.names[res] = name
         return True
+
+    def reads(self, op: Operation, indices) -> set[SSAValue]:
+        """The values that the printed operands `indices` of `op` refer to by name (through
+        the expressions folded into them)."""
+        out: set[SSAValue] = set()
+        stack = [op.operands[i] for i in indices]
+        while stack:
+            v = stack.pop()
+            owner = v.owner
+            if isinstance(owner, Operation) and owner in self.inlined:
+                stack += list(owner.operands)
+            else:
+                out.add(v)
+        return out
 
     def parsed_results(self, then_scope: _Scope, else_scope: _Scope) -> list[str]:
         """The results the parser gives an `if` whose branches assign these names."""

@@ -48,8 +48,9 @@ _UNARY_CALLS = tuple(f for f in tl.UNARY_FNS if f not in ("neg", "not"))
 
 def parse_static_text(text: str) -> sx.SymExpr:
     """A symbolic expression from KIR text, for the builder API (`"cdiv(N, BLOCK)"`)."""
-    from kir.parser import _lark
     from lark.exceptions import UnexpectedInput
+
+    from kir.parser import _lark
 
     try:
         tree = _lark().parse(text, start="expr_only")
@@ -702,7 +703,7 @@ class _Walker:
                 continue
             own_line = lines[line - 1][: c.column - 1].strip() == ""
             if not own_line:
-                ending = [i for i, st in enumerate(stmts) if st.first <= line == st.last]
+                ending = [i for i, s in enumerate(stmts) if s.first <= line == s.last]
                 if ending:
                     trailing[max(ending, key=lambda i: (stmts[i].first, -i))] = text
                     continue
@@ -719,7 +720,7 @@ class _Walker:
                 program.header_comments.append(text)  # in the signature
                 continue
             block = max(around, key=lambda i: (blocks[i].open_line, blocks[i].open_col))
-            following = [i for i, st in enumerate(stmts) if st.container == block and st.first > line]
+            following = [i for i, s in enumerate(stmts) if s.container == block and s.first > line]
             if following:
                 leading.setdefault(min(following, key=lambda i: stmts[i].first), []).append((line, text))
             else:
@@ -728,10 +729,10 @@ class _Walker:
         def blank_before(line: int) -> bool:
             return line >= 2 and lines[line - 2].strip() == ""
 
-        for i, st in enumerate(stmts):
+        for i, stmt in enumerate(stmts):
             lead = leading.get(i, [])
-            top = lead[0][0] if lead else st.first
-            set_comments(st.op, [t for _, t in lead], trailing.get(i), blank_before(top))
+            top = lead[0][0] if lead else stmt.first
+            set_comments(stmt.op, [t for _, t in lead], trailing.get(i), blank_before(top))
         for i, b in enumerate(blocks):
             end = ends.get(i, [])
             if b.owner is not None:

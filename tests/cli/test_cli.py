@@ -221,7 +221,7 @@ def test_op_verify_failure_is_located_at_the_op():
     (pid,) = [op for op in program.kernel.walk() if isinstance(op, ProgramIdOp)]
     pid.axis = IntAttr(5)
     (diag,) = check_program(program)
-    assert diag.rule == "op.verify"
+    assert diag.rule == "types.axis"
     assert "program_id axis" in diag.message
     assert (diag.span.line, diag.span.col) == (6, 10)
 

@@ -68,7 +68,7 @@ def test_builder_type_errors_are_diagnostics():
     b.begin()
     with pytest.raises(KirError) as err:
         b.binary("add", b.const(1, "i32"), b.const(1.0, "f32"))
-    assert err.value.diagnostics[0].rule == "type.error"
+    assert err.value.diagnostics[0].rule == "types.operand-dtype"
 
 
 def test_hash_ignores_layout_and_comments_but_not_meaning():

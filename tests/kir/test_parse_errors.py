@@ -50,18 +50,18 @@ def test_undefined_name_suggests_a_close_one():
 
 def test_type_error_is_located_at_the_op():
     d = diag(body("i = arange(0, B)", "v = load(x[i])", "w = v + cast<bf16>(v)"))
-    assert d.rule == "type.error" and d.span.line == 6
+    assert d.rule == "types.operand-dtype" and d.span.line == 6
     assert "f32" in d.message and "bf16" in d.message
 
 
 def test_store_of_wrong_dtype_hints_a_cast():
     d = diag(body("i = arange(0, B)", "store(y[i], cast<bf16>(load(x[i])))"))
-    assert d.rule == "type.error" and "cast<f32>" in d.hint
+    assert d.rule == "types.store-dtype" and "cast<f32>" in d.hint
 
 
 def test_float_literal_where_an_integer_is_needed():
     d = diag(body("i = arange(0, B) + 1.5"))
-    assert d.rule == "type.literal" and d.span.line == 4
+    assert d.rule == "types.literal" and d.span.line == 4
 
 
 def test_assigning_a_parameter_is_refused():
@@ -71,7 +71,7 @@ def test_assigning_a_parameter_is_refused():
 
 def test_carried_value_changing_type():
     d = diag(body("acc = zeros(f32[B])", "for k in 0 .. 4 {", "  acc = cast<bf16>(acc)", "}"))
-    assert d.rule == "type.carried" and d.span.line == 6
+    assert d.rule == "types.carried" and d.span.line == 6
 
 
 def test_slice_needs_a_static_extent():
