@@ -1,0 +1,1 @@
+"""One emitter per target; importing a module registers its emitter."""
