@@ -429,6 +429,146 @@ def version() -> None:
     typer.echo(f"kir {__version__}")
 
 
+# ---- kir rules: the verifier's rules (imported at run time: `kir` does not depend on it) ------------
+
+rules_app = typer.Typer(
+    name="rules",
+    help="List, explain and add the verifier's rules.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+app.add_typer(rules_app, name="rules")
+
+
+def _rule_catalog():
+    try:
+        import verifier
+        from verifier.learned import load_learned_rules
+
+        verifier.load_rules()
+        load_learned_rules()  # rule files installed since the registry was first loaded
+    except Exception as err:  # a broken rule module is a diagnostic, not a traceback
+        _emit(internal_error(err, None, "loading the verifier's rules").render())
+        raise typer.Exit(1) from None
+    return verifier
+
+
+def _usage_exit(message: str, hint: str = "") -> None:
+    _emit(Diagnostic("cli.usage", "error", None, message, hint).render())
+    raise typer.Exit(2)
+
+
+@rules_app.command("list")
+def rules_list(
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print full records (examples, provenance) as JSON.")
+    ] = False,
+    family: Annotated[
+        str | None,
+        typer.Option("--family", "-f", metavar="F", help="Only the rules of this family.", show_default=False),
+    ] = None,
+) -> None:
+    """List the rules: id, family, severity, summary."""
+    catalog = _rule_catalog()
+    from verifier.learned import LOADED
+
+    if family is not None and family not in catalog.FAMILIES:
+        _usage_exit(f"unknown rule family '{family}'", f"families: {', '.join(catalog.FAMILIES)}")
+    rules = [r for _, r in sorted(catalog.RULES.items()) if family in (None, r.family)]
+    if json_out:
+        _emit(json.dumps([LOADED[r.id].to_json() if r.id in LOADED else r.to_json() for r in rules], indent=2))
+        return
+    rows = [("ID", "FAMILY", "SEVERITY", "SUMMARY")] + [(r.id, r.family, r.severity, r.summary) for r in rules]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    _emit("\n".join(f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}" for a, b, c, d in rows))
+    from verifier.learned import LOAD_ERRORS
+
+    if LOAD_ERRORS:  # a learned rule that does not load must not vanish silently
+        _emit("\nlearned-rule files that did not load:\n" + "\n".join(d.render() for d in LOAD_ERRORS))
+
+
+@rules_app.command("explain")
+def rules_explain(
+    rule_id: Annotated[str, typer.Argument(metavar="ID", help="A rule id, e.g. bounds.global-access.")],
+) -> None:
+    """Explain a rule: why it exists, a program it rejects (with the diagnostic) and its fixed twin."""
+    catalog = _rule_catalog()
+    from verifier.learned import LOADED
+
+    rule = catalog.RULES.get(rule_id)
+    if rule is None:
+        from kir.parser import suggest
+
+        _usage_exit(f"no rule '{rule_id}'", suggest(rule_id, list(catalog.RULES)) or "see `kir rules list`")
+    from kir.check import check_program
+    from kir.parser import parse
+
+    try:
+        diags = [d for d in check_program(parse(rule.bad, file="bad.kir"), rule.target) if d.rule == rule.id]
+    except KirError as err:
+        diags = err.diagnostics
+    numbered = lambda text: "\n".join(f"  {i:3} | {line}" for i, line in enumerate(text.splitlines(), 1))  # noqa: E731
+    parts = [
+        f"{rule.id} ({rule.family}, {rule.severity}): {rule.summary}",
+        rule.explanation,
+        f"Rejected (line {rule.bad_line}):\n{numbered(rule.bad)}",
+        f"What the verifier says:\n{render_all(diags, rule.bad) if diags else '(no diagnostic: the rule does not fire on its example)'}",
+        f"Accepted:\n{numbered(rule.good)}",
+    ]
+    learned = LOADED.get(rule.id)
+    if learned is not None:
+        p = learned.provenance
+        parts.append(
+            f"Provenance: {p.reason}\n  failures: {', '.join(p.failures)}\n"
+            f"  support {p.support}, false positives {p.false_positives}" + (f", added {p.added}" if p.added else "")
+        )
+    _emit("\n\n".join(parts))
+
+
+@rules_app.command("add")
+def rules_add(
+    file: Annotated[str, typer.Argument(metavar="FILE", help="A learned-rule file (TOML).", show_default=False)],
+    corpus: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--corpus",
+            metavar="DIR",
+            help="Known programs: every *.good.kir under DIR must stay clean (repeatable; default tests/verifier/corpus).",
+            show_default=False,
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Validate a learned rule, check it against known-good programs and the failures it names,
+    and install it into verifier/rules/learned/ (or $KIR_LEARNED_DIR)."""
+    from pathlib import Path
+
+    from verifier.learned import install
+
+    try:
+        dest, diags = install(file, [Path(d) for d in corpus] if corpus else None)
+    except Exception as err:
+        dest, diags = None, [internal_error(err, None, "adding the rule")]
+    diags = unique_sorted(diags)
+    if json_out:
+        _emit(json.dumps([d.to_json() for d in diags], indent=2))
+    elif diags:
+        sources: dict[str, str | None] = {}
+        for d in diags:
+            name = d.span.file if d.span else None
+            if name is not None and name not in sources:
+                try:
+                    sources[name] = read_source(name)
+                except KirError:
+                    sources[name] = None
+        _emit("\n\n".join(d.render(sources.get(d.span.file) if d.span else None) for d in diags))
+        _emit(f"\n{file}: refused ({_counts(diags)})")
+    else:
+        _emit(f"{file}: installed as {dest}")
+    raise typer.Exit(exit_code(diags))
+
+
 def main() -> None:  # pragma: no cover - the console script calls `app`
     app()
 

@@ -18,7 +18,6 @@ def load_rules() -> None:
     global _LOADED
     if _LOADED:
         return
-    _LOADED = True
     import verifier.rules as rules_pkg
 
     for mod in sorted(pkgutil.iter_modules(rules_pkg.__path__), key=lambda m: m.name):
@@ -27,6 +26,7 @@ def load_rules() -> None:
     from verifier.learned import load_learned_rules
 
     load_learned_rules()
+    _LOADED = True  # only once every module imported: a failed import is retried next time
 
 
 def verify(

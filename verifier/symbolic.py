@@ -4,12 +4,23 @@ A scalar is one z3 term; a tile is a term over one *lane* variable per dimension
 `arange(0, BN)` is `i`), so broadcasting is substitution of lanes. Shape symbols are variables
 constrained by `where` and by being at least 1; program ids range over the grid; a loop
 variable over its bounds; `role_rank()` over its role's units. Parameters are constants (the
-instance being checked). What cannot be expressed (data loaded from memory, values carried by
-loops, bit operations) becomes a fresh unconstrained variable and marks the term *tainted*, so
-a rule can tell "provably wrong" from "not provable".
+instance being checked). What cannot be expressed (data loaded from memory, float
+computations, most bit operations) becomes a fresh unconstrained variable and marks the term
+*tainted* (`Term.why` names the value), so a rule can tell "provably wrong" from "not
+provable". Integer values carried by a loop are fresh variables too, but with what induction
+proves of them: an induction variable (`off = off + BK`) is exact and untainted, others keep
+the bounds that every iteration preserves (see `Symbolic._carried`).
 
-Proof results are cached by the text of the query, in memory and on disk (`KIR_CACHE_DIR`,
-default `~/.cache/kir`), since agents re-check near-identical programs many times.
+Integer semantics are KIR's: `/` truncates toward zero and `%` takes the sign of the dividend
+(C), `>>` is an arithmetic shift (floor division by a power of two). Integers do not wrap here:
+an index that overflows i32 is out of bounds anyway.
+
+A query (`counterexample`) asserts only the facts that share a variable with the claim (the
+closure over shared variables), so that the text of a query does not depend on which other
+accesses were looked at before it. Results are cached by a hash of that text with lane and
+unknown variables renamed canonically, in memory and on disk (`KIR_CACHE_DIR`, default
+`~/.cache/kir`; `KIR_Z3_CACHE=0` turns the cache off), since agents re-check near-identical
+programs many times.
 """
 
 from __future__ import annotations
@@ -17,66 +28,109 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
+from math import gcd
 from pathlib import Path
 
 import z3
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from z3 import z3core as zc
 
 from kir import symexpr as sx
-from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.types import ScalarType, TileType, shape_of
 from kir.dtypes import DTYPES
 
+SOLVER_TIMEOUT_MS = 2000
+MAX_CACHE_ENTRIES = 200_000
+
 
 @dataclass(frozen=True)
 class Term:
+    """A z3 term for a value at some lanes. `tainted` when part of it is unknown to the
+    verifier; `why` then says which value (`rows` (loaded from memory)), for the message."""
+
     expr: z3.ExprRef
     tainted: bool
+    why: str = ""
+
+
+# ---- the proof cache ------------------------------------------------------------------------------
 
 
 class ProofCache:
-    """sat/unsat answers (and counterexamples) keyed by a hash of the query."""
+    """Query results keyed by a hash of the canonical query text: None when the claim holds,
+    else the counterexample (with canonical variable names). Memory first, then a JSON file.
+    The environment (`KIR_Z3_CACHE`, `KIR_CACHE_DIR`) is read when the cache is first used and
+    again after `reset()`."""
 
     def __init__(self) -> None:
         self.memory: dict[str, dict | None] = {}
-        root = os.environ.get("KIR_CACHE_DIR")
+        self._configured = False
+        self.enabled = True
         self.path: Path | None = None
-        if os.environ.get("KIR_Z3_CACHE", "1") != "0":
+        self._dirty = False
+        self.hits = 0
+        self.misses = 0
+
+    def _configure(self) -> None:
+        if self._configured:
+            return
+        self._configured = True
+        self.enabled = os.environ.get("KIR_Z3_CACHE", "1") != "0"
+        self.path = None
+        if self.enabled:
+            root = os.environ.get("KIR_CACHE_DIR")
             base = Path(root) if root else Path.home() / ".cache" / "kir"
             self.path = base / "z3-proofs.json"
-        self._loaded = False
-        self._dirty = False
+            self.memory.update(self._read_disk())
 
-    def _load(self) -> None:
-        if self._loaded:
-            return
-        self._loaded = True
-        if self.path is not None and self.path.exists():
-            try:
-                self.memory.update(json.loads(self.path.read_text()))
-            except (OSError, ValueError):
-                pass
+    def _read_disk(self) -> dict:
+        if self.path is None or not self.path.exists():
+            return {}
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def reset(self) -> None:
+        """Forget everything in memory and read the environment again (tests, benchmarks)."""
+        self.memory = {}
+        self._configured = False
+        self._dirty = False
+        self.hits = self.misses = 0
 
     def get(self, key: str) -> tuple[bool, dict | None]:
-        self._load()
+        self._configure()
+        if not self.enabled:
+            return False, None
         if key in self.memory:
+            self.hits += 1
             return True, self.memory[key]
+        self.misses += 1
         return False, None
 
     def put(self, key: str, value: dict | None) -> None:
+        self._configure()
+        if not self.enabled:
+            return
         self.memory[key] = value
         self._dirty = True
 
     def flush(self) -> None:
+        """Write new results to disk, merged with what other processes wrote meanwhile."""
         if not self._dirty or self.path is None:
             return
         try:
+            merged = {**self._read_disk(), **self.memory}
+            if len(merged) > MAX_CACHE_ENTRIES:  # keep the newest (dicts keep insertion order)
+                merged = dict(list(merged.items())[-MAX_CACHE_ENTRIES:])
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(self.memory))
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(merged))
             tmp.replace(self.path)
             self._dirty = False
         except OSError:
@@ -86,8 +140,20 @@ class ProofCache:
 CACHE = ProofCache()
 
 
+# ---- C integer semantics ----------------------------------------------------------------------------
+
+
 def c_div(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
     """Integer division truncating toward zero (z3's own is Euclidean)."""
+    a, b = _int(a), _int(b)
+    if z3.is_int_value(b):
+        d = b.as_long()
+        if z3.is_int_value(a) and d != 0:
+            return z3.IntVal(sx.c_div(a.as_long(), d))
+        if d > 0:
+            return z3.If(a >= 0, a / d, -((-a) / d))
+        if d < 0:
+            return z3.If(a >= 0, -(a / -d), (-a) / -d)
     return z3.If(
         a >= 0,
         z3.If(b > 0, a / b, -(a / -b)),
@@ -96,55 +162,168 @@ def c_div(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
 
 
 def c_rem(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
+    """The remainder with the sign of the dividend (C's `%`)."""
+    a, b = _int(a), _int(b)
+    if z3.is_int_value(b) and z3.is_int_value(a) and b.as_long() != 0:
+        return z3.IntVal(sx.c_rem(a.as_long(), b.as_long()))
+    if z3.is_int_value(b) and b.as_long() != 0:
+        d = abs(b.as_long())
+        return z3.If(a >= 0, a % d, -((-a) % d))
     return a - b * c_div(a, b)
 
 
+def _int(x) -> z3.ArithRef:
+    return z3.IntVal(x) if isinstance(x, int) else x
+
+
+ZERO = z3.IntVal(0)
+
+
+# ---- the evaluator ---------------------------------------------------------------------------------
+
+
 class Symbolic:
+    """Terms for the values of one kernel (with its parameters bound) and proofs about them."""
+
     def __init__(self, ctx) -> None:
         self.ctx = ctx
         self.kernel = ctx.kernel
         self.facts: list[z3.BoolRef] = []
+        self._fact_vars: list[frozenset[str]] = []
+        self._facts_of: dict[str, list[int]] = {}  # owner variable -> its facts
+        self._free_facts: list[int] = []  # facts without variables (a `where` on parameters)
         self.names: dict[str, z3.ArithRef] = {}
         self.loop_vars: dict[SSAValue, z3.ArithRef] = {}
+        self._loop_taint: dict[SSAValue, str] = {}
+        self._lanes: dict[tuple, tuple[z3.ArithRef, ...]] = {}
         self.unknowns = 0
         self.memo: dict[tuple, Term] = {}
+        self._carried_keys: set[tuple] = set()  # memo entries of carried values (kept by `_carried`)
+        self._sym_memo: dict[sx.SymExpr, z3.ArithRef] = {}
+        self._vars_memo: dict[int, tuple[z3.ExprRef, frozenset[str]]] = {}
+        self._vars_ids: dict[int, frozenset[str]] = {}  # subterms of the expressions kept above
+        self._sexpr_memo: dict[int, tuple[z3.ExprRef, str]] = {}
+        self._queries: dict[str, dict | None] = {}
+        self.solver_calls = 0
         for name in self.kernel.shape_symbols:
-            v = z3.Int(name)
-            self.names[name] = v
-            self.facts.append(v >= 1)
+            self.sym_var(name)
+        self._where: list[z3.BoolRef] = []
+        self._congruences: dict[str, tuple[int, int]] = {}
         for w in self.kernel.where.data:
-            self.facts.append(self.bool_sym(w.data))
-        self.pids = []
+            fact = self.bool_sym(w.data)
+            self._where.append(fact)
+            self.fact(fact)
+            self._learn_congruence(w.data)
+        self.pids: list[z3.ArithRef] = []
         for i, g in enumerate(self.kernel.grid.data):
             p = z3.Int(f"program_id({i})")
+            self.names[f"program_id({i})"] = p
             self.pids.append(p)
-            self.facts += [p >= 0, p < self.sym(g.data)]
+            self.fact(p >= 0, p)
+            self.fact(p < self.sym(g.data), p)
 
-    # ---- symbolic sizes -----------------------------------------------------------------------
+    # ---- facts ----------------------------------------------------------------------------------
 
-    def sym_var(self, name: str) -> z3.ArithRef:
-        return self.sym(sx.Sym(name))
+    def fact(self, f: z3.BoolRef, owner: z3.ExprRef | None = None) -> None:
+        """Assume `f` in every query that involves its owner (a variable: the lane, loop
+        variable, program id... that `f` gives the range of), or, without an owner, any of its
+        variables. A query takes the facts of its variables, then those of the variables these
+        facts mention, and so on: the range of `k` brings in `K`'s facts, but asking about `K`
+        does not assume that a loop over `k` runs."""
+        index = len(self.facts)
+        self.facts.append(f)
+        fv = self.variables(f)
+        self._fact_vars.append(fv)
+        owners = (owner.decl().name(),) if owner is not None else fv
+        if not owners:
+            self._free_facts.append(index)
+        for name in owners:
+            self._facts_of.setdefault(name, []).append(index)
+
+    def variables(self, e: z3.ExprRef) -> frozenset[str]:
+        """Names of the uninterpreted constants in `e`, memoized over shared subterms. Walks
+        the AST through z3's C API: the Python wrappers cost several times more."""
+        key = e.get_id()
+        hit = self._vars_memo.get(key)
+        if hit is None:
+            out = _ast_variables(e.ctx.ref(), e.as_ast(), self._vars_ids)
+            hit = self._vars_memo[key] = (e, out)  # keeping `e` keeps its subterms' ids valid
+        return hit[1]
 
     def shape_facts(self) -> list[z3.BoolRef]:
-        """The constraints on shape symbols alone (at least 1, and `where`)."""
-        out = [self.names[n] >= 1 for n in self.kernel.shape_symbols if n in self.names]
-        out += [self.bool_sym(w.data) for w in self.kernel.where.data]
-        return out
+        """What is known of the shape symbols alone: each is at least 1, and the `where`s."""
+        return [self.names[n] >= 1 for n in self.kernel.shape_symbols] + list(self._where)
+
+    # ---- congruences -----------------------------------------------------------------------------
+
+    def _learn_congruence(self, w: sx.SymExpr) -> None:
+        """`where X % c == r` (X a shape symbol): X is r modulo c."""
+        if not (isinstance(w, sx.Bin) and w.op == "==" and isinstance(w.lhs, sx.Bin) and w.lhs.op == "%"):
+            return
+        x = w.lhs.lhs
+        if not isinstance(x, sx.Sym) or x.name in self.ctx.params:
+            return
+        c, r = self.ctx.static(w.lhs.rhs), self.ctx.static(w.rhs)
+        if c is None or r is None or c <= 0:
+            return
+        old = self._congruences.get(x.name, (0, 1))
+        self._congruences[x.name] = _meet(old, (r % c, c))
+
+    def congruence(self, e: z3.ExprRef) -> tuple[int, int]:
+        """(r, m) such that `e` is r modulo m for every admissible assignment: m == 0 means `e`
+        is exactly r, m == 1 that nothing is known. Shape symbols take what `where X % c == 0`
+        says, loop variables `lo` modulo their step; products of unknowns are handled
+        (`program_id(0) * N` with `N % 8 == 0` is 0 modulo 8), which z3 finds hard."""
+        if z3.is_int_value(e):
+            return e.as_long(), 0
+        if z3.is_const(e):
+            return self._congruences.get(e.decl().name(), (0, 1))
+        kind = e.decl().kind()
+        kids = [self.congruence(c) for c in e.children()] if kind in _CONGRUENCE_OPS else []
+        if kind == z3.Z3_OP_ADD:
+            r, m = 0, 0
+            for r2, m2 in kids:
+                r, m = r + r2, gcd(m, m2)
+        elif kind == z3.Z3_OP_SUB:
+            r, m = kids[0]
+            for r2, m2 in kids[1:]:
+                r, m = r - r2, gcd(m, m2)
+        elif kind == z3.Z3_OP_UMINUS:
+            r, m = -kids[0][0], kids[0][1]
+        elif kind == z3.Z3_OP_MUL:
+            r, m = 1, 0
+            for r2, m2 in kids:
+                r, m = r * r2, gcd(gcd(r * m2, r2 * m), m * m2)
+        elif kind == z3.Z3_OP_ITE:
+            (r, m1), (r2, m2) = kids[1], kids[2]
+            m = gcd(gcd(m1, m2), r - r2)
+        else:
+            return 0, 1
+        return (r % m, m) if m else (r, 0)
+
+    # ---- symbolic sizes ---------------------------------------------------------------------------
+
+    def sym_var(self, name: str) -> z3.ArithRef:
+        """The variable of a shape symbol (created with its fact `>= 1` when first met)."""
+        if name not in self.names:
+            v = z3.Int(name)
+            self.names[name] = v
+            self.fact(v >= 1, v)
+        return self.names[name]
 
     def sym(self, e: sx.SymExpr) -> z3.ArithRef:
+        hit = self._sym_memo.get(e)
+        if hit is not None:
+            return hit
         if isinstance(e, sx.Int):
-            return z3.IntVal(e.value)
-        if isinstance(e, sx.Sym):
-            if e.name in self.ctx.params:
-                return z3.IntVal(self.ctx.params[e.name])
-            if e.name not in self.names:
-                v = z3.Int(e.name)
-                self.names[e.name] = v
-                self.facts.append(v >= 1)
-            return self.names[e.name]
-        assert isinstance(e, sx.Bin)
-        a, b = self.sym(e.lhs), self.sym(e.rhs)
-        return _arith(e.op, a, b)
+            out = z3.IntVal(e.value)
+        elif isinstance(e, sx.Sym):
+            out = z3.IntVal(self.ctx.params[e.name]) if e.name in self.ctx.params else self.sym_var(e.name)
+        else:
+            assert isinstance(e, sx.Bin)
+            out = _arith(e.op, self.sym(e.lhs), self.sym(e.rhs))
+        self._sym_memo[e] = out
+        return out
 
     def bool_sym(self, e: sx.SymExpr) -> z3.BoolRef:
         if isinstance(e, sx.Bin) and e.op in sx.COMPARISONS:
@@ -152,27 +331,128 @@ class Symbolic:
             return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[e.op]
         return self.sym(e) != 0
 
-    # ---- SSA values -------------------------------------------------------------------------
+    # ---- SSA values -------------------------------------------------------------------------------
 
-    def fresh(self, hint: str, boolean: bool = False) -> z3.ExprRef:
+    def fresh(self, hint: str, boolean: bool = False, dtype: str | None = None) -> z3.ExprRef:
+        """An unknown value (its name starts with `?`, so counterexamples leave it out)."""
         self.unknowns += 1
         name = f"?{hint}#{self.unknowns}"
-        return z3.Bool(name) if boolean else z3.Int(name)
+        if boolean:
+            return z3.Bool(name)
+        v = z3.Int(name)
+        if dtype is not None and DTYPES[dtype].kind == "uint":
+            self.fact(v >= 0, v)
+        return v
 
     def lanes(self, shape: tuple[sx.SymExpr, ...], tag: str) -> tuple[z3.ArithRef, ...]:
-        out = []
-        for i, d in enumerate(shape):
-            lane = z3.Int(f"lane{i}@{tag}")
-            out.append(lane)
-            self.facts += [lane >= 0, lane < self.sym(d)]
-        return tuple(out)
+        """One lane variable per dimension, `0 <= lane < extent`; the same tag gives the same
+        variables (so a rule may ask twice)."""
+        key = (tuple(shape), tag)
+        if key not in self._lanes:
+            out = []
+            for i, d in enumerate(shape):
+                lane = z3.Int(f"lane{i}@{tag}")
+                out.append(lane)
+                self.fact(lane >= 0, lane)
+                self.fact(lane < self.sym(d), lane)
+            self._lanes[key] = tuple(out)
+        return self._lanes[key]
 
     def value(self, v: SSAValue, lanes: tuple = ()) -> Term:
         """The term of `v` at the given lanes (one per dimension of `v`)."""
-        key = (id(v), tuple(str(x) for x in lanes))
-        if key not in self.memo:
-            self.memo[key] = self._value(v, lanes)
-        return self.memo[key]
+        key = (id(v), tuple(x.get_id() for x in lanes))
+        hit = self.memo.get(key)
+        if hit is None:
+            if _is_carried_int(v):
+                self._carried(v.block.parent_op(), shape_of(v.type), tuple(lanes))
+                return self.memo[key]
+            # the ids stay valid: values live as long as the program, lanes in `_lanes`
+            hit = self.memo[key] = self._value(v, tuple(lanes))
+        return hit
+
+    # ---- values carried by loops --------------------------------------------------------------
+
+    def _carried(self, loop: st.ForOp, shape: tuple, lanes: tuple) -> None:
+        """Terms for the integer values a loop carries (those of one shape, at some lanes): a
+        fresh variable each, with what can be proved of it by induction over the iterations.
+
+        - An *induction variable* (`off = off + BK`, the step the same in every iteration) is
+          exactly `init + i * step` at iteration i: its term is untainted.
+        - Otherwise the candidate bounds `c >= 0`, `c >= init`, `c <= init` and `c <= init'`
+          (another carried value's initial value) that hold initially and are preserved by
+          every iteration (assuming all the surviving ones, Houdini-style) become facts; the
+          term stays tainted, but an index built from it may still be proved in bounds
+          (the binary search of examples/bucketize.kir keeps `lo, hi >= 0`)."""
+        args = [a for a in loop.body.block.args[1:] if _is_carried_int(a) and tuple(shape_of(a.type)) == tuple(shape)]
+        lane_ids = tuple(x.get_id() for x in lanes)
+        last = loop.body.block.last_op
+        if not isinstance(last, st.YieldOp) or len(last.values) != len(loop.inits):  # malformed: op.verify says so
+            for a in args:
+                self.memo[(id(a), lane_ids)] = self._unknown(a, "carried by the loop", False)
+            return
+        yields = last.values
+        k = self.value(loop.body.block.args[0]).expr
+        before = set(self.memo)
+        carried: dict[BlockArgument, z3.ArithRef] = {}
+        for a in args:
+            c = self.fresh(a.name_hint or "carried", False, _dtype(a))
+            carried[a] = c
+            self.memo[(id(a), lane_ids)] = Term(c, True, _describe(a, "carried by the loop"))
+            self._carried_keys.add((id(a), lane_ids))
+        inits = {a: self.at(loop.inits[a.index - 1], lanes) for a in args}
+        nexts = {a: self.at(yields[a.index - 1], lanes) for a in args}
+        exact: set[BlockArgument] = set()
+        lo, step = self.value(loop.lower).expr, self.value(loop.step).expr
+        for a, c in carried.items():
+            delta = z3.simplify(nexts[a].expr - c)
+            unknown = [n for n in self.variables(delta) if n.startswith("?") or n == str(k)]
+            if unknown or inits[a].tainted:
+                continue  # not the same known step in every iteration
+            self.fact(c == inits[a].expr + ((k - lo) / step) * delta, c)
+            exact.add(a)
+        candidates: list[tuple[BlockArgument, z3.BoolRef, z3.BoolRef, z3.BoolRef]] = []
+        for a, c in carried.items():
+            if a in exact:
+                continue
+            bounds = [(c >= 0, nexts[a].expr >= 0, inits[a].expr >= 0)]
+            bounds.append((c >= inits[a].expr, nexts[a].expr >= inits[a].expr, z3.BoolVal(True)))
+            bounds.append((c <= inits[a].expr, nexts[a].expr <= inits[a].expr, z3.BoolVal(True)))
+            for b in args:
+                if b is not a:
+                    bounds.append((c <= inits[b].expr, nexts[a].expr <= inits[b].expr, inits[a].expr <= inits[b].expr))
+            candidates += [(a, now, after, initially) for now, after, initially in bounds]
+        candidates = [cand for cand in candidates if self.counterexample(cand[3]) is None]
+        while candidates:
+            assumed = [now for _, now, _, _ in candidates]
+            kept = [cand for cand in candidates if self.counterexample(cand[2], assumed) is None]
+            if len(kept) == len(candidates):
+                break
+            candidates = kept
+        for a, now, _, _ in candidates:
+            self.fact(now, carried[a])
+        # Forget what was evaluated on the way (it saw the carried values before their facts).
+        for key in [key for key in self.memo if key not in before and key not in self._carried_keys]:
+            del self.memo[key]
+        for a in exact:
+            self.memo[(id(a), lane_ids)] = Term(carried[a], False)
+
+    def at(self, v: SSAValue, lanes: tuple) -> Term:
+        """`v` evaluated at the lanes of a (larger) shape it broadcasts to, numpy style: shapes
+        align on the right and a dimension of extent 1 sits at lane 0."""
+        vshape = shape_of(v.type)
+        k = len(lanes) - len(vshape)
+        mapped = []
+        for i, d in enumerate(vshape):
+            mapped.append(ZERO if self._extent(d) == 1 else lanes[k + i])
+        return self.value(v, tuple(mapped))
+
+    def operand(self, operand: SSAValue, result: SSAValue, lanes: tuple) -> Term:
+        """`operand` at the lanes of `result` (see `at`)."""
+        return self.at(operand, lanes)
+
+    def _extent(self, d: sx.SymExpr) -> int | None:
+        folded = sx.fold(d).as_int()
+        return folded if folded is not None else self.ctx.static(d)
 
     def _value(self, v: SSAValue, lanes: tuple) -> Term:
         boolean = _is_bool(v)
@@ -185,10 +465,12 @@ class Symbolic:
             if boolean:
                 return Term(z3.BoolVal(bool(n)), False)
             if isinstance(n, float):
-                return Term(self.fresh("float"), True)
+                return self._unknown(v, "a float", boolean)
             return Term(z3.IntVal(int(n)), False)
         if isinstance(op, tl.SymValueOp):
             return Term(self.sym(sx.Sym(op.symbol.data)), False)
+        if isinstance(op, tl.ProgramIdOp | tl.NumProgramsOp) and not 0 <= op.axis.data < len(self.pids):
+            return self._unknown(v, "of an axis the grid does not have", boolean)  # `types.axis` reports it
         if isinstance(op, tl.ProgramIdOp):
             return Term(self.pids[op.axis.data], False)
         if isinstance(op, tl.NumProgramsOp):
@@ -198,55 +480,75 @@ class Symbolic:
         if isinstance(op, tl.ArangeOp):
             return Term(self.sym(op.start.data) + lanes[0], False)
         if isinstance(op, tl.ZerosOp):
-            return Term(z3.BoolVal(False) if boolean else z3.IntVal(0), False)
+            return Term(z3.BoolVal(False) if boolean else ZERO, False)
         if isinstance(op, tl.FullOp):
             return self.value(op.value)
         if isinstance(op, tl.BinaryOp | tl.CompareOp):
-            a = self.operand(op.lhs, v, lanes)
-            b = self.operand(op.rhs, v, lanes)
             if DTYPES[_dtype(op.lhs)].is_float:
-                return Term(self.fresh("float", boolean), True)
+                return self._unknown(v, "a float computation", boolean)
+            a = self.at(op.lhs, lanes)
+            b = self.at(op.rhs, lanes)
             fn = op.fn.data if isinstance(op, tl.BinaryOp) else op.predicate.data
             expr = _combine(fn, a.expr, b.expr, _is_bool(op.lhs))
             if expr is None:
-                return Term(self.fresh(fn, boolean), True)
-            return Term(expr, a.tainted or b.tainted)
+                return self._unknown(v, f"a `{fn}` the verifier does not model", boolean)
+            return _joined(expr, a, b)
         if isinstance(op, tl.UnaryOp):
-            a = self.operand(op.operand, v, lanes)
-            if op.fn.data == "neg" and not boolean and not DTYPES[_dtype(op.operand)].is_float:
-                return Term(-a.expr, a.tainted)
+            if DTYPES[_dtype(op.operand)].is_float:
+                return self._unknown(v, "a float computation", boolean)
+            a = self.at(op.operand, lanes)
+            if op.fn.data == "neg" and not boolean:
+                return Term(-a.expr, a.tainted, a.why)
             if op.fn.data == "not" and boolean:
-                return Term(z3.Not(a.expr), a.tainted)
-            if op.fn.data == "abs" and not DTYPES[_dtype(op.operand)].is_float:
-                return Term(z3.If(a.expr >= 0, a.expr, -a.expr), a.tainted)
-            return Term(self.fresh(op.fn.data, boolean), True)
+                return Term(z3.Not(a.expr), a.tainted, a.why)
+            if op.fn.data == "abs" and not boolean:
+                return Term(z3.If(a.expr >= 0, a.expr, -a.expr), a.tainted, a.why)
+            return self._unknown(v, f"`{op.fn.data}`", boolean)
         if isinstance(op, tl.WhereOp):
-            c = self.operand(op.cond, v, lanes)
-            a = self.operand(op.lhs, v, lanes)
-            b = self.operand(op.rhs, v, lanes)
-            return Term(z3.If(c.expr, a.expr, b.expr), c.tainted or a.tainted or b.tainted)
+            c = self.at(op.cond, lanes)
+            a = self.at(op.lhs, lanes)
+            b = self.at(op.rhs, lanes)
+            return _joined(z3.If(c.expr, a.expr, b.expr), c, a, b)
         if isinstance(op, tl.CastOp):
             src = DTYPES[_dtype(op.operand)]
             dst = DTYPES[_dtype(op.res)]
             if src.is_int and dst.is_int and src.kind != "bool" and dst.kind != "bool":
-                return self.operand(op.operand, v, lanes)
-            return Term(self.fresh("cast", boolean), True)
+                return self.at(op.operand, lanes)
+            if src.kind == "bool" and dst.is_int and dst.kind != "bool":
+                a = self.at(op.operand, lanes)
+                return Term(z3.If(a.expr, z3.IntVal(1), ZERO), a.tainted, a.why)
+            return self._unknown(v, "a cast from float", boolean)
         if isinstance(op, tl.ExpandDimsOp):
-            inner = tuple(l for i, l in enumerate(lanes) if i != op.axis.data)
+            inner = tuple(lane for i, lane in enumerate(lanes) if i != op.axis.data)
             return self.value(op.operand, inner)
         if isinstance(op, tl.BroadcastOp):
-            return self.operand(op.operand, v, lanes)
-        return Term(self.fresh(op.name.removeprefix("kir."), boolean), True)
+            return self.at(op.operand, lanes)
+        if isinstance(op, tl.TransOp):
+            return self.value(op.operand, tuple(reversed(lanes)))
+        if isinstance(op, tl.ArgReduceOp):
+            # data-dependent, but always a position along the reduced axis
+            extent = shape_of(op.operand.type)[op.axis.data]
+            r = self.fresh("argreduce")
+            self.fact(r >= 0, r)
+            self.fact(r < self.sym(extent), r)
+            return Term(r, False)
+        if isinstance(op, tl.TopKOp) and len(op.results) > 1 and v is op.results[1]:
+            extent = shape_of(op.operand.type)[-1]
+            r = self.fresh("topk")
+            self.fact(r >= 0, r)
+            self.fact(r < self.sym(extent), r)
+            return Term(r, False)
+        if isinstance(op, tl.LoadOp | tl.AtomicOp):
+            return self._unknown(v, "loaded from memory", boolean)
+        if isinstance(op, st.ForOp):
+            return self._unknown(v, "the result of a loop", boolean)
+        if isinstance(op, st.IfOp):
+            return self._unknown(v, "chosen by an `if`", boolean)
+        return self._unknown(v, f"computed by {op.name}", boolean)
 
-    def operand(self, operand: SSAValue, result: SSAValue, lanes: tuple) -> Term:
-        """`operand` evaluated at the lanes of `result`, numpy-broadcast (right-aligned, a
-        dimension of extent 1 sits at lane 0)."""
-        oshape = shape_of(operand.type)
-        k = len(lanes) - len(oshape)
-        mapped = []
-        for i, d in enumerate(oshape):
-            mapped.append(z3.IntVal(0) if sx.fold(d).as_int() == 1 else lanes[k + i])
-        return self.value(operand, tuple(mapped))
+    def _unknown(self, v: SSAValue, reason: str, boolean: bool) -> Term:
+        dtype = _dtype(v) if isinstance(v.type, ScalarType | TileType) else None
+        return Term(self.fresh(v.name_hint or "value", boolean, dtype), True, _describe(v, reason))
 
     def _block_arg(self, v: BlockArgument, boolean: bool) -> Term:
         owner = v.block.parent_op()
@@ -258,16 +560,25 @@ class Symbolic:
                 k = z3.Int(name)
                 self.names[name] = k
                 self.loop_vars[v] = k
-                lo = self.value(owner.lower).expr
-                hi = self.value(owner.upper).expr
-                step = self.value(owner.step).expr
-                self.facts += [k >= lo, k < hi]
-                if not (z3.is_int_value(step) and step.as_long() == 1):
-                    self.facts.append(c_rem(k - lo, step) == 0)
+                lo = self.value(owner.lower)
+                hi = self.value(owner.upper)
+                step = self.value(owner.step)
+                self.fact(k >= lo.expr, k)
+                self.fact(k < hi.expr, k)
+                if not (z3.is_int_value(step.expr) and step.expr.as_long() == 1):
+                    self.fact(c_rem(k - lo.expr, step.expr) == 0, k)
+                if z3.is_int_value(step.expr) and step.expr.as_long() > 0:
+                    r, m = self.congruence(lo.expr)
+                    self._congruences[name] = (r, gcd(m, step.expr.as_long()))
+                bad = next((t for t in (lo, hi, step) if t.tainted), None)
+                if bad is not None:
+                    self._loop_taint[v] = bad.why
+            if v in self._loop_taint:
+                return Term(self.loop_vars[v], True, self._loop_taint[v])
             return Term(self.loop_vars[v], False)
         if isinstance(owner, st.KernelOp):
-            return Term(self.fresh("tensor"), True)
-        return Term(self.fresh(v.name_hint or "carried", boolean), True)
+            return self._unknown(v, "a tensor", boolean)
+        return self._unknown(v, "carried by the loop", boolean)
 
     def _rank(self, op: Operation) -> z3.ArithRef:
         role = op
@@ -278,37 +589,130 @@ class Symbolic:
             r = z3.Int(name)
             self.names[name] = r
             units = len(role.id_list) if role is not None else 1
-            self.facts += [r >= 0, r < units]
+            self.fact(r >= 0, r)
+            self.fact(r < units, r)
         return self.names[name]
 
-    # ---- proofs -------------------------------------------------------------------------------
+    def path(self, op: Operation) -> Term:
+        """The condition under which `op` runs: the conjunction of the enclosing `if`s (the
+        negation for an `else` branch)."""
+        conds: list[z3.BoolRef] = []
+        tainted, why = False, ""
+        child: Operation = op
+        parent = op.parent_op()
+        while parent is not None and not isinstance(parent, st.KernelOp):
+            if isinstance(parent, st.IfOp):
+                c = self.value(parent.cond)
+                in_then = child.parent_region() is parent.then_body
+                conds.append(c.expr if in_then else z3.Not(c.expr))
+                if c.tainted and not tainted:
+                    tainted, why = True, c.why
+            child, parent = parent, parent.parent_op()
+        if not conds:
+            return Term(z3.BoolVal(True), False)
+        return Term(z3.And(*conds) if len(conds) > 1 else conds[0], tainted, why)
 
-    def counterexample(self, claim: z3.BoolRef, assume: list[z3.BoolRef] = ()) -> dict | None:
-        """None when `claim` holds for every admissible assignment; else the values of the
-        named variables (symbols, program ids, loop variables, ranks, lanes) that break it."""
-        solver = z3.Solver()
-        solver.set("timeout", 2000)
-        solver.add(*self.facts, *assume, z3.Not(claim))
-        key = hashlib.sha256(solver.sexpr().encode()).hexdigest()
+    # ---- proofs -----------------------------------------------------------------------------------
+
+    def counterexample(
+        self,
+        claim: z3.BoolRef,
+        assume: list[z3.BoolRef] | tuple = (),
+        evaluate: dict[str, z3.ExprRef] | None = None,
+    ) -> dict | None:
+        """None when `claim` holds for every admissible assignment (under `assume`); else the
+        values of the named variables that break it: shape symbols, program ids
+        (`program_id(0)`), loop variables (by name), role ranks (`role_rank(mma)`) and lanes
+        (`lane0@tag`), plus the value of each expression in `evaluate` under that assignment.
+        `{"unknown": ...}` when the solver gives up."""
+        parts = [*assume, z3.Not(claim)]
+        extra = list((evaluate or {}).items())
+        relevant = self._relevant(parts + [e for _, e in extra])
+        key, rename = self._key(relevant, parts, extra)
+        if key in self._queries:
+            return _rename(self._queries[key], rename)
         hit, cached = CACHE.get(key)
         if hit:
-            return cached
+            self._queries[key] = cached
+            return _rename(cached, rename)
+        raw = self._solve(relevant, parts, extra)
+        canonical = None if raw is None else {rename.get(k, k): v for k, v in raw.items()}
+        if raw is None or "unknown" not in raw:
+            CACHE.put(key, canonical)
+        self._queries[key] = canonical
+        return raw
+
+    def holds(self, claim: z3.BoolRef, assume: list[z3.BoolRef] | tuple = ()) -> bool:
+        return self.counterexample(claim, assume) is None
+
+    def _relevant(self, parts: list[z3.ExprRef]) -> list[z3.BoolRef]:
+        """The facts that bear on the query's variables (see `fact`): those of its variables,
+        then those of the variables these facts mention, and so on."""
+        todo: list[str] = []
+        for p in parts:
+            todo += self.variables(p)
+        seen = set(todo)
+        chosen = set(self._free_facts)
+        while todo:
+            name = todo.pop()
+            for i in self._facts_of.get(name, ()):
+                if i in chosen:
+                    continue
+                chosen.add(i)
+                for other in self._fact_vars[i]:
+                    if other not in seen:
+                        seen.add(other)
+                        todo.append(other)
+        return [self.facts[i] for i in sorted(chosen)]
+
+    def _sexpr(self, e: z3.ExprRef) -> str:
+        key = e.get_id()
+        hit = self._sexpr_memo.get(key)
+        if hit is None:
+            hit = self._sexpr_memo[key] = (e, e.sexpr())
+        return hit[1]
+
+    def _key(self, relevant, parts, extra) -> tuple[str, dict[str, str]]:
+        """The cache key: the query's text with lane and unknown variables renamed in order of
+        first appearance in the claim (so that the same access in another program, with other
+        tags, gives the same key) and the facts sorted; and the renaming (raw -> canonical)."""
+        rename: dict[str, str] = {}
+
+        def canon(m: re.Match) -> str:
+            name = m.group(1) or m.group(2)
+            if name not in rename:
+                lane = re.match(r"lane(\d+)@", name)
+                rename[name] = f"lane{lane.group(1)}@{len(rename)}" if lane else f"?{len(rename)}"
+            return f"|{rename[name]}|"
+
+        head = [_RENAMED.sub(canon, self._sexpr(p)) for p in parts]
+        head += [f"{n}: {_RENAMED.sub(canon, self._sexpr(e))}" for n, e in extra]
+        facts = sorted({_RENAMED.sub(canon, t) for t in sorted(self._sexpr(f) for f in relevant)})
+        text = "\n".join([*facts, "--", *head])
+        return hashlib.sha256(text.encode()).hexdigest(), rename
+
+    def _solve(self, relevant, parts, extra) -> dict | None:
+        self.solver_calls += 1
+        solver = z3.Solver()
+        solver.set("timeout", SOLVER_TIMEOUT_MS)
+        solver.add(*relevant, *parts)
         result = solver.check()
         if result == z3.unsat:
-            out = None
-        elif result == z3.sat:
-            model = solver.model()
-            out = {}
-            for d in model.decls():
-                name = d.name()
-                if name.startswith("?"):
-                    continue
-                out[name] = model[d].as_long() if z3.is_int_value(model[d]) else str(model[d])
-            out = dict(sorted(out.items(), key=lambda kv: _order(kv[0])))
-        else:
-            out = {"unknown": "the solver gave up"}
-        CACHE.put(key, out)
-        return out
+            return None
+        if result != z3.sat:
+            return {"unknown": f"the solver gave up ({solver.reason_unknown()})"}
+        model = solver.model()
+        out: dict = {}
+        for d in model.decls():
+            name = d.name()
+            if name.startswith("?") or d.arity() != 0:
+                continue
+            val = model[d]
+            out[name] = val.as_long() if z3.is_int_value(val) else str(val)
+        for name, e in extra:
+            val = model.eval(e, model_completion=True)
+            out[name] = val.as_long() if z3.is_int_value(val) else str(val)
+        return dict(sorted(out.items(), key=lambda kv: _order(kv[0])))
 
     def equal(self, a: SSAValue, b: SSAValue) -> bool:
         if not (isinstance(a.type, ScalarType) and isinstance(b.type, ScalarType)):
@@ -317,6 +721,92 @@ class Symbolic:
         if ta.tainted or tb.tainted:
             return False
         return self.counterexample(ta.expr == tb.expr) is None
+
+
+_NO_VARS: frozenset[str] = frozenset()
+
+
+def _ast_variables(ctx, ast, memo: dict[int, frozenset[str]]) -> frozenset[str]:
+    key = zc.Z3_get_ast_id(ctx, ast)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    out = _NO_VARS
+    if zc.Z3_get_ast_kind(ctx, ast) == z3.Z3_APP_AST:
+        app = zc.Z3_to_app(ctx, ast)
+        n = zc.Z3_get_app_num_args(ctx, app)
+        if n == 0:
+            decl = zc.Z3_get_app_decl(ctx, app)
+            if zc.Z3_get_decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED:
+                out = frozenset((zc.Z3_get_symbol_string(ctx, zc.Z3_get_decl_name(ctx, decl)),))
+        else:
+            parts = [_ast_variables(ctx, zc.Z3_get_app_arg(ctx, app, i), memo) for i in range(n)]
+            out = frozenset().union(*parts) if any(parts) else _NO_VARS
+    memo[key] = out
+    return out
+
+
+_CONGRUENCE_OPS = (z3.Z3_OP_ADD, z3.Z3_OP_SUB, z3.Z3_OP_UMINUS, z3.Z3_OP_MUL, z3.Z3_OP_ITE)
+
+
+def _meet(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    """Both congruences at once, when one modulus divides the other (else keep the finer)."""
+    (_, m1), (_, m2) = a, b
+    if m1 and m2 and m2 % m1 == 0:
+        return b
+    if m1 and m2 and m1 % m2 == 0:
+        return a
+    return b if m2 > m1 else a
+
+
+# Lane and unknown variables in z3's s-expressions, quoted (`|?rows#3|`) or not (`lane0@12m`).
+_RENAMED = re.compile(r"\|(lane\d+@[^|]*|\?[^|]*)\||(?<![^\s()])(lane\d+@[^\s()|]*)")
+
+
+def _rename(cex: dict | None, rename: dict[str, str]) -> dict | None:
+    """A cached counterexample (canonical names) in the names of the current query."""
+    if cex is None:
+        return None
+    back = {c: raw for raw, c in rename.items()}
+    return {back.get(k, k): v for k, v in cex.items()}
+
+
+def readable(cex: dict, grid_rank: int | None = None) -> dict:
+    """A counterexample for people: shape symbols, `program_id` as a list, loop variables,
+    `role_rank`, and `lane` as a list (lanes of one access)."""
+    out: dict = {}
+    pids: dict[int, int] = {}
+    lanes: dict[int, int] = {}
+    rest: dict = {}
+    for name, v in cex.items():
+        if m := re.fullmatch(r"program_id\((\d)\)", name):
+            pids[int(m.group(1))] = v
+        elif m := re.match(r"lane(\d+)@", name):
+            lanes[int(m.group(1))] = v
+        elif name.startswith("role_rank"):
+            rest["role_rank"] = v
+        else:
+            out[name] = v
+    if pids:
+        n = max(max(pids) + 1, grid_rank or 0)
+        out["program_id"] = [pids.get(i, 0) for i in range(n)]
+    out.update(rest)
+    if lanes:
+        out["lane"] = [lanes.get(i, 0) for i in range(max(lanes) + 1)]
+    return out
+
+
+def format_counterexample(cex: dict) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in cex.items())
+
+
+def _describe(v: SSAValue, reason: str) -> str:
+    return f"`{v.name_hint}` ({reason})" if v.name_hint else f"a value ({reason})"
+
+
+def _joined(expr: z3.ExprRef, *terms: Term) -> Term:
+    bad = next((t for t in terms if t.tainted), None)
+    return Term(expr, bad is not None, bad.why if bad is not None else "")
 
 
 def _order(name: str) -> tuple:
@@ -346,35 +836,52 @@ def _arith(op: str, a, b):
         return z3.If(a <= b, a, b)
     if op == "max":
         return z3.If(a >= b, a, b)
+    if op in sx.COMPARISONS:
+        cmp = {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+        return z3.If(cmp, z3.IntVal(1), ZERO)
     raise ValueError(op)
 
 
 def _combine(fn: str, a, b, boolean: bool):
-    if boolean and fn in ("and", "or", "xor"):
-        return {"and": z3.And, "or": z3.Or, "xor": z3.Xor}[fn](a, b)
-    table = {
-        "add": lambda: a + b,
-        "sub": lambda: a - b,
-        "mul": lambda: a * b,
-        "div": lambda: c_div(a, b),
-        "rem": lambda: c_rem(a, b),
-        "maximum": lambda: z3.If(a >= b, a, b),
-        "minimum": lambda: z3.If(a <= b, a, b),
-        "lt": lambda: a < b,
-        "le": lambda: a <= b,
-        "gt": lambda: a > b,
-        "ge": lambda: a >= b,
-        "eq": lambda: a == b,
-        "ne": lambda: a != b,
-    }
-    if boolean and fn in ("eq", "ne"):
-        return a == b if fn == "eq" else a != b
-    if fn == "shl" and z3.is_int_value(b):
+    if boolean:
+        if fn in ("and", "or", "xor"):
+            return {"and": z3.And, "or": z3.Or, "xor": z3.Xor}[fn](a, b)
+        if fn in ("eq", "ne"):
+            return a == b if fn == "eq" else a != b
+        return None
+    if fn == "add":
+        return a + b
+    if fn == "sub":
+        return a - b
+    if fn == "mul":
+        return a * b
+    if fn == "div":
+        return c_div(a, b)
+    if fn == "rem":
+        return c_rem(a, b)
+    if fn == "maximum":
+        return z3.If(a >= b, a, b)
+    if fn == "minimum":
+        return z3.If(a <= b, a, b)
+    if fn in ("lt", "le", "gt", "ge", "eq", "ne"):
+        return {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b, "eq": a == b, "ne": a != b}[fn]
+    if fn == "shl" and z3.is_int_value(b) and 0 <= b.as_long() < 64:
         return a * (2 ** b.as_long())
-    if fn == "shr" and z3.is_int_value(b):
-        return c_div(a, z3.IntVal(2 ** b.as_long()))
-    make = table.get(fn)
-    return make() if make else None
+    if fn == "shr" and z3.is_int_value(b) and 0 <= b.as_long() < 64:
+        return a / (2 ** b.as_long())  # arithmetic shift: floor division (z3's `/` by a positive)
+    if fn == "and":
+        # x & (2^n - 1) is x mod 2^n in two's complement, also for negative x
+        for mask, other in ((b, a), (a, b)):
+            if z3.is_int_value(mask) and mask.as_long() > 0 and (mask.as_long() + 1) & mask.as_long() == 0:
+                return other % (mask.as_long() + 1)
+    return None
+
+
+def _is_carried_int(v: SSAValue) -> bool:
+    if not isinstance(v, BlockArgument) or v.index == 0 or not isinstance(v.block.parent_op(), st.ForOp):
+        return False
+    t = v.type
+    return isinstance(t, ScalarType | TileType) and DTYPES[t.dtype.data].kind in ("int", "uint")
 
 
 def _dtype(v: SSAValue) -> str:
@@ -383,6 +890,3 @@ def _dtype(v: SSAValue) -> str:
 
 def _is_bool(v: SSAValue) -> bool:
     return isinstance(v.type, ScalarType | TileType) and v.type.dtype.data == "i1"
-
-
-_ = (Block, ex)

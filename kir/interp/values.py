@@ -352,17 +352,29 @@ def topk(x: np.ndarray, k: int, largest: bool, d: DType) -> tuple[np.ndarray, np
 # ---- dot -----------------------------------------------------------------------------------
 
 
+# Below this many multiply-adds a product skips BLAS: starting (or contending for) its thread
+# pool costs more than the arithmetic of a tile, by up to three orders of magnitude on a busy
+# machine.
+_SMALL_MATMUL = 1 << 21
+
+
+def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.shape[0] * a.shape[1] * b.shape[1] <= _SMALL_MATMUL:
+        return np.einsum("ik,kj->ij", a, b, optimize=False)
+    return np.matmul(a, b)
+
+
 def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray | None, in_dtype: DType, acc_dtype: DType) -> np.ndarray:
     if acc_dtype.is_float:
         ct = _compute_dtype(acc_dtype)
-        res = np.matmul(cast(a, in_dtype, ct), cast(b, in_dtype, ct))
+        res = _matmul(cast(a, in_dtype, ct), cast(b, in_dtype, ct))
         if acc is not None:
             res = res + cast(acc, acc_dtype, ct)
         return cast(np.asarray(res, dtype=ct.numpy), ct, acc_dtype)
     i64 = DTYPES["i64"]
     wa = cast(cast(a, in_dtype, acc_dtype), acc_dtype, i64)
     wb = cast(cast(b, in_dtype, acc_dtype), acc_dtype, i64)
-    res = np.matmul(wa, wb)
+    res = _matmul(wa, wb)
     if acc is not None:
         res = res + cast(acc, acc_dtype, i64)
     return cast(res, i64, acc_dtype)

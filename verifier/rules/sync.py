@@ -718,11 +718,53 @@ def model_check(ctx: Context) -> list[Diagnostic]:
     ctx.__dict__["_sync_model"] = result
     if not _uses_sync(ctx) or _static_findings(ctx):
         return result
+    key = _model_key(ctx)
+    if key is not None:
+        from verifier.symbolic import CACHE
+
+        hit, cached = CACHE.get(key)
+        if hit and isinstance(cached, list):
+            result.extend(_diagnostic_from_json(d) for d in cached)
+            return result
+    _run_model(ctx, result)
+    if key is not None:
+        CACHE.put(key, [d.to_json() for d in result])
+    return result
+
+
+def _model_key(ctx: Context) -> str | None:
+    """The model check's answer depends on the exact text (spans), the target and parameters."""
+    import hashlib
+
+    if ctx.program.source is None:
+        return None
+    blob = "\0".join([ctx.program.source, ctx.file, ctx.target, repr(sorted(ctx.params.items()))])
+    return "model-check:" + hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _diagnostic_from_json(j: dict) -> Diagnostic:
+    from kir.diagnostics import Related, Span
+
+    def span(d):
+        return Span(d["line"], d["col"], d["end_line"], d["end_col"], d["file"]) if d.get("line") else None
+
+    return Diagnostic(
+        j["rule"],
+        j["severity"],
+        span(j),
+        j["message"],
+        j["hint"],
+        tuple(Related(span(r), r["label"]) for r in j.get("related", [])),
+        j.get("counterexample"),
+    )
+
+
+def _run_model(ctx: Context, result: list[Diagnostic]) -> None:
     from verifier.instance import small_instance
 
     inst = small_instance(ctx)
     if inst is None:
-        return result
+        return
     inputs, shapes = inst
     from kir.diagnostics import KirError
     from kir.interp import run
@@ -746,7 +788,6 @@ def model_check(ctx: Context) -> list[Diagnostic]:
                     {**shapes, **(d.counterexample or {})},
                 )
             )
-    return result
 
 
 def _model_rule(rule_id: str):

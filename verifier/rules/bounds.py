@@ -1,0 +1,761 @@
+"""Bounds and alignment, proved with z3 under the `where` assumptions for every program id,
+loop iteration, role rank and lane.
+
+Each access becomes one claim per indexed dimension, `enclosing ifs & mask -> 0 <= index <
+extent`, with the index a term over the access's lanes (a block slice `start : start + E`
+contributes `start + lane`, a gather the index tile's value at the lane). A claim that fails
+with only known values is an error with the counterexample (shape values, program ids, loop
+variables, role rank, lane). When the index or the mask depends on something the verifier
+cannot follow (data loaded from memory, values carried by a loop), a failing claim is only
+*unproven*: a `bounds.unproven` warning that names that value.
+
+Rules: `bounds.global-access` (load, store, atomic and cp.async lanes of global tensors),
+`bounds.tma-box` (the start of a TMA box), `bounds.smem-access` (shared-buffer views and
+lanes), `bounds.mbarrier-index`, `bounds.alignment` (what the TMA requires of a tensor and a
+box), `bounds.misaligned-access` (a block access whose start always breaks the tensor's
+declared `align`), and `bounds.unproven`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import z3
+from xdsl.ir import Operation, SSAValue
+
+from kir import symexpr as sx
+from kir.diagnostics import Diagnostic
+from kir.dialect import explicit as ex
+from kir.dialect import tile as tl
+from kir.dialect.tile import access_shape
+from kir.dialect.types import Access, GlobalType, SmemType, TileType, shape_of
+from kir.dtypes import DTYPES
+from verifier.context import Context
+from verifier.registry import rule
+from verifier.symbolic import Term, format_counterexample, readable
+
+UNPROVEN = "bounds.unproven"
+
+
+# ---- accesses -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemRef:
+    """One memory operand of an op: what it indexes, how, and under which mask."""
+
+    op: Operation
+    mem: SSAValue
+    access: Access
+    indices: tuple[SSAValue, ...]
+    mask: SSAValue | None
+    verb: str  # "load from", "store to", ...
+    slot: str  # tells two operands of one op apart in lane names
+
+
+def global_refs(op: Operation) -> list[MemRef]:
+    """Accesses of global tensors that are bounds-checked lane by lane (not TMA boxes)."""
+    if isinstance(op, tl.LoadOp | tl.StoreOp | tl.AtomicOp) and isinstance(op.mem.type, GlobalType):
+        verb = {tl.LoadOp: "load from", tl.StoreOp: "store to", tl.AtomicOp: "atomic on"}[type(op)]
+        return [MemRef(op, op.mem, op.access.data, tuple(op.indices), op.mask, verb, "m")]
+    if isinstance(op, ex.CpAsyncOp):
+        return [MemRef(op, op.src, op.src_access.data, tuple(op.src_indices), op.mask, "cp.async from", "src")]
+    return []
+
+
+def tma_refs(op: Operation) -> list[MemRef]:
+    """The global box of a TMA copy."""
+    if isinstance(op, ex.TmaLoadOp):
+        return [MemRef(op, op.src, op.src_access.data, tuple(op.src_indices), None, "tma.load from", "src")]
+    if isinstance(op, ex.TmaStoreOp):
+        return [MemRef(op, op.dst, op.dst_access.data, tuple(op.dst_indices), None, "tma.store to", "dst")]
+    return []
+
+
+def smem_refs(op: Operation) -> list[MemRef]:
+    """Accesses of shared buffers (views and lanes)."""
+    if isinstance(op, tl.LoadOp | tl.StoreOp) and isinstance(op.mem.type, SmemType):
+        verb = "load from" if isinstance(op, tl.LoadOp) else "store to"
+        return [MemRef(op, op.mem, op.access.data, tuple(op.indices), op.mask, verb, "m")]
+    if isinstance(op, ex.TmaLoadOp | ex.CpAsyncOp):
+        what = "tma.load into" if isinstance(op, ex.TmaLoadOp) else "cp.async into"
+        return [MemRef(op, op.dst, op.dst_access.data, tuple(op.dst_indices), None, what, "dst")]
+    if isinstance(op, ex.TmaStoreOp):
+        return [MemRef(op, op.src, op.src_access.data, tuple(op.src_indices), None, "tma.store from", "src")]
+    if isinstance(op, ex.WgmmaOp):
+        return [
+            MemRef(op, op.a, op.a_access.data, tuple(op.a_indices), None, "wgmma reading", "a"),
+            MemRef(op, op.b, op.b_access.data, tuple(op.b_indices), None, "wgmma reading", "b"),
+        ]
+    return []
+
+
+def name_of(v: SSAValue) -> str:
+    return v.name_hint or "?"
+
+
+@dataclass
+class Dim:
+    axis: int
+    index: Term
+    extent: z3.ArithRef
+    extent_text: str
+    index_value: SSAValue
+    slice_extent: sx.SymExpr | None
+
+
+# ---- the analysis, shared by the rules ----------------------------------------------------------------
+
+
+@dataclass
+class Bounds:
+    """Runs each kind of check once per verification; each rule takes its share, and
+    `bounds.unproven` takes the warnings of all of them."""
+
+    ctx: Context
+    done: dict[str, list[Diagnostic]] = field(default_factory=dict)
+
+    @property
+    def sym(self):
+        return self.ctx.symbolic
+
+    def get(self, kind: str) -> list[Diagnostic]:
+        if kind not in self.done:
+            self.done[kind] = list(getattr(self, f"_{kind}")())
+        return self.done[kind]
+
+    # ---- helpers ------------------------------------------------------------------------------
+
+    def tag(self, ref: MemRef) -> str:
+        return f"{self.ctx.order[ref.op]}{ref.slot}"
+
+    def dims(self, ref: MemRef, starts_only: bool = False) -> tuple[tuple, list[Dim]]:
+        """The lanes of the access and one `Dim` per indexed dimension (with `starts_only`,
+        slices contribute their start: the TMA box corner)."""
+        shape = access_shape(ref.mem.type, ref.access, list(ref.indices))
+        lanes = () if starts_only else self.sym.lanes(shape, self.tag(ref))
+        mem_shape = shape_of(ref.mem.type)
+        out: list[Dim] = []
+        lane = 0
+        for axis, (extent, idx) in enumerate(zip(ref.access.dims, ref.indices, strict=True)):
+            if extent is not None:
+                start = self.sym.value(idx)
+                if starts_only:
+                    term = start
+                else:
+                    term = Term(start.expr + lanes[lane], start.tainted, start.why)
+                lane += 1
+            elif isinstance(idx.type, TileType):
+                term = self.sym.at(idx, lanes)
+            else:
+                term = self.sym.value(idx)
+            out.append(Dim(axis, term, self.sym.sym(mem_shape[axis]), str(mem_shape[axis]), idx, extent))
+        return lanes, out
+
+    def conditions(self, ref: MemRef, lanes: tuple) -> list[Term]:
+        conds = [self.sym.path(ref.op)]
+        if ref.mask is not None:
+            conds.append(self.sym.at(ref.mask, lanes))
+        return [c for c in conds if not z3.is_true(c.expr)]
+
+    def cex(self, claim, assume, evaluate=None) -> dict | None:
+        return self.sym.counterexample(claim, assume, evaluate)
+
+    def readable(self, cex: dict) -> dict:
+        shown = {k: v for k, v in cex.items() if k not in ("index", "extent", "start", "offset", "stride")}
+        return readable(shown, len(self.ctx.kernel.grid.data))
+
+    def in_bounds(
+        self, ref: MemRef, dims: list[Dim], conds: list[Term], rule_id: str, say, hint
+    ) -> Iterator[Diagnostic]:
+        """The claims `conds -> 0 <= index < extent`, all at once first (the common case is
+        one solver call per access), then dimension by dimension to explain a failure.
+        `say(d, fault)` words the error ("... can go out of bounds in dimension 0: index 8 >=
+        N = 8"); `hint(d, upper)` the fix."""
+        if not dims:
+            return
+        assume = [c.expr for c in conds]
+        every = z3.And(*[z3.And(d.index.expr >= 0, d.index.expr < d.extent) for d in dims])
+        if self.cex(every, assume) is None:
+            return
+        cond_taint = next((c for c in conds if c.tainted), None)
+        for d in dims:
+            found = None
+            for upper in (True, False):
+                claim = d.index.expr < d.extent if upper else d.index.expr >= 0
+                got = self.cex(claim, assume, {"index": d.index.expr, "extent": d.extent})
+                if got is not None:
+                    found = (upper, got)
+                    break
+            if found is None:
+                continue
+            upper, got = found
+            tainted = d.index if d.index.tainted else cond_taint
+            if "unknown" in got or tainted is not None:
+                why = got["unknown"] if "unknown" in got else f"it depends on {tainted.why}"
+                yield self.ctx.report(
+                    ref.op,
+                    f"cannot prove that the {ref.verb} `{name_of(ref.mem)}` stays in bounds in dimension "
+                    f"{d.axis} (extent {d.extent_text}): {why}",
+                    _unproven_hint(d),
+                    severity="warning",
+                    rule=UNPROVEN,
+                )
+                continue
+            shown = self.readable(got)
+            index, extent = got.get("index"), got.get("extent")
+            if upper:
+                bound = d.extent_text if d.extent_text == str(extent) else f"{d.extent_text} = {extent}"
+                fault = f"{index} >= {bound}"
+            else:
+                fault = f"{index} < 0"
+            when = f"for {format_counterexample(shown)}" if shown else "for every launch"
+            yield self.ctx.report(
+                ref.op,
+                f"{say(d, fault)}, {when}",
+                hint(d, upper),
+                counterexample=shown,
+                rule=rule_id,
+                severity="error",
+            )
+
+    # ---- the checks ---------------------------------------------------------------------------
+
+    def _global(self) -> Iterator[Diagnostic]:
+        for info in self.ctx.infos:
+            for ref in global_refs(info.op):
+                lanes, dims = self.dims(ref)
+                conds = self.conditions(ref, lanes)
+
+                def say(d: Dim, fault: str, ref=ref) -> str:
+                    return f"{ref.verb} `{name_of(ref.mem)}` can go out of bounds in dimension {d.axis}: index {fault}"
+
+                def hint(d: Dim, upper: bool, ref=ref) -> str:
+                    name = d.index_value.name_hint
+                    if d.slice_extent is not None or not name:
+                        example = f"a mask over dimension {d.axis}"
+                    else:
+                        example = f"`mask = {name} < {d.extent_text}`" if upper else f"`mask = {name} >= 0`"
+                    return (
+                        f"add {example} to the {ref.verb.split()[0]}, or a `where` constraint on the "
+                        "shapes under which every lane stays in bounds"
+                    )
+
+                yield from self.in_bounds(ref, dims, conds, "bounds.global-access", say, hint)
+
+    def _tma(self) -> Iterator[Diagnostic]:
+        for info in self.ctx.infos:
+            for ref in tma_refs(info.op):
+                _, dims = self.dims(ref, starts_only=True)
+                conds = self.conditions(ref, ())
+
+                def say(d: Dim, fault: str, ref=ref) -> str:
+                    return (
+                        f"the box of this {ref.verb.split()[0]} can start outside `{name_of(ref.mem)}` in "
+                        f"dimension {d.axis}: start {fault}"
+                    )
+
+                def hint(d: Dim, upper: bool) -> str:
+                    return (
+                        "start every box inside the tensor: check the grid (`grid(M / BM)`, not "
+                        "`grid(M / BM + 1)`) and the box offsets, or add a `where` constraint"
+                    )
+
+                yield from self.in_bounds(ref, dims, conds, "bounds.tma-box", say, hint)
+
+    def _smem(self) -> Iterator[Diagnostic]:
+        for info in self.ctx.infos:
+            for ref in smem_refs(info.op):
+                lanes, dims = self.dims(ref)
+                conds = self.conditions(ref, lanes)
+
+                def say(d: Dim, fault: str, ref=ref) -> str:
+                    what = "stage" if d.axis == 0 and d.slice_extent is None else "index"
+                    return (
+                        f"{ref.verb} shared buffer `{name_of(ref.mem)}` can go outside it in dimension "
+                        f"{d.axis}: {what} {fault}"
+                    )
+
+                def hint(d: Dim, upper: bool) -> str:
+                    if d.slice_extent is None and d.axis == 0:
+                        return f"index the stage modulo the buffer's {d.extent_text} stages (`s = k % {d.extent_text}`)"
+                    return f"keep the view inside the buffer: its dimension {d.axis} has {d.extent_text} elements"
+
+                yield from self.in_bounds(ref, dims, conds, "bounds.smem-access", say, hint)
+
+    def _mbarrier(self) -> Iterator[Diagnostic]:
+        for info in self.ctx.infos:
+            op = info.op
+            if not isinstance(op, ex.ExpectOp | ex.ArriveOp | ex.WaitOp | ex.TmaLoadOp):
+                continue
+            size_expr = op.bar.type.size.data
+            index = self.sym.value(op.bar_index)
+            dim = Dim(0, index, self.sym.sym(size_expr), str(size_expr), op.bar_index, None)
+            what = {
+                ex.ExpectOp: "expect on",
+                ex.ArriveOp: "arrive on",
+                ex.WaitOp: "wait on",
+                ex.TmaLoadOp: "signal to",
+            }[type(op)]
+            ref = MemRef(op, op.bar, Access((None,)), (op.bar_index,), None, f"{what} mbarrier array", "bar")
+            conds = self.conditions(ref, ())
+
+            def say(d: Dim, fault: str, ref=ref, what=what) -> str:
+                return f"{what} `{name_of(ref.mem)}[...]` can index outside its array: index {fault} mbarriers"
+
+            def hint(d: Dim, upper: bool) -> str:
+                return f"keep the index in 0 .. {d.extent_text} (a ring of stages is indexed `k % {d.extent_text}`)"
+
+            yield from self.in_bounds(ref, [dim], conds, "bounds.mbarrier-index", say, hint)
+
+    def _alignment(self) -> Iterator[Diagnostic]:
+        need = self.ctx.spec.tma_align or 16
+        seen: set[SSAValue] = set()
+        for info in self.ctx.infos:
+            for ref in tma_refs(info.op):
+                t = ref.mem.type
+                esize = DTYPES[t.dtype.data].nbytes
+                name = name_of(ref.mem)
+                if ref.mem not in seen:
+                    seen.add(ref.mem)
+                    yield from self._tensor_for_tma(ref, need)
+                # the box's inner extent, in bytes
+                box = self.ctx.access_extents(t, ref.access)
+                inner = box[-1] if box else None
+                if inner is not None and inner * esize % need:
+                    yield self.ctx.report(
+                        ref.op,
+                        f"the innermost extent of the TMA box on `{name}` is {inner * esize} bytes "
+                        f"({inner} x {esize}), not a multiple of {need}",
+                        f"make the box's last extent a multiple of {need // esize} elements",
+                        rule="bounds.alignment",
+                        severity="error",
+                    )
+                # the box's inner start, in bytes
+                _, dims = self.dims(ref, starts_only=True)
+                last = dims[-1]
+                conds = [c.expr for c in self.conditions(ref, ())]
+                start = last.index
+                r, m = self.sym.congruence(start.expr * esize)
+                if (m == 0 or m % need == 0) and r % need == 0:
+                    continue  # aligned by the congruences alone
+                claim = (start.expr * esize) % need == 0
+                got = self.cex(claim, conds, {"start": start.expr})
+                if got is None:
+                    continue
+                if start.tainted or "unknown" in got:
+                    why = got.get("unknown") or f"it depends on {start.why}"
+                    yield self.ctx.report(
+                        ref.op,
+                        f"cannot prove that the TMA box on `{name}` starts {need}-byte aligned in its "
+                        f"innermost dimension: {why}",
+                        f"start the box at a multiple of {need // esize} elements",
+                        rule=UNPROVEN,
+                        severity="warning",
+                    )
+                    continue
+                shown = self.readable(got)
+                yield self.ctx.report(
+                    ref.op,
+                    f"the TMA box on `{name}` can start at element {got['start']} of its innermost "
+                    f"dimension, {got['start'] * esize} bytes, not a multiple of {need}, for "
+                    f"{format_counterexample(shown)}",
+                    f"start the box at a multiple of {need // esize} elements ({need} bytes)",
+                    counterexample=shown,
+                    rule="bounds.alignment",
+                    severity="error",
+                )
+
+    def _tensor_for_tma(self, ref: MemRef, need: int) -> Iterator[Diagnostic]:
+        """What the TMA descriptor requires of a tensor's strides: every one but the innermost
+        a multiple of 16 bytes. (Its base address is `resources.tma-align`'s business.)"""
+        t = ref.mem.type
+        esize = DTYPES[t.dtype.data].nbytes
+        name = name_of(ref.mem)
+        shape = shape_of(t)
+        if t.strides.data:
+            inner = self.sym.sym(t.strides.data[-1].data)
+            got = self.cex(inner == 1, [], {"stride": inner})
+            if got is not None and "unknown" not in got:
+                shown = self.readable(got)
+                yield self.ctx.report(
+                    ref.op,
+                    f"the TMA copies rows of contiguous elements, but the innermost stride of `{name}` "
+                    f"({t.strides.data[-1].data}) is {got['stride']}"
+                    + (f" for {format_counterexample(shown)}" if shown else ""),
+                    "copy a tensor whose innermost dimension is contiguous (stride 1), or use load/store",
+                    counterexample=shown,
+                    rule="bounds.alignment",
+                    severity="error",
+                )
+        if len(shape) < 2:
+            return
+        if t.strides.data:
+            strides = [(i, s.data) for i, s in enumerate(t.strides.data[:-1])]
+        else:
+            strides = [(len(shape) - 2, shape[-1])]  # the others are multiples of it
+        for axis, stride in strides:
+            s = self.sym.sym(stride)
+            r, m = self.sym.congruence(s * esize)
+            if (m == 0 or m % need == 0) and r % need == 0:
+                continue
+            got = self.cex((s * esize) % need == 0, [], {"stride": s})
+            if got is None:
+                continue
+            shown = self.readable(got)
+            what = f"the stride of dimension {axis}" if t.strides.data else f"the row stride (the extent {stride})"
+            yield self.ctx.report(
+                ref.op,
+                f"the TMA needs every stride of `{name}` but the innermost to be a multiple of {need} bytes; "
+                f"{what} is {got['stride']} x {esize} = {got['stride'] * esize} bytes for "
+                f"{format_counterexample(shown)}",
+                f"add `where {stride} % {max(1, need // esize)} == 0`"
+                if isinstance(stride, sx.Sym)
+                else f"make {stride} a multiple of {max(1, need // esize)} elements",
+                counterexample=shown,
+                rule="bounds.alignment",
+                severity="error",
+            )
+
+    def _misaligned(self) -> Iterator[Diagnostic]:
+        for info in self.ctx.infos:
+            op = info.op
+            for ref in global_refs(op):
+                t = ref.mem.type
+                esize = DTYPES[t.dtype.data].nbytes
+                align = t.align.data
+                if align <= esize or any(isinstance(i.type, TileType) for i in ref.indices):
+                    continue
+                if not any(d is not None for d in ref.access.dims):
+                    continue  # a single element: nothing is vectorized
+                _, dims = self.dims(ref, starts_only=True)
+                if any(d.index.tainted for d in dims):
+                    continue
+                # A congruence, not z3: offsets multiply unknowns (`row * N`), which z3 finds hard.
+                r, m = self.sym.congruence(self._offset(t, dims) * esize)
+                if not (m == 0 or m % align == 0) or r % align == 0:
+                    continue  # not provably misaligned
+                yield self.ctx.report(
+                    op,
+                    f"the {ref.verb} `{name_of(ref.mem)}` always starts at an element offset that is not "
+                    f"a multiple of align({align}) / {esize} = {align // esize} elements, so it cannot use "
+                    f"{align}-byte vector accesses",
+                    f"start the block at a multiple of {align // esize} elements, or declare the tensor with a smaller `align`",
+                    rule="bounds.misaligned-access",
+                    severity="warning",
+                )
+
+    def _offset(self, t: GlobalType, dims: list[Dim]) -> z3.ArithRef:
+        shape = shape_of(t)
+        if t.strides.data:
+            strides = [self.sym.sym(s.data) for s in t.strides.data]
+        else:
+            strides = []
+            acc = z3.IntVal(1)
+            for d in reversed(shape):
+                strides.append(acc)
+                acc = acc * self.sym.sym(d)
+            strides.reverse()
+        return z3.Sum([d.index.expr * s for d, s in zip(dims, strides, strict=True)])
+
+    def _unproven(self) -> Iterator[Diagnostic]:
+        for kind in ("global", "tma", "smem", "mbarrier", "alignment"):
+            yield from (d for d in self.get(kind) if d.rule == UNPROVEN)
+
+
+def _unproven_hint(d: Dim) -> str:
+    i = d.index_value.name_hint if d.slice_extent is None and d.index_value.name_hint else "i"
+    n = d.extent_text
+    return (
+        f"bound the index with the mask (`mask = ... & {i} >= 0 & {i} < {n}`) or clamp it "
+        f"(`minimum(maximum({i}, 0), {n} - 1)`); if the data guarantees it, the warning records that assumption"
+    )
+
+
+def bounds_of(ctx: Context) -> Bounds:
+    found = ctx.__dict__.get("_bounds")
+    if found is None:
+        found = ctx.__dict__["_bounds"] = Bounds(ctx)
+    return found
+
+
+def _share(ctx: Context, kind: str, rule_id: str) -> Iterator[Diagnostic]:
+    return (d for d in bounds_of(ctx).get(kind) if d.rule == rule_id)
+
+
+# ---- the rules ------------------------------------------------------------------------------------
+
+
+_GEMM = """
+kernel gemm_tma<BM = 128, BN = 128, BK = 64, S = 4>(
+    a: global bf16[M, K] align(16),
+    b: global bf16[K, N] align(16),
+    c: out global bf16[M, N] align(16),
+)
+  where {where}
+  target sm_90 grid({grid}) warpgroups(3)
+{{
+  as = smem(bf16[S, BM, BK], swizzle = 128)
+  bs = smem(bf16[S, BK, BN], swizzle = 128)
+  full = mbarrier(S, count = 1)
+  empty = mbarrier(S, count = 2)
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  role load warpgroups(0) regs(40) {{
+    for k in 0 .. K / BK {{
+      s = k % S
+      wait(empty[s], parity = (k / S + 1) % 2)
+      expect(full[s], bytes = sizeof(as[s]) + sizeof(bs[s]))
+{load_a}
+      tma.load(b[k * BK : k * BK + BK, n0 : n0 + BN], bs[s], signal = full[s])
+    }}
+  }}
+  role mma warpgroups(1, 2) regs(232) {{
+    r0 = role_rank() * (BM / 2)
+    acc = zeros(f32[BM / 2, BN])
+    for k in 0 .. K / BK {{
+      s = k % S
+      wait(full[s], parity = (k / S) % 2)
+{mma}
+      wgmma.wait(0)
+      arrive(empty[s])
+    }}
+    store(c[m0 + r0 : m0 + r0 + BM / 2, n0 : n0 + BN], cast<bf16>(acc))
+  }}
+}}
+"""
+
+_LOAD_A = "      tma.load(a[m0 : m0 + BM, k * BK : k * BK + BK], as[s], signal = full[s])"
+_MMA = "      acc = wgmma(as[s, r0 : r0 + BM / 2], bs[s], acc)"
+_WHERE = "M % BM == 0, N % BN == 0, K % BK == 0"
+
+
+def gemm(*, where: str = _WHERE, grid: str = "M / BM, N / BN", load_a: str = _LOAD_A, mma: str = _MMA) -> str:
+    """The Hopper GEMM of examples/gemm_hopper_ws.kir, with one line changed."""
+    return _GEMM.format(where=where, grid=grid, load_a=load_a, mma=mma)
+
+
+@rule(
+    "bounds.global-access",
+    family="bounds",
+    severity="error",
+    summary="a load, store, atomic or cp.async lane of a global tensor can be out of bounds",
+    explanation="""
+Every lane of a load, store, atomic or cp.async on a global tensor must be inside the tensor
+in every dimension, or be masked off: for each dimension the verifier proves
+`mask -> 0 <= index < extent` with z3, for every program id of the grid, every iteration of
+the enclosing loops, every role rank and every lane, assuming only the kernel's `where`
+constraints (and that each shape symbol is at least 1). A block slice `start : start + E`
+contributes `start + lane`. When the claim fails, the diagnostic gives the counterexample:
+the shape values, program ids, loop variables and lane of one out-of-bounds access. Fix it
+with a mask (`mask = offs < N`) or by stating the assumption the kernel relies on
+(`where N % BLOCK == 0`), which the interpreter then checks at launch.
+When the index depends on data (indices loaded from memory) or on values carried by a loop,
+the verifier cannot decide and says so with a `bounds.unproven` warning instead.""",
+    bad="""
+kernel vector_add<BLOCK = 1024>(x: global f32[N], y: global f32[N], z: out global f32[N])
+  target sm_90 grid(cdiv(N, BLOCK)) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  mask = offs < N
+  a = load(x[offs], mask = mask)
+  b = load(y[offs])  # <-
+  store(z[offs], a + b, mask = mask)
+}
+""",
+    good="""
+kernel vector_add<BLOCK = 1024>(x: global f32[N], y: global f32[N], z: out global f32[N])
+  target sm_90 grid(cdiv(N, BLOCK)) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  mask = offs < N
+  a = load(x[offs], mask = mask)
+  b = load(y[offs], mask = mask)
+  store(z[offs], a + b, mask = mask)
+}
+""",
+)
+def global_access(ctx: Context) -> Iterator[Diagnostic]:
+    return _share(ctx, "global", "bounds.global-access")
+
+
+@rule(
+    "bounds.unproven",
+    family="bounds",
+    severity="warning",
+    summary="an access cannot be proved in bounds because its index depends on data or on a loop-carried value",
+    explanation="""
+The bounds rules prove each access in bounds for every launch the `where` constraints allow.
+Some indices are beyond such a proof: indices loaded from memory (a gather through an index
+tensor, as in an embedding bag), values carried from one loop iteration to the next (a binary
+search), results of float computations. When the claim cannot be proved and the index or the
+mask depends on such a value, the verifier does not claim a bug: it warns and names the value
+it cannot bound. Bound the value explicitly where you can (a mask `rows >= 0 & rows < R`, or a
+clamp with `minimum`/`maximum`); otherwise the warning records an assumption about the data.""",
+    bad="""
+kernel gather<BLOCK = 128>(table: global f32[R], idx: global i32[N], out: out global f32[N])
+  target sm_90 grid(cdiv(N, BLOCK)) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  mask = offs < N
+  rows = load(idx[offs], mask = mask)
+  v = load(table[rows], mask = mask)  # <-
+  store(out[offs], v, mask = mask)
+}
+""",
+    good="""
+kernel gather<BLOCK = 128>(table: global f32[R], idx: global i32[N], out: out global f32[N])
+  target sm_90 grid(cdiv(N, BLOCK)) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  mask = offs < N
+  rows = load(idx[offs], mask = mask)
+  v = load(table[rows], mask = mask & rows >= 0 & rows < R)
+  store(out[offs], v, mask = mask)
+}
+""",
+)
+def unproven(ctx: Context) -> Iterator[Diagnostic]:
+    return bounds_of(ctx).get("unproven")
+
+
+@rule(
+    "bounds.tma-box",
+    family="bounds",
+    severity="error",
+    summary="a TMA box can start outside its tensor",
+    explanation="""
+A TMA copy moves a box of a global tensor. The box may run past the end of the tensor (the TMA
+reads zeros there and drops stores), but its start must be inside the tensor in every
+dimension: a box that starts outside copies nothing useful, still counts its full bytes on the
+mbarrier, and almost always means a wrong grid (`grid(M / BM + 1)`) or a wrong offset
+(`m0 + BM`). The verifier proves `0 <= start < extent` for every dimension of every box, for
+every program id, loop iteration and role rank, under the `where` constraints, and reports a
+counterexample at the TMA op when it fails.""",
+    bad=gemm(load_a="      tma.load(a[m0 + BM : m0 + BM + BM, k * BK : k * BK + BK], as[s], signal = full[s])  # <-"),
+    good=gemm(),
+)
+def tma_box(ctx: Context) -> Iterator[Diagnostic]:
+    return _share(ctx, "tma", "bounds.tma-box")
+
+
+@rule(
+    "bounds.smem-access",
+    family="bounds",
+    severity="error",
+    summary="a shared-buffer view or lane can be outside the buffer",
+    explanation="""
+Shared buffers have a static shape (`smem(bf16[S, BM, BK])`), and nothing checks an access
+against it on the device: a stage index `as[s]` with `s >= S`, or a slice
+`as[s, r0 : r0 + BM / 2]` that runs past the rows, silently reads or overwrites another
+buffer's bytes. The verifier proves every index and every slice of every shared access
+(load, store, TMA and cp.async destinations, TMA store sources, wgmma operands) within the
+buffer's shape for every loop iteration and role rank. A ring of S stages is indexed
+`s = k % S`.""",
+    bad=gemm(mma="      acc = wgmma(as[s, r0 + 1 : r0 + 1 + BM / 2], bs[s], acc)  # <-"),
+    good=gemm(),
+)
+def smem_access(ctx: Context) -> Iterator[Diagnostic]:
+    return _share(ctx, "smem", "bounds.smem-access")
+
+
+@rule(
+    "bounds.mbarrier-index",
+    family="bounds",
+    severity="error",
+    summary="an mbarrier index can be outside its array",
+    explanation="""
+`mbarrier(S, count = C)` makes S barriers; `full[s]` must have `0 <= s < S` for every loop
+iteration, or the wait, arrive, expect or TMA signal touches whatever shared memory lies
+next to the array, and the pipeline deadlocks or races in ways that are hard to trace back.
+The verifier proves every mbarrier index in range under the `where` constraints.""",
+    bad="""
+kernel copy_tile<BM = 64, BN = 64>(x: global f32[M, N] align(16), y: out global f32[M, N] align(16))
+  where M % BM == 0, N % BN == 0
+  target sm_90 grid(M / BM, N / BN) warps(4)
+{
+  buf = smem(f32[1, BM, BN])
+  bar = mbarrier(1, count = 1)
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  expect(bar[1], bytes = sizeof(buf[0]))  # <-
+  tma.load(x[m0 : m0 + BM, n0 : n0 + BN], buf[0], signal = bar[0])
+  wait(bar[0], parity = 0)
+  store(y[m0 : m0 + BM, n0 : n0 + BN], load(buf[0]))
+}
+""",
+    good="""
+kernel copy_tile<BM = 64, BN = 64>(x: global f32[M, N] align(16), y: out global f32[M, N] align(16))
+  where M % BM == 0, N % BN == 0
+  target sm_90 grid(M / BM, N / BN) warps(4)
+{
+  buf = smem(f32[1, BM, BN])
+  bar = mbarrier(1, count = 1)
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  expect(bar[0], bytes = sizeof(buf[0]))
+  tma.load(x[m0 : m0 + BM, n0 : n0 + BN], buf[0], signal = bar[0])
+  wait(bar[0], parity = 0)
+  store(y[m0 : m0 + BM, n0 : n0 + BN], load(buf[0]))
+}
+""",
+)
+def mbarrier_index(ctx: Context) -> Iterator[Diagnostic]:
+    return _share(ctx, "mbarrier", "bounds.mbarrier-index")
+
+
+@rule(
+    "bounds.alignment",
+    family="bounds",
+    severity="error",
+    summary="a TMA copy breaks the TMA's 16-byte alignment rules",
+    explanation="""
+A TMA descriptor requires of the tensor every stride but the innermost to be a multiple of 16
+bytes, which for a row-major tensor is its innermost extent times the element size (`K * 2` for
+bf16[M, K]: K must be a multiple of 8); its base address must be 16-byte aligned too
+(`resources.tma-align`). Of the box: an innermost extent that is a multiple of 16 bytes, and,
+in KIR, an innermost start at a multiple of 16 bytes. The strides and starts are proved from the
+`where` constraints; when they cannot be, the counterexample gives shape values that break
+them (`K = 1`): add the constraint the kernel relies on (`where K % 8 == 0`).""",
+    bad=gemm(where="M % BM == 0, N % BN == 0, K >= BK", load_a=_LOAD_A + "  # <-"),
+    good=gemm(where="M % BM == 0, N % BN == 0, K % BK == 0"),
+)
+def alignment(ctx: Context) -> Iterator[Diagnostic]:
+    return _share(ctx, "alignment", "bounds.alignment")
+
+
+@rule(
+    "bounds.misaligned-access",
+    family="bounds",
+    severity="warning",
+    summary="a block access of a tensor declared `align(A)` always starts off the alignment",
+    explanation="""
+`align(A)` promises that a tensor's base address is a multiple of A bytes, so that the lowering
+can move A bytes per instruction. A block access whose first element sits at a byte offset that
+is never a multiple of A (for every launch the `where` constraints allow) cannot use those
+vector accesses: the promise is wasted, and the access is usually off by a few elements. The
+offset is the start of the block in row-major (or the declared strides') element order.""",
+    bad="""
+kernel window<BLOCK = 256>(y: out global f32[N] align(16), x: global f32[N + 16] align(16))
+  where N % BLOCK == 0
+  target sm_90 grid(N / BLOCK) warps(4)
+{
+  n0 = program_id(0) * BLOCK
+  v = load(x[n0 + 1 : n0 + 1 + BLOCK])  # <-
+  store(y[n0 : n0 + BLOCK], v)
+}
+""",
+    good="""
+kernel window<BLOCK = 256>(y: out global f32[N] align(16), x: global f32[N + 16] align(16))
+  where N % BLOCK == 0
+  target sm_90 grid(N / BLOCK) warps(4)
+{
+  n0 = program_id(0) * BLOCK
+  v = load(x[n0 + 4 : n0 + 4 + BLOCK])
+  store(y[n0 : n0 + BLOCK], v)
+}
+""",
+)
+def misaligned_access(ctx: Context) -> Iterator[Diagnostic]:
+    return _share(ctx, "misaligned", "bounds.misaligned-access")

@@ -1,0 +1,469 @@
+"""Numerics: programs that are well typed and in bounds but compute a poor or undefined answer.
+
+- `numerics.low-precision-acc`: a sum of many terms accumulated in bf16/f16/fp8 (a `dot` or
+  `wgmma` with a low-precision accumulator, or a loop-carried low-precision value updated by
+  `+`);
+- `numerics.low-precision-reduce`: a `sum`/`prod` (or `cumsum`/`cumprod`) over a long
+  low-precision axis;
+- `numerics.unshifted-exp`: a softmax whose `exp` is not shifted by the maximum;
+- `numerics.int-overflow`: an i32 product that z3 shows can exceed the i32 range for shapes the
+  `where` clause allows;
+- `numerics.divide-by-zero`: an integer division or remainder by a value that can be zero.
+
+They are warnings: the program has a meaning (the interpreter runs it and rounds as the
+hardware would), but rarely the one intended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import z3
+from xdsl.ir import BlockArgument, SSAValue
+
+from kir.diagnostics import Diagnostic
+from kir.dialect import explicit as ex
+from kir.dialect import structure as st
+from kir.dialect import tile as tl
+from kir.dialect.types import ScalarType, TileType, shape_of
+from kir.dtypes import DTYPES
+from verifier.context import Context
+from verifier.registry import rule
+from verifier.symbolic import format_counterexample, readable
+
+LOW_PRECISION = ("bf16", "f16", "f8e4m3", "f8e5m2")
+MANTISSA_BITS = {"bf16": 8, "f16": 11, "f8e4m3": 4, "f8e5m2": 3}
+LONG_REDUCTION = 256  # beyond this many terms a low-precision sum loses most of its digits
+
+
+def _dtype(v: SSAValue) -> str | None:
+    t = v.type
+    return t.dtype.data if isinstance(t, ScalarType | TileType) else None
+
+
+# ---- numerics.low-precision-acc ---------------------------------------------------------------------
+
+_GEMM = """\
+kernel gemm<BM = 64, BN = 64, BK = 32>(a: global bf16[M, K], b: global bf16[K, N], c: out global bf16[M, N])
+  where M %% BM == 0, N %% BN == 0, K %% BK == 0
+  target sm_90 grid(M / BM, N / BN) warps(4)
+{
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  acc = zeros(%s[BM, BN])
+  for k in 0 .. K / BK {
+    at = load(a[m0 : m0 + BM, k * BK : k * BK + BK])
+    bt = load(b[k * BK : k * BK + BK, n0 : n0 + BN])
+    acc = dot<%s>(at, bt, acc)%s
+  }
+  store(c[m0 : m0 + BM, n0 : n0 + BN], %s)
+}
+"""
+
+
+@rule(
+    "numerics.low-precision-acc",
+    family="numerics",
+    severity="warning",
+    summary="a long sum is accumulated in bf16, f16 or fp8",
+    explanation="""
+bf16 keeps 8 significant bits and f16 11: once an accumulator is 2^8 (2^11) times larger than
+the terms added to it, each addition rounds most of the term away, and the error grows with
+the number of terms. A `dot<bf16>` or a `wgmma` into a bf16/f16 accumulator rounds after every
+K step; a loop that carries a bf16 value and adds to it (`acc = acc + x`) does the same across
+iterations. Accumulate in f32 (`dot<f32>`, `zeros(f32[...])`) and cast once at the end:
+tensor cores take bf16 inputs with an f32 accumulator at full speed.
+""",
+    bad=_GEMM % ("bf16", "bf16", "  # <-", "acc"),
+    good=_GEMM % ("f32", "f32", "", "cast<bf16>(acc)"),
+)
+def check_low_precision_acc(ctx: Context) -> Iterator[Diagnostic]:
+    for info in ctx.ops(tl.DotOp, ex.WgmmaOp):
+        op = info.op
+        acc = _dtype(op.res)
+        if acc not in LOW_PRECISION:
+            continue
+        k = shape_of(op.lhs.type)[1] if isinstance(op, tl.DotOp) else None
+        k_value = ctx.static(k) if k is not None else None
+        steps = (
+            f" over {k} = {k_value} products"
+            if k_value is not None and str(k) != str(k_value)
+            else (f" over {k} products" if k is not None else "")
+        )
+        looped = " and again in every iteration of the loop" if info.loops else ""
+        yield ctx.report(
+            op,
+            f"{op.name.removeprefix('kir.')} accumulates in {acc}{steps}{looped}: with {MANTISSA_BITS[acc]} significant "
+            "bits, each step rounds away the low bits of the products",
+            hint="accumulate in f32: dot<f32>(a, b, acc) with acc = zeros(f32[...]), and cast the result once after the loop",
+        )
+    for info in ctx.ops(st.ForOp):
+        loop = info.op
+        block = loop.body.block
+        yielded = block.last_op
+        for i, arg in enumerate(block.args[1:]):
+            if _dtype(arg) not in LOW_PRECISION:
+                continue
+            update = yielded.values[i].owner
+            if not (isinstance(update, tl.BinaryOp) and update.fn.data in ("add", "sub")):
+                continue
+            if arg not in (update.lhs, update.rhs):
+                continue
+            yield ctx.report(
+                update,
+                f"`{arg.name_hint or 'the accumulator'}` is carried through the loop in {_dtype(arg)} and updated with "
+                f"`{'+' if update.fn.data == 'add' else '-'}`: every iteration rounds the running sum to "
+                f"{MANTISSA_BITS[_dtype(arg)]} significant bits",
+                hint=f"carry the sum in f32 (zeros(f32[...]), cast<f32>(term)) and cast<{_dtype(arg)}> once after the loop",
+                related=[(loop, "the loop")],
+            )
+
+
+# ---- numerics.low-precision-reduce ----------------------------------------------------------------------
+
+_ROWSUM = """\
+kernel rowsum<BLOCK = 1024>(x: global bf16[M, N], y: out global bf16[M])
+  where N <= BLOCK
+  target sm_90 grid(M) warps(4)
+{
+  row = program_id(0)
+  cols = arange(0, BLOCK)
+  v = load(x[row, cols], mask = cols < N)
+  store(y[row], %s)%s
+}
+"""
+
+
+@rule(
+    "numerics.low-precision-reduce",
+    family="numerics",
+    severity="warning",
+    summary=f"a sum or product over more than {LONG_REDUCTION} bf16/f16/fp8 elements is computed in that dtype",
+    explanation=f"""
+A reduction is computed in its tile's dtype: `sum(x, axis = 0)` over a bf16 tile adds in bf16,
+rounding every partial sum to 8 significant bits. Over a few dozen elements that is close to
+the rounding of the result anyway; over hundreds (more than {LONG_REDUCTION}) the error of the
+partial sums dominates and the sum can lose every digit of the small terms. `prod`, `cumsum`
+and `cumprod` behave the same. Cast to f32 first, `sum(cast<f32>(x), axis = 0)`, and cast the
+result back if needed.
+""",
+    bad=_ROWSUM % ("sum(v, axis = 0)", "  # <-"),
+    good=_ROWSUM % ("cast<bf16>(sum(cast<f32>(v), axis = 0))", ""),
+)
+def check_low_precision_reduce(ctx: Context) -> Iterator[Diagnostic]:
+    for info in ctx.ops(tl.ReduceOp, tl.ScanOp):
+        op = info.op
+        fn = op.fn.data
+        if fn not in ("sum", "prod", "cumsum", "cumprod"):
+            continue
+        dtype = _dtype(op.operand)
+        if dtype not in LOW_PRECISION:
+            continue
+        axis_extent = shape_of(op.operand.type)[op.axis.data]
+        n = ctx.static(axis_extent)
+        if n is None or n <= LONG_REDUCTION:
+            continue
+        yield ctx.report(
+            op,
+            f"{fn} over {n} {dtype} elements (axis {op.axis.data}, extent {axis_extent}) accumulates in {dtype}: "
+            f"the partial sums keep {MANTISSA_BITS[dtype]} significant bits, so the small terms are rounded away",
+            hint=f"reduce in f32: {fn}(cast<f32>(x), axis = {op.axis.data}), then cast<{dtype}> the result if needed",
+        )
+
+
+# ---- numerics.unshifted-exp -------------------------------------------------------------------------------
+
+_SOFTMAX = """\
+kernel softmax<BLOCK = 1024>(x: global bf16[M, N], y: out global bf16[M, N])
+  where N <= BLOCK
+  target sm_90 grid(M) warps(4)
+{
+  row = program_id(0)
+  cols = arange(0, BLOCK)
+  mask = cols < N
+  v = cast<f32>(load(x[row, cols], mask = mask, other = -inf))
+  e = exp(%s)%s
+  store(y[row, cols], cast<bf16>(e / sum(e, axis = 0)), mask = mask)
+}
+"""
+
+
+@rule(
+    "numerics.unshifted-exp",
+    family="numerics",
+    severity="warning",
+    summary="a softmax takes exp of values that are not shifted by their maximum",
+    explanation="""
+`exp(x)` overflows f32 for x > 88.7 (bf16 and f16 much earlier: f16 at 11.1), and the
+softmax `exp(x) / sum(exp(x))` then gives inf / inf = NaN; for very negative x every term
+underflows to 0 and the division is 0 / 0. Softmax is shift-invariant, so the standard form
+subtracts the row maximum first: `e = exp(x - max(x, axis = 0))` keeps every exponent at most
+0 and the largest term exactly 1. The verifier flags an `exp` whose result is divided by a
+sum of itself when its argument is not `something - max(...)` (or a running maximum built with
+`maximum(...)`, as in online softmax).
+""",
+    bad=_SOFTMAX % ("v", "  # <-"),
+    good=_SOFTMAX % ("v - max(v, axis = 0)", ""),
+)
+def check_unshifted_exp(ctx: Context) -> Iterator[Diagnostic]:
+    for info in ctx.ops(tl.BinaryOp):
+        div = info.op
+        if div.fn.data != "div" or not DTYPES[_dtype(div.res)].is_float:
+            continue
+        numer = _through_plain(div.lhs)
+        exp = numer.owner if isinstance(numer, SSAValue) else None
+        if not (isinstance(exp, tl.UnaryOp) and exp.fn.data in ("exp", "exp2")):
+            continue
+        if not _is_sum_of(div.rhs, exp.res):
+            continue
+        if _shifted_by_max(exp.operand):
+            continue
+        yield ctx.report(
+            exp,
+            f"{exp.fn.data} of a value not shifted by its maximum, then divided by the sum of the {exp.fn.data}s: "
+            "large inputs overflow to inf and give NaN (inf / inf), very negative ones underflow to 0 / 0",
+            hint="subtract the maximum first: e = exp(x - max(x, axis = ...)), which leaves the softmax unchanged",
+            related=[(div, "the normalization")],
+        )
+
+
+def _through_plain(v: SSAValue) -> SSAValue:
+    """Skip casts, broadcasts and new axes, which do not change the values."""
+    while isinstance(v.owner, (tl.CastOp, tl.ExpandDimsOp, tl.BroadcastOp, ex.ConvertLayoutOp)):
+        v = v.owner.operand
+    return v
+
+
+def _is_sum_of(v: SSAValue, e: SSAValue) -> bool:
+    """`v` is a sum reduction of `e` (through casts, broadcasts, `where` and loop carries)."""
+    v = _through_plain(v)
+    op = v.owner
+    if isinstance(op, tl.ReduceOp) and op.fn.data == "sum":
+        return _derives_from(op.operand, e, depth=6)
+    if isinstance(op, tl.BinaryOp) and op.fn.data in ("add", "mul"):
+        return _is_sum_of(op.lhs, e) or _is_sum_of(op.rhs, e)
+    return False
+
+
+def _derives_from(v: SSAValue, e: SSAValue, depth: int) -> bool:
+    if v is e:
+        return True
+    if depth == 0 or isinstance(v, BlockArgument):
+        return False
+    op = v.owner
+    if isinstance(op, tl.WhereOp):
+        return _derives_from(op.lhs, e, depth - 1) or _derives_from(op.rhs, e, depth - 1)
+    if isinstance(op, (tl.CastOp, tl.ExpandDimsOp, tl.BroadcastOp, ex.ConvertLayoutOp)):
+        return _derives_from(op.operand, e, depth - 1)
+    return False
+
+
+def _shifted_by_max(v: SSAValue) -> bool:
+    """`v` is `x - m` with `m` derived from a max reduction or a running `maximum` (or a
+    scaled version of such a difference)."""
+    v = _through_plain(v)
+    op = v.owner
+    if isinstance(op, tl.BinaryOp) and op.fn.data == "mul":
+        return _shifted_by_max(op.lhs) or _shifted_by_max(op.rhs)
+    if isinstance(op, tl.BinaryOp) and op.fn.data == "sub":
+        return _is_maximum(op.rhs, depth=6)
+    if isinstance(op, tl.WhereOp):
+        return _shifted_by_max(op.lhs) and _shifted_by_max(op.rhs)
+    return False
+
+
+def _is_maximum(v: SSAValue, depth: int) -> bool:
+    if depth == 0:
+        return False
+    v = _through_plain(v)
+    if isinstance(v, BlockArgument):
+        owner = v.block.parent_op()
+        if isinstance(owner, st.ForOp) and v.index >= 1:
+            return _is_maximum(owner.body.block.last_op.values[v.index - 1], depth - 1)
+        return False
+    op = v.owner
+    if isinstance(op, tl.ReduceOp) and op.fn.data == "max":
+        return True
+    if isinstance(op, tl.BinaryOp) and op.fn.data == "maximum":
+        return True
+    if isinstance(op, tl.BinaryOp) and op.fn.data in ("mul", "add", "sub"):
+        return _is_maximum(op.lhs, depth - 1) or _is_maximum(op.rhs, depth - 1)
+    if isinstance(op, tl.WhereOp):
+        return _is_maximum(op.lhs, depth - 1) and _is_maximum(op.rhs, depth - 1)
+    if isinstance(op, st.ForOp):
+        i = list(op.results).index(v)
+        return _is_maximum(op.body.block.last_op.values[i], depth - 1)
+    return False
+
+
+# ---- numerics.int-overflow --------------------------------------------------------------------------------
+
+I32_MAX = 2**31 - 1
+_LIMITS = {"i8": 2**7, "i16": 2**15, "i32": 2**31, "u8": 2**8, "u16": 2**16, "u32": 2**32}
+
+
+@rule(
+    "numerics.int-overflow",
+    family="numerics",
+    severity="warning",
+    summary="an i32 product of index values can overflow for shapes the `where` clause allows",
+    explanation="""
+Program ids, aranges, loop variables and shape symbols are i32, and i32 arithmetic wraps.
+A product of two run-time sizes, typically a flattened offset `row * N + col`, exceeds
+2^31 - 1 once the tensor has more than 2^31 elements, even though each shape symbol fits:
+the offset wraps negative and the kernel reads or writes the wrong place (and the bounds
+check, done on the wrapped value, may pass). The verifier asks z3 for shape values, all at
+most 2^31 - 1 and allowed by `where`, and program ids for which the product leaves the i32
+range; products with a compile-time constant (`program_id(0) * BLOCK`) are bounded by the
+grid and are not reported. Index in several dimensions (`x[row, cols]`), compute the offset
+in i64 (`cast<i64>(row) * cast<i64>(N)`), or bound the shapes in `where`.
+""",
+    bad="""
+kernel flatten<BLOCK = 256>(x: global f32[M, N], y: out global f32[M * N])
+  where N <= BLOCK
+  target sm_90 grid(M) warps(4)
+{
+  row = program_id(0)
+  cols = arange(0, BLOCK)
+  mask = cols < N
+  offs = row * N + cols  # <-
+  store(y[offs], load(x[row, cols], mask = mask), mask = mask)
+}
+""",
+    good="""
+kernel flatten<BLOCK = 256>(x: global f32[M, N], y: out global f32[M * N])
+  where N <= BLOCK, M * N < 2147483648
+  target sm_90 grid(M) warps(4)
+{
+  row = program_id(0)
+  cols = arange(0, BLOCK)
+  mask = cols < N
+  offs = row * N + cols
+  store(y[offs], load(x[row, cols], mask = mask), mask = mask)
+}
+""",
+)
+def check_int_overflow(ctx: Context) -> Iterator[Diagnostic]:
+    sym = ctx.symbolic
+    bounded = [sym.names[n] <= I32_MAX for n in ctx.kernel.shape_symbols if n in sym.names]
+    for info in ctx.ops(tl.BinaryOp):
+        op = info.op
+        if op.fn.data not in ("mul", "shl"):
+            continue
+        dtype = _dtype(op.res)
+        if dtype not in _LIMITS:
+            continue
+        lanes = sym.lanes(shape_of(op.res.type), f"ovf{ctx.order[op]}")
+        a, b = sym.at(op.lhs, lanes), sym.at(op.rhs, lanes)
+        if a.tainted or b.tainted or z3.is_int_value(z3.simplify(a.expr)) or z3.is_int_value(z3.simplify(b.expr)):
+            continue  # unknown, or scaled by a constant (bounded by the grid and the loops)
+        term = sym.at(op.res, lanes)
+        if term.tainted:
+            continue
+        limit = _LIMITS[dtype]
+        low = 0 if DTYPES[dtype].kind == "uint" else -limit
+        high = limit - 1
+        claim = z3.And(term.expr >= low, term.expr <= high)
+        # a division by zero inside the term is numerics.divide-by-zero's finding, not this one's
+        nonzero = [d != 0 for d in _divisors(term.expr)]
+        cex = sym.counterexample(claim, [*bounded, *nonzero], evaluate={"__value": term.expr})
+        if cex is None or "unknown" in cex:
+            continue
+        value = cex.pop("__value")
+        shown = readable({k: v for k, v in cex.items() if not k.startswith("lane")}, len(ctx.kernel.grid.data))
+        yield ctx.report(
+            op,
+            f"this {dtype} product can leave the {dtype} range [{low}, {high}]: with {format_counterexample(shown)} "
+            f"it is {value}, and {dtype} arithmetic wraps",
+            hint="index the tensor in several dimensions (x[row, cols]) instead of a flat offset, compute the offset in i64 "
+            f"(cast<i64>({_text(op.lhs)}) * cast<i64>({_text(op.rhs)})), or bound the shapes in `where`",
+            counterexample={**shown, "value": value},
+        )
+
+
+def _text(v: SSAValue) -> str:
+    if isinstance(v.owner, tl.SymValueOp):
+        return v.owner.symbol.data
+    return v.name_hint or "..."
+
+
+def _divisors(e: z3.ExprRef) -> list[z3.ArithRef]:
+    """The divisors of the integer divisions and remainders inside a term."""
+    out: list[z3.ArithRef] = []
+    seen: set[int] = set()
+    stack = [e]
+    while stack:
+        t = stack.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_app_of(t, z3.Z3_OP_IDIV) or z3.is_app_of(t, z3.Z3_OP_MOD):
+            out.append(t.arg(1))
+        stack += list(t.children())
+    return out
+
+
+# ---- numerics.divide-by-zero -------------------------------------------------------------------------------
+
+
+@rule(
+    "numerics.divide-by-zero",
+    family="numerics",
+    severity="warning",
+    summary="an integer division or remainder by a value that can be zero",
+    explanation="""
+Integer `/` and `%` by zero are undefined on the hardware (a GPU returns garbage, a CPU traps);
+the reference interpreter gives -1 and x, which hides it. A divisor computed from shape symbols
+(`N - 1`, `K / BK`, `M % BM`) is zero for some shapes unless `where` excludes them. The
+verifier asks z3 whether the divisor can be 0 under the `where` constraints, the grid and the
+enclosing `if`s; a divisor loaded from memory is not judged. Guard the division, or state the
+assumption in `where` (`where N >= 2`), which the interpreter then checks at launch.
+""",
+    bad="""
+kernel ramp<BLOCK = 256>(y: out global f32[N])
+  target sm_90 grid(cdiv(N, BLOCK)) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  mask = offs < N
+  inc = 1000 / (N - 1)  # <-
+  store(y[offs], cast<f32>(offs * inc), mask = mask)
+}
+""",
+    good="""
+kernel ramp<BLOCK = 256>(y: out global f32[N])
+  where N >= 2
+  target sm_90 grid(cdiv(N, BLOCK)) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  mask = offs < N
+  inc = 1000 / (N - 1)
+  store(y[offs], cast<f32>(offs * inc), mask = mask)
+}
+""",
+)
+def check_divide_by_zero(ctx: Context) -> Iterator[Diagnostic]:
+    sym = ctx.symbolic
+    for info in ctx.ops(tl.BinaryOp):
+        op = info.op
+        if op.fn.data not in ("div", "rem") or DTYPES[_dtype(op.res)].is_float:
+            continue
+        lanes = sym.lanes(shape_of(op.res.type), f"div{ctx.order[op]}")
+        d = sym.at(op.rhs, lanes)
+        if d.tainted:
+            continue
+        if z3.is_int_value(z3.simplify(d.expr)) and z3.simplify(d.expr).as_long() != 0:
+            continue
+        path = sym.path(op)
+        assume = [] if path.tainted else [path.expr]
+        cex = sym.counterexample(d.expr != 0, assume)
+        if cex is None or "unknown" in cex:
+            continue
+        shown = readable({k: v for k, v in cex.items() if not k.startswith("lane")}, len(ctx.kernel.grid.data))
+        sign = "/" if op.fn.data == "div" else "%"
+        yield ctx.report(
+            op,
+            f"integer `{sign}` by a divisor that is 0 when {format_counterexample(shown) or 'the shapes allow it'}: "
+            "undefined on the hardware (the interpreter gives " + ("-1" if sign == "/" else "the dividend") + ")",
+            hint="state the assumption in `where` (e.g. `where N >= 2`), or guard the division with an `if` or `where(d != 0, ...)`",
+            counterexample=shown,
+        )
