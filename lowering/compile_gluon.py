@@ -1,0 +1,386 @@
+"""Compile a lowered Gluon kernel ahead of time for sm_90, without a GPU.
+
+    from lowering.compile_gluon import compile_program
+    report = compile_program(program, params={"BN": 256})
+    report.ok, report.shared_bytes, report.has_wgmma, report.diagnostics
+
+The emitted module is written to a file (Triton reads a kernel's source with `inspect`, and
+MLIR locations then name real lines), imported, and compiled with `triton.compile` on a
+`GluonASTSource` for `GPUTarget("cuda", 90, 32)`: the path `JITFunction.warmup` takes, minus
+the driver query that needs a GPU. The signature gives each TMA descriptor as
+`tensordesc<bf16[128, 64],NVMMASharedLayout(...)>`, the form Triton's own launcher uses.
+
+A compile error in emitted code is a bug of ours, never of the KIR program: it becomes a
+`lower.compile` diagnostic located at the KIR op that produced the failing line (through
+`Lowered.span_for_line`), with the generated line quoted. Results are cached on disk by the
+hash of the source, the options and the Triton version (`$KIR_CACHE_DIR`, default
+`~/.cache/kir`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from kir.diagnostics import Diagnostic, KirError
+from kir.program import Program
+from lowering.emit.base import Lowered, lower
+
+ARCH = 90
+SM90_SHARED_LIMIT = 232448  # bytes of shared memory one CTA may use on sm_90 (227 KB)
+
+
+@dataclass
+class CompileReport:
+    backend: str
+    arch: str
+    ok: bool
+    shared_bytes: int | None = None
+    num_warps: int | None = None  # every warp of the CTA, partitions included
+    has_wgmma: bool = False  # the PTX holds wgmma.mma_async
+    registers: dict = field(default_factory=dict)  # setmaxnreg values found in the PTX, per partition order
+    log: str = ""
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    seconds: float = 0.0
+    cached: bool = False
+    source_path: str | None = None
+    ptx_path: str | None = None
+    cubin_path: str | None = None
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        out["diagnostics"] = [d.to_json() for d in self.diagnostics]
+        return out
+
+
+def cache_dir() -> Path:
+    root = Path(os.environ.get("KIR_CACHE_DIR", Path.home() / ".cache" / "kir")) / "gluon"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def signature(lowered: Lowered) -> dict[str, str]:
+    """Triton's signature of the kernel's parameters, in order."""
+    from triton.experimental.gluon import language as gl
+
+    from lowering.emit.gluon import SIG_DTYPE
+
+    sig: dict[str, str] = {}
+    for p in lowered.options["launch"]:
+        if p["kind"] == "desc":
+            layout = gl.NVMMASharedLayout(p["swizzle"], p["bits"], len(p["box"]))
+            box = ", ".join(str(b) for b in p["box"])
+            sig[p["name"]] = f"tensordesc<{SIG_DTYPE[p['dtype']]}[{box}],{layout!r}>"
+        elif p["kind"] == "ptr":
+            sig[p["name"]] = "*" + SIG_DTYPE[p["dtype"]]
+        else:
+            sig[p["name"]] = "i32"
+    return sig
+
+
+def write_module(source: str) -> Path:
+    """Write generated source to a file named by its hash."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    path = cache_dir() / "src" / f"kir_gluon_{digest}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != source:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(source)
+        tmp.replace(path)
+    return path
+
+
+def load_module(source: str | Path):
+    """Import generated source (text, or the file `write_module` made) as a module."""
+    path = source if isinstance(source, Path) else write_module(source)
+    name = path.stem
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _key(source: str, lowered: Lowered, arch: int) -> str:
+    import triton
+
+    blob = json.dumps(
+        {
+            "source": source,
+            "num_warps": lowered.num_warps,
+            "sig": lowered.options["launch"],
+            "arch": arch,
+            "triton": triton.__version__,
+            "driver": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),  # the cached answer's format
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def compile_lowered(
+    lowered: Lowered,
+    *,
+    arch: int = ARCH,
+    use_cache: bool = True,
+    timeout: float = 300.0,
+    transform_source: Callable[[str], str] | None = None,
+) -> CompileReport:
+    """Compile `lowered` to an sm_90 cubin in a child process (a compiler crash or hang
+    becomes a diagnostic, not the caller's death). `transform_source` rewrites the generated
+    source before compiling: a test hook (corrupt a line, check where the error lands)."""
+    if lowered.backend != "gluon":
+        raise ValueError(f"compile_lowered takes a gluon lowering, not {lowered.backend}")
+    source = transform_source(lowered.source) if transform_source else lowered.source
+    key = _key(source, lowered, arch)
+    entry = cache_dir() / "reports" / f"{key}.json"
+    path = write_module(source)
+    start = time.monotonic()
+    cached = use_cache and entry.exists()
+    if cached:
+        # The compiler's raw answer is cached, never diagnostics: their spans belong to the
+        # program being lowered now.
+        raw = json.loads(entry.read_text())
+    else:
+        raw = _run_child(lowered, path, key, arch, timeout)
+        if use_cache and raw["code"] is not None:  # a timeout may pass another time
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            entry.write_text(json.dumps(raw))
+    report = _report(lowered, source, path, raw, arch)
+    report.cached = cached
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def _run_child(lowered: Lowered, path: Path, key: str, arch: int, timeout: float) -> dict:
+    out = cache_dir() / "artifacts" / key[:24]
+    out.mkdir(parents=True, exist_ok=True)
+    request = {
+        "source_path": str(path),
+        "entry": lowered.entry,
+        "signature": signature(lowered),
+        "attrs": [[list(k), v] for k, v in _attrs(lowered).items()],
+        "num_warps": lowered.num_warps,
+        "arch": arch,
+        "out": str(out),
+    }
+    (out / "request.json").write_text(json.dumps(request))
+    (out / "result.json").unlink(missing_ok=True)
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "lowering.compile_gluon", str(out / "request.json")],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            cwd=root,
+        )
+        stderr, code = proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as err:
+        stderr, code = (
+            (err.stderr.decode(errors="replace") if isinstance(err.stderr, bytes) else err.stderr or ""),
+            None,
+        )
+    result_path = out / "result.json"
+    result = json.loads(result_path.read_text()) if result_path.exists() and code == 0 else None
+    return {"result": result, "stderr": stderr, "code": code}
+
+
+def _report(lowered: Lowered, source: str, path: Path, raw: dict, arch: int) -> CompileReport:
+    report = CompileReport(backend="gluon", arch=f"sm_{arch}", ok=False, num_warps=lowered.options.get("total_warps"))
+    report.source_path = str(path)
+    result, stderr, code = raw["result"], raw["stderr"], raw["code"]
+    if result is None or not result.get("ok"):
+        if result is not None:
+            line, col, message = result.get("line"), result.get("col"), result.get("message", "")
+            if line is None:  # a pass failed after the front end: MLIR said where, on stderr
+                line, col = _mlir_location(stderr, path)
+                message = _first_error(stderr) or message
+            report.log = (result.get("log", "") + "\n" + stderr).strip()
+        else:
+            line, col = _mlir_location(stderr, path)
+            what = "timed out" if code is None else f"crashed (exit status {code})"
+            first = _first_error(stderr)
+            message = f"the compiler {what}" + (f": {first}" if first else "")
+            report.log = stderr
+        report.diagnostics.append(_compile_diagnostic(lowered, source, path, line, col, message))
+        return report
+    report.shared_bytes = result["shared"]
+    report.num_warps = result["num_warps"]
+    report.has_wgmma = result["has_wgmma"]
+    report.registers = result["registers"]
+    report.ptx_path, report.cubin_path = result["ptx_path"], result["cubin_path"]
+    report.log = stderr
+    report.ok = True
+    if report.shared_bytes > SM90_SHARED_LIMIT:
+        report.ok = False
+        report.diagnostics.append(
+            Diagnostic(
+                "lower.shared-memory",
+                "error",
+                lowered.program.param_spans.get("S", lowered.program.span()),
+                f"the kernel needs {report.shared_bytes} bytes of shared memory; an sm_90 CTA has {SM90_SHARED_LIMIT}",
+                "use fewer pipeline stages or smaller tiles",
+            )
+        )
+    return report
+
+
+def compile_program(program: Program, params: dict[str, int] | None = None, **kwargs) -> CompileReport:
+    """Lower for gluon and compile; a refusal to lower comes back as a failed report."""
+    try:
+        lowered = lower(program, "gluon", params)
+    except KirError as err:
+        return CompileReport(backend="gluon", arch=f"sm_{ARCH}", ok=False, diagnostics=err.diagnostics, log=str(err))
+    return compile_lowered(lowered, **kwargs)
+
+
+def _attrs(lowered: Lowered) -> dict:
+    """Pointer arguments declared align(16) (or more) are 16-byte aligned, as Triton's JIT
+    would specialize them."""
+    attrs = {}
+    for i, p in enumerate(lowered.options["launch"]):
+        if p["kind"] == "ptr" and p.get("align", 0) >= 16:
+            attrs[(i,)] = [["tt.divisibility", 16]]
+    return attrs
+
+
+def _setmaxnreg(ptx: str) -> dict:
+    """The register budgets the PTX sets (`setmaxnreg.inc/.dec`), in order: "dec 40", ..."""
+    found = re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)", ptx)
+    return {"setmaxnreg": [f"{kind} {n}" for kind, n in found]}
+
+
+def _generated_line(source: str, err: BaseException) -> tuple[int | None, int | None, str]:
+    """The line (1-based, in the generated module) and column where Triton's front end failed,
+    and its message. Triton parses each `@gluon.jit` function from its own text, so an AST
+    node's line counts from the function's `def`."""
+    import ast
+
+    from triton.compiler.errors import CompilationError
+
+    chain: list[BaseException] = []
+    e: BaseException | None = err
+    while e is not None and e not in chain:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    root = chain[-1]
+    message = f"{type(root).__name__}: {root}"
+    # The innermost CompilationError names the failing node; its `src` is the function's text.
+    for e in reversed(chain):
+        if isinstance(e, CompilationError) and getattr(e, "src", None) and hasattr(e.node, "lineno"):
+            at = source.find(e.src)
+            if at >= 0:
+                inner = e.error_message or (f"{type(e.__cause__).__name__}: {e.__cause__}" if e.__cause__ else message)
+                return source[:at].count("\n") + e.node.lineno, e.node.col_offset + 1, inner
+    # Errors raised while Triton walks a function's AST for other reasons (its dependency
+    # hash, for one) carry the node and the function's name in their frames.
+    for e in chain:
+        for frame in reversed(list(_frames(e.__traceback__))):
+            node, owner = frame.f_locals.get("node"), frame.f_locals.get("self")
+            fname = getattr(owner, "name", None) or getattr(owner, "__name__", None)
+            if isinstance(node, ast.AST) and hasattr(node, "lineno") and isinstance(fname, str):
+                m = re.search(rf"^def {re.escape(fname.split('.')[-1])}\(", source, re.MULTILINE)
+                if m:
+                    return source[: m.start()].count("\n") + node.lineno, node.col_offset + 1, message
+    return None, None, message
+
+
+def _frames(tb):
+    while tb is not None:
+        yield tb.tb_frame
+        tb = tb.tb_next
+
+
+def _mlir_location(stderr: str, path: Path) -> tuple[int | None, int | None]:
+    """MLIR diagnostics name locations in the generated file: `.../kir_gluon_x.py:33:12: error`."""
+    for m in re.finditer(re.escape(path.name) + r'"?:(\d+):(\d+)', stderr):
+        return int(m.group(1)), int(m.group(2))
+    return None, None
+
+
+def _first_error(stderr: str) -> str:
+    for line in stderr.splitlines():
+        if "error" in line.lower() or "assert" in line.lower():
+            m = re.search(r"error:\s*(.*)", line)
+            return (m.group(1) if m else line).strip()[:300]
+    return ""
+
+
+def _compile_diagnostic(lowered: Lowered, source: str, path: Path | None, line, col, message: str) -> Diagnostic:
+    lines = source.splitlines()
+    span = lowered.span_for_line(line) if line else lowered.program.span()
+    where = (
+        f"generated line {line}: `{lines[line - 1].strip()}`" if line and line <= len(lines) else "the generated module"
+    )
+    first = message.strip().splitlines()[0] if message.strip() else "unknown error"
+    return Diagnostic(
+        "lower.compile",
+        "error",
+        span,
+        f"the gluon kernel generated for this op does not compile: {first}",
+        f"this is a bug of the gluon backend, not of the program ({where})",
+        counterexample={"generated_line": line, "column": col, "source_path": str(path) if path else None},
+    )
+
+
+def _child(request_path: str) -> int:
+    """Compile one request (run in a child process by `compile_lowered`)."""
+    request = json.loads(Path(request_path).read_text())
+    out = Path(request["out"])
+    result: dict = {"ok": False}
+    source_path = Path(request["source_path"])
+    source = source_path.read_text()
+    try:
+        import triton
+        from triton.backends.compiler import GPUTarget
+        from triton.experimental.gluon._runtime import GluonASTSource
+
+        module = load_module(source_path)
+        kernel = getattr(module, request["entry"])
+        attrs = {tuple(k): v for k, v in request["attrs"]}
+        src = GluonASTSource(kernel, request["signature"], constexprs={}, attrs=attrs)
+        target = GPUTarget("cuda", request["arch"], 32)
+        compiled = triton.compile(src, target=target, options={"num_warps": request["num_warps"]})
+    except Exception as err:  # noqa: BLE001 - every failure is reported
+        line, col, message = _generated_line(source, err)
+        result.update(line=line, col=col, message=message, log="".join(traceback.format_exception(err)))
+        (out / "result.json").write_text(json.dumps(result))
+        return 0
+    ptx = compiled.asm.get("ptx", "")
+    (out / "kernel.ptx").write_text(ptx)
+    (out / "kernel.cubin").write_bytes(compiled.asm.get("cubin", b""))
+    result.update(
+        ok=True,
+        shared=int(compiled.metadata.shared),
+        num_warps=int(compiled.metadata.num_warps),
+        has_wgmma="wgmma.mma_async" in ptx,
+        registers=_setmaxnreg(ptx),
+        ptx_path=str(out / "kernel.ptx"),
+        cubin_path=str(out / "kernel.cubin"),
+    )
+    (out / "result.json").write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child(sys.argv[1]))

@@ -1,0 +1,328 @@
+"""The gluon backend without a GPU: the explicit Hopper GEMM lowers (snapshot of the emitted
+module), compiles ahead of time to an sm_90 cubin holding wgmma, and a compile error in
+emitted code is reported at the KIR op that produced the failing line.
+
+Regenerate the snapshots with `KIR_UPDATE_SNAPSHOTS=1 pytest tests/lowering/test_gluon.py`.
+Compiles are cached on disk by content hash (`$KIR_CACHE_DIR`, default `~/.cache/kir`)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from kir.diagnostics import KirError
+from kir.parser import parse
+from lowering.emit.base import lower
+from lowering.emit.gluon import _fold, _mma_layout
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAPSHOTS = Path(__file__).parent / "snapshots" / "gluon"
+GEMM_TEXT = (ROOT / "examples" / "gemm_hopper_ws.kir").read_text()
+GEMM_LINES = GEMM_TEXT.splitlines()
+
+# One warpgroup and no roles: TMA loads, wgmma, an epilogue in the accumulator's layout, a
+# branch, a carried scalar, and a TMA store through shared memory.
+TMA_STORE_TEXT = """\
+kernel gemm_tma_store<BM = 64, BN = 128, BK = 64>(
+    a: global bf16[M, K] align(16),
+    b: global bf16[K, N] align(16),
+    c: out global bf16[M, N] align(16),
+)
+  where M % BM == 0, N % BN == 0, K % BK == 0
+  target sm_90 grid(M / BM, N / BN) warpgroups(1)
+{
+  as = smem(bf16[1, BM, BK], swizzle = 128)
+  bs = smem(bf16[1, BK, BN], swizzle = 128)
+  cs = smem(bf16[1, BM, BN], swizzle = 128)
+  bar = mbarrier(1, count = 1)
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  acc = zeros(f32[BM, BN])
+  ph = 0
+  for k in 0 .. K / BK {
+    expect(bar[0], bytes = sizeof(as[0]) + sizeof(bs[0]))
+    tma.load(a[m0 : m0 + BM, k * BK : k * BK + BK], as[0], signal = bar[0])
+    tma.load(b[k * BK : k * BK + BK, n0 : n0 + BN], bs[0], signal = bar[0])
+    wait(bar[0], parity = ph)
+    ph = ph ^ 1
+    acc = wgmma(as[0], bs[0], acc)
+    wgmma.wait(0)
+  }
+  if K > BK {
+    acc = acc * 2.0
+  }
+  store(cs[0], cast<bf16>(maximum(acc, -acc) - 1.0))
+  fence.async()
+  tma.store(cs[0], c[m0 : m0 + BM, n0 : n0 + BN])
+  tma.store_wait(0)
+}
+"""
+
+# Roles of single warps: no unit is a warpgroup, so an idle four-warp default partition hosts
+# none of them and every unit is a worker.
+WS_ROWS_TEXT = """\
+# A producer warp streams row blocks of x with the TMA; four consumer warps each take a
+# quarter of the rows, transform them and store them.
+kernel ws_rows<BM = 64, BN = 64, S = 2>(
+    x: global f32[M, N] align(16),
+    y: out global f32[M, N] align(16),
+)
+  where M % BM == 0, N % BN == 0
+  target sm_90 grid(M / BM) warps(5)
+{
+  xs = smem(f32[S, BM, BN], swizzle = 128)
+  full = mbarrier(S, count = 1)
+  empty = mbarrier(S, count = 4)
+  m0 = program_id(0) * BM
+  role load warps(0) regs(40) {
+    for j in 0 .. N / BN {
+      s = j % S
+      wait(empty[s], parity = (j / S + 1) % 2)
+      expect(full[s], bytes = sizeof(xs[s]))
+      tma.load(x[m0 : m0 + BM, j * BN : j * BN + BN], xs[s], signal = full[s])
+    }
+  }
+  role compute warps(1, 2, 3, 4) regs(128) {
+    r0 = role_rank() * (BM / 4)
+    for j in 0 .. N / BN {
+      s = j % S
+      wait(full[s], parity = (j / S) % 2)
+      v = load(xs[s, r0 : r0 + BM / 4])
+      arrive(empty[s])
+      w = where(v > 0.0, exp(v), v * 2.0 - 1.0)
+      store(y[m0 + r0 : m0 + r0 + BM / 4, j * BN : j * BN + BN], w)
+    }
+  }
+}
+"""
+
+SOFTSIGN_TEXT = """\
+# Masked block loads and stores through a 1-D shared buffer.
+kernel row_softsign<BN = 256>(x: global f32[M, N], y: out global f32[M, N])
+  where N <= BN
+  target sm_90 grid(M) warps(4)
+{
+  buf = smem(f32[BN])
+  row = program_id(0)
+  m = arange(0, BN) < N
+  v = load(x[row, 0 : BN], mask = m, other = 0.0)
+  store(buf[0 : BN], v)
+  barrier()
+  u = load(buf[0 : BN])
+  store(y[row, 0 : BN], u / (1.0 + abs(u)), mask = m)
+}
+"""
+
+
+def gemm(text: str = GEMM_TEXT):
+    return parse(text, file="gemm_hopper_ws.kir")
+
+
+def kir_line(fragment: str) -> int:
+    return next(i + 1 for i, line in enumerate(GEMM_LINES) if fragment in line)
+
+
+def generated_line(lowered, fragment: str) -> int:
+    return next(i + 1 for i, line in enumerate(lowered.source.splitlines()) if fragment in line)
+
+
+def check_snapshot(name: str, text: str) -> None:
+    path = SNAPSHOTS / name
+    if os.environ.get("KIR_UPDATE_SNAPSHOTS"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no snapshot {path}: run with KIR_UPDATE_SNAPSHOTS=1"
+    assert text == path.read_text(), f"emitted source differs from {path}; KIR_UPDATE_SNAPSHOTS=1 to accept"
+
+
+# ---- lowering -------------------------------------------------------------------------------
+
+
+def test_gemm_lowers_with_one_partition_per_role_unit():
+    lowered = lower(gemm(), "gluon")
+    assert lowered.backend == "gluon" and lowered.entry == "gemm_hopper_ws"
+    assert lowered.num_warps == 4  # the default partition's warps: the launch's num_warps
+    opts = lowered.options
+    assert opts["total_warps"] == 12
+    assert [(p["role"], p["rank"], p["warps"], p["regs"], p["default"]) for p in opts["partitions"]] == [
+        ("mma", 0, 4, 232, True),
+        ("load", 0, 4, 40, False),
+        ("mma", 1, 4, 232, False),
+    ]
+    assert opts["default_regs"] == 232  # what Triton leaves the default partition
+    assert [(p["kind"], p["name"]) for p in opts["launch"]] == [
+        ("desc", "a_desc"),
+        ("desc", "b_desc"),
+        ("ptr", "c"),
+        ("symbol", "M"),
+        ("symbol", "K"),
+        ("symbol", "N"),
+    ]
+    assert opts["launch"][0]["box"] == [128, 64] and opts["launch"][1]["box"] == [64, 128]
+    src = lowered.source
+    assert "gl.warp_specialize([" in src and "], [4, 4], [40, 232])" in src
+    assert "NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 128, 16])" in src
+    assert "mbarrier.init(empty.index(i_1), count=2)" in src  # two consumer partitions, two arrivals
+
+
+def test_every_generated_line_of_an_op_maps_to_its_kir_line():
+    lowered = lower(gemm(), "gluon")
+    pairs = {
+        "mbarrier.arrive(empty.index(s), count=1)": "arrive(empty[s])",
+        "mbarrier.expect(full.index(s), 32768)": "expect(full[s]",
+        "tma.async_copy_global_to_shared(a_desc": "tma.load(a[",
+        "warpgroup_mma(as_.index(s).slice(r0, 64, dim=0)": "acc = wgmma(",
+        "warpgroup_mma_wait(0": "wgmma.wait(0)",
+        "gl.store(c_ptrs": "store(c[",
+        "(gemm_hopper_ws_load, (": "role load",
+    }
+    for generated, kir in pairs.items():
+        span = lowered.span_for_line(generated_line(lowered, generated))
+        assert span is not None and span.line == kir_line(kir), generated
+
+
+def test_snapshot_gemm_hopper_ws():
+    check_snapshot("gemm_hopper_ws.py.snap", lower(gemm(), "gluon").source)
+
+
+def test_snapshot_gemm_hopper_ws_bn256():
+    check_snapshot("gemm_hopper_ws_bn256_s4.py.snap", lower(gemm(), "gluon", {"BN": 256, "S": 4}).source)
+
+
+def test_snapshot_single_warpgroup_tma_store():
+    check_snapshot("gemm_tma_store.py.snap", lower(parse(TMA_STORE_TEXT, file="gemm_tma_store.kir"), "gluon").source)
+
+
+def test_snapshot_single_warp_roles():
+    check_snapshot("ws_rows.py.snap", lower(parse(WS_ROWS_TEXT, file="ws_rows.kir"), "gluon").source)
+
+
+def test_single_warp_roles_get_an_idle_default_partition():
+    lowered = lower(parse(WS_ROWS_TEXT, file="ws_rows.kir"), "gluon")
+    parts = lowered.options["partitions"]
+    assert parts[0] == {"role": None, "rank": 0, "warps": 4, "regs": 0, "default": True}
+    assert [(p["role"], p["rank"], p["warps"]) for p in parts[1:]] == [("load", 0, 1)] + [
+        ("compute", r, 1) for r in range(4)
+    ]
+    assert lowered.num_warps == 4 and "mbarrier.init(empty.index(i_1), count=4)" in lowered.source
+
+
+def test_refuses_tile_level_programs():
+    program = parse((ROOT / "examples" / "softmax.kir").read_text(), file="softmax.kir")
+    with pytest.raises(KirError) as err:
+        lower(program, "gluon")
+    assert [d.rule for d in err.value.diagnostics] == ["lower.level"]
+
+
+def test_refuses_a_cta_barrier_inside_a_role_at_its_line():
+    text = GEMM_TEXT.replace("      arrive(empty[s])\n", "      arrive(empty[s])\n      barrier()\n")
+    with pytest.raises(KirError) as err:
+        lower(gemm(text), "gluon")
+    (d,) = err.value.diagnostics
+    assert d.rule == "lower.unsupported" and "barrier" in d.message
+    assert text.splitlines()[d.span.line - 1].strip() == "barrier()"
+
+
+def test_refuses_an_accumulator_too_small_for_a_warpgroup():
+    with pytest.raises(KirError) as err:
+        lower(gemm(), "gluon", {"BM": 64, "BN": 64, "BK": 32, "S": 2})  # 32 rows per consumer
+    assert {d.rule for d in err.value.diagnostics} == {"lower.unsupported"}
+    assert kir_line("acc = zeros(") in {d.span.line for d in err.value.diagnostics}
+
+
+def test_refuses_other_targets():
+    text = GEMM_TEXT.replace("target sm_90", "target sm_80")
+    with pytest.raises(KirError) as err:
+        lower(gemm(text), "gluon")
+    assert "lower.target" in {d.rule for d in err.value.diagnostics}
+
+
+def test_integer_folding_follows_kir_semantics():
+    assert _fold("div", -7, 2, "i32") == -3  # truncates toward zero, as in C
+    assert _fold("rem", -7, 2, "i32") == -1
+    assert _fold("div", 5, 0, "i32") == -1 and _fold("rem", 5, 0, "i32") == 5
+    assert _fold("add", 2**31 - 1, 1, "i32") == -(2**31)  # wraps
+    assert _fold("shl", 1, 40, "i32") == 0
+
+
+def test_wgmma_instruction_shapes():
+    assert _mma_layout(64, 128, 16, 4) == ([4, 1], [16, 128, 16])
+    assert _mma_layout(64, 256, 16, 4) == ([4, 1], [16, 256, 16])
+    assert _mma_layout(128, 128, 16, 8) == ([8, 1], [16, 128, 16])
+    assert _mma_layout(64, 96, 8, 4) == ([4, 1], [16, 96, 32])
+
+
+# ---- ahead-of-time compilation (no GPU) ----------------------------------------------------
+
+triton = pytest.importorskip("triton")
+
+
+def compile_report(program, params=None, **kwargs):
+    from lowering.compile_gluon import compile_lowered
+
+    return compile_lowered(lower(program, "gluon", params), **kwargs)
+
+
+def test_gemm_compiles_to_sm90_with_wgmma():
+    report = compile_report(gemm())
+    assert report.ok, report.log
+    assert report.has_wgmma and report.num_warps == 12
+    assert report.shared_bytes == 147528  # 4 stages of 16 KB + 16 KB, two 8 KB layout scratches, barriers
+    ptx = Path(report.ptx_path).read_text()
+    assert ".target sm_90a" in ptx and "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in ptx
+    assert "cp.async.bulk.tensor.2d" in ptx  # the TMA loads
+    assert {"dec 40", "inc 232"} <= set(report.registers["setmaxnreg"])  # the load and mma budgets
+    assert Path(report.cubin_path).stat().st_size > 0
+
+
+def test_bn256_fits_four_stages_and_five_do_not():
+    ok = compile_report(gemm(), {"BN": 256, "S": 4})
+    assert ok.ok and ok.has_wgmma and ok.shared_bytes <= 232448
+    assert "m64n256k16" in Path(ok.ptx_path).read_text()
+    too_big = compile_report(gemm(), {"BN": 256, "S": 5})
+    assert not too_big.ok
+    (d,) = too_big.diagnostics
+    assert d.rule == "lower.shared-memory" and d.span.line == 9  # the kernel's parameter S
+
+
+def test_single_warpgroup_tma_store_compiles():
+    report = compile_report(parse(TMA_STORE_TEXT, file="gemm_tma_store.kir"))
+    assert report.ok, report.log
+    assert report.has_wgmma and report.num_warps == 4
+    assert "cp.async.bulk.tensor.2d.global.shared" in Path(report.ptx_path).read_text()  # the TMA store
+
+
+def test_single_warp_roles_and_masked_blocks_compile():
+    roles = compile_report(parse(WS_ROWS_TEXT, file="ws_rows.kir"))
+    assert roles.ok, roles.log
+    assert roles.num_warps == 12  # the idle default warpgroup, five one-warp workers padded to eight
+    masked = compile_report(parse(SOFTSIGN_TEXT, file="row_softsign.kir"))
+    assert masked.ok, masked.log
+
+
+def test_a_front_end_error_in_emitted_code_points_at_the_kir_op():
+    """The test hook corrupts the generated line of `arrive(empty[s])`."""
+    report = compile_report(
+        gemm(), transform_source=lambda s: s.replace("mbarrier.arrive(empty", "mbarrier.arrive_corrupted(empty")
+    )
+    assert not report.ok
+    (d,) = report.diagnostics
+    assert d.rule == "lower.compile" and d.severity == "error"
+    assert d.span.line == kir_line("arrive(empty[s])")
+    assert "arrive_corrupted" in d.message and "bug of the gluon backend" in d.hint
+
+
+def test_a_compiler_crash_in_emitted_code_points_at_the_kir_op():
+    """A wrong accumulator layout makes Triton's MLIR passes abort; the child process dies,
+    and the location in its MLIR diagnostic still leads back to the wgmma."""
+    lowered = lower(gemm(), "gluon")
+    mma = re.search(r"^(mma_layout_\d+) = ", lowered.source, re.M).group(1)
+    blocked = re.search(r"^(blocked_layout_\d+) = ", lowered.source, re.M).group(1)
+    report = compile_report(gemm(), transform_source=lambda s: s.replace(f"layout={mma})", f"layout={blocked})"))
+    assert not report.ok
+    (d,) = report.diagnostics
+    assert d.rule == "lower.compile"
+    assert d.span.line == kir_line("acc = wgmma(")
