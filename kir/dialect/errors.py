@@ -8,7 +8,7 @@ from xdsl.utils.exceptions import VerifyException
 
 
 class RuleViolation(VerifyException):
-    def __init__(self, message: str, rule: str = "type.error", hint: str = ""):
+    def __init__(self, message: str, rule: str = "types.error", hint: str = ""):
         super().__init__(message)
         self.rule = rule
         self.hint = hint

@@ -32,6 +32,7 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 
 from kir import symexpr as sx
+from kir.dialect.errors import RuleViolation
 from kir.dialect.tile import access_shape
 from kir.dialect.types import (
     Access,
@@ -55,7 +56,11 @@ from kir.dialect.types import (
 
 def _index_scalar(v: SSAValue, what: str) -> None:
     if not isinstance(v.type, ScalarType) or v.type.dtype.data not in ("i32", "i64"):
-        raise VerifyException(f"{what} is an i32 scalar, not {v.type}")
+        raise RuleViolation(
+            f"{what} is an i32 scalar, not {v.type}",
+            rule="types.index",
+            hint="cast<i32>(...) it to an i32 scalar",
+        )
 
 
 @irdl_op_definition
@@ -91,7 +96,11 @@ class MBarrierAllocOp(IRDLOperation):
 class _BarrierUser:
     def _check_barrier(self) -> None:
         if not isinstance(self.bar.type, MBarrierType):  # type: ignore[attr-defined]
-            raise VerifyException(f"expected an mbarrier, not {self.bar.type}")  # type: ignore[attr-defined]
+            raise RuleViolation(
+                f"expected an mbarrier, not {self.bar.type}",  # type: ignore[attr-defined]
+                rule="types.access",
+                hint="name an mbarrier made by mbarrier(S, count = C), as in full[s]",
+            )
         _index_scalar(self.bar_index, "the mbarrier index")  # type: ignore[attr-defined]
 
 
@@ -198,11 +207,23 @@ def _same_box(src, src_access, src_idx, dst, dst_access, dst_idx, what: str) -> 
     a = access_shape(src.type, src_access, list(src_idx))
     b = access_shape(dst.type, dst_access, list(dst_idx))
     if any(isinstance(v.type, TileType) for v in [*src_idx, *dst_idx]):
-        raise VerifyException(f"{what} copies a box: index with scalars and slices, not index tiles")
+        raise RuleViolation(
+            f"{what} copies a box: index with scalars and slices, not index tiles",
+            rule="types.access-mix",
+            hint="write the box as slices, a[r0 : r0 + BM, c0 : c0 + BN]; gathers go through load",
+        )
     if dtype_of(src.type) != dtype_of(dst.type):
-        raise VerifyException(f"{what}: source holds {dtype_of(src.type)}, destination {dtype_of(dst.type)}")
+        raise RuleViolation(
+            f"{what}: source holds {dtype_of(src.type)}, destination {dtype_of(dst.type)}",
+            rule="types.store-dtype",
+            hint=f"a copy does not convert: give the destination dtype {dtype_of(src.type)}",
+        )
     if len(a) != len(b) or any(not sx.same(x, y) for x, y in zip(a, b, strict=True)):
-        raise VerifyException(f"{what}: the box {shape_text(a)} does not match the destination {shape_text(b)}")
+        raise RuleViolation(
+            f"{what}: the box {shape_text(a)} does not match the destination {shape_text(b)}",
+            rule="types.store-shape",
+            hint="make the slice extents equal to the destination view's shape",
+        )
 
 
 @irdl_op_definition
@@ -348,11 +369,21 @@ class WgmmaOp(IRDLOperation):
         b = access_shape(self.b.type, self.b_access.data, list(self.b_indices))
         c = shape_of(self.acc.type)
         if len(a) != 2 or len(b) != 2:
-            raise VerifyException(f"wgmma takes 2-D shared views, not {shape_text(a)} and {shape_text(b)}")
+            raise RuleViolation(
+                f"wgmma takes 2-D shared views, not {shape_text(a)} and {shape_text(b)}",
+                rule="types.dot-shape",
+                hint="index the stage dimension away: as[s], bs[s]",
+            )
         if not (sx.same(a[1], b[0]) and sx.same(a[0], c[0]) and sx.same(b[1], c[1])):
-            raise VerifyException(f"wgmma: {shape_text(a)} x {shape_text(b)} does not give the accumulator {shape_text(c)}")
+            raise RuleViolation(
+                f"wgmma: {shape_text(a)} x {shape_text(b)} does not give the accumulator {shape_text(c)}",
+                rule="types.dot-shape",
+                hint="wgmma multiplies [M, K] by [K, N] into an [M, N] accumulator",
+            )
         if dtype_of(self.a.type) != dtype_of(self.b.type):
-            raise VerifyException("wgmma: both operands have one dtype")
+            raise RuleViolation(
+                "wgmma: both operands have one dtype", rule="types.operand-dtype", hint="stage both operands in one dtype"
+            )
 
 
 @irdl_op_definition
@@ -399,7 +430,9 @@ class ConvertLayoutOp(IRDLOperation):
 
     def __init__(self, operand: SSAValue, layout: Layout):
         if not isinstance(operand.type, TileType):
-            raise VerifyException(f"convert_layout takes a tile, not {operand.type}")
+            raise RuleViolation(
+                f"convert_layout takes a tile, not {operand.type}", rule="types.rank", hint="a scalar has no layout"
+            )
         super().__init__(
             properties={"layout": LayoutAttr(layout)},
             operands=[operand],
@@ -409,10 +442,18 @@ class ConvertLayoutOp(IRDLOperation):
     def verify_(self) -> None:
         lay = self.layout.data
         if lay.kind not in Layout.KINDS or len(lay.params) != Layout.KINDS[lay.kind]:
-            raise VerifyException(f"layout {lay.kind} takes {Layout.KINDS.get(lay.kind, '?')} lists")
+            raise RuleViolation(
+                f"layout {lay.kind} takes {Layout.KINDS.get(lay.kind, '?')} lists",
+                rule="types.layout",
+                hint="blocked(size_per_thread, threads_per_warp, warps_per_cta, order) or mma(version, warps_per_cta, instr_shape)",
+            )
         rank = len(shape_of(self.operand.type))
         if lay.kind == "blocked" and any(len(p) != rank for p in lay.params):
-            raise VerifyException(f"a blocked layout gives one entry per dimension (rank {rank})")
+            raise RuleViolation(
+                f"a blocked layout gives one entry per dimension (rank {rank})",
+                rule="types.layout",
+                hint=f"give each of the four lists {rank} entries",
+            )
 
 
 _ = StringAttr

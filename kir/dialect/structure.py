@@ -22,6 +22,7 @@ from xdsl.traits import IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from kir import symexpr as sx
+from kir.dialect.errors import RuleViolation
 from kir.dialect.types import GlobalType, ScalarType, SymAttr, scalar, sym, syms
 
 TARGETS = ("interp", "sm_80", "sm_90", "gfx90a", "gfx942", "mtia-sim")
@@ -194,23 +195,31 @@ class ForOp(IRDLOperation):
     def verify_(self) -> None:
         for bound in (self.lower, self.upper, self.step):
             if not isinstance(bound.type, ScalarType) or bound.type.dtype.data not in ("i32", "i64"):
-                raise VerifyException("loop bounds and step are i32 or i64 scalars")
+                raise RuleViolation(
+                    "loop bounds and step are i32 or i64 scalars",
+                    rule="types.loop-bound",
+                    hint="cast<i32>(...) the bound, or reduce a tile to a scalar first",
+                )
         block = self.body.block
         if len(block.args) != 1 + len(self.inits):
             raise VerifyException("the body takes the loop variable and one argument per carried value")
         for init, arg, res in zip(self.inits, block.args[1:], self.res, strict=True):
             if not (init.type == arg.type == res.type):
-                raise VerifyException(
+                raise RuleViolation(
                     f"carried value '{arg.name_hint}' changes type in the loop: {init.type} before, "
-                    f"{arg.type} in the body"
+                    f"{arg.type} in the body",
+                    rule="types.carried",
+                    hint=f"keep '{arg.name_hint}' {init.type} in the loop (cast it) or use a new name",
                 )
         last = block.last_op
         if not isinstance(last, YieldOp) or len(last.values) != len(self.inits):
             raise VerifyException("the body must end with a yield of every carried value")
         for arg, y in zip(block.args[1:], last.values, strict=True):
             if y.type != arg.type:
-                raise VerifyException(
-                    f"carried value '{arg.name_hint}' is {arg.type} before the loop but {y.type} at its end"
+                raise RuleViolation(
+                    f"carried value '{arg.name_hint}' is {arg.type} before the loop but {y.type} at its end",
+                    rule="types.carried",
+                    hint=f"keep '{arg.name_hint}' {arg.type} in the loop (cast it) or use a new name",
                 )
 
 
@@ -232,11 +241,19 @@ class IfOp(IRDLOperation):
 
     def verify_(self) -> None:
         if not isinstance(self.cond.type, ScalarType) or self.cond.type.dtype.data != "i1":
-            raise VerifyException("the condition of `if` is an i1 scalar")
+            raise RuleViolation(
+                "the condition of `if` is an i1 scalar",
+                rule="types.condition",
+                hint="compare to get an i1, and reduce a tile mask with max(...) first",
+            )
         for region in (self.then_body, self.else_body):
             last = region.block.last_op
             if not isinstance(last, YieldOp) or [v.type for v in last.values] != [r.type for r in self.res]:
-                raise VerifyException("both branches must yield the if's result types")
+                raise RuleViolation(
+                    "both branches must yield the if's result types",
+                    rule="types.branches",
+                    hint="give a variable the same type on both paths (cast it)",
+                )
 
 
 @irdl_op_definition

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.dialects.builtin import IntAttr, StringAttr
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -23,6 +23,7 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 
 from kir import symexpr as sx
+from kir.dialect.errors import RuleViolation
 from kir.dialect.types import (
     Access,
     AccessAttr,
@@ -37,7 +38,6 @@ from kir.dialect.types import (
     shape_of,
     shape_text,
     sym,
-    syms,
     tile_type,
     value_type,
 )
@@ -52,14 +52,20 @@ def _value(t: Attribute) -> bool:
 
 def _require_value(v: SSAValue, what: str) -> None:
     if not _value(v.type):
-        raise VerifyException(f"{what} must be a scalar or a tile, not {v.type}")
+        raise RuleViolation(
+            f"{what} must be a scalar or a tile, not {v.type}",
+            rule="types.value",
+            hint="memory is only named inside an access: read it with load(a[...]) first",
+        )
 
 
 def _broadcast(a: SSAValue, b: SSAValue, what: str) -> tuple[sx.SymExpr, ...]:
     shape = broadcast_shapes(shape_of(a.type), shape_of(b.type))
     if shape is None:
-        raise VerifyException(
-            f"{what}: shapes {shape_text(shape_of(a.type))} and {shape_text(shape_of(b.type))} do not broadcast"
+        raise RuleViolation(
+            f"{what}: shapes {shape_text(shape_of(a.type))} and {shape_text(shape_of(b.type))} do not broadcast",
+            rule="types.broadcast",
+            hint="dimensions aligned on the right must be equal or 1: add an axis (x[:, None]) or fix the tile sizes",
         )
     return shape
 
@@ -67,7 +73,11 @@ def _broadcast(a: SSAValue, b: SSAValue, what: str) -> tuple[sx.SymExpr, ...]:
 def _same_dtype(a: SSAValue, b: SSAValue, what: str) -> str:
     da, db = dtype_of(a.type), dtype_of(b.type)
     if da != db:
-        raise VerifyException(f"{what}: operand dtypes differ ({da} and {db}); use cast<T>(x)")
+        raise RuleViolation(
+            f"{what}: operand dtypes differ ({da} and {db}); use cast<T>(x)",
+            rule="types.operand-dtype",
+            hint=f"there is no implicit promotion: cast one operand, e.g. cast<{da}>(...) or cast<{db}>(...)",
+        )
     return da
 
 
@@ -84,7 +94,11 @@ class ProgramIdOp(IRDLOperation):
 
     def verify_(self) -> None:
         if not 0 <= self.axis.data < 3:
-            raise VerifyException("program_id axis is 0, 1 or 2")
+            raise RuleViolation(
+                "program_id axis is 0, 1 or 2",
+                rule="types.axis",
+                hint="a grid has at most three axes: 0, 1, 2",
+            )
 
 
 @irdl_op_definition
@@ -100,7 +114,11 @@ class NumProgramsOp(IRDLOperation):
 
     def verify_(self) -> None:
         if not 0 <= self.axis.data < 3:
-            raise VerifyException("num_programs axis is 0, 1 or 2")
+            raise RuleViolation(
+                "num_programs axis is 0, 1 or 2",
+                rule="types.axis",
+                hint="a grid has at most three axes: 0, 1, 2",
+            )
 
 
 @irdl_op_definition
@@ -145,7 +163,11 @@ class ConstOp(IRDLOperation):
         try:
             const_number(self.value.data, self.dtype)
         except ValueError as e:
-            raise VerifyException(str(e)) from None
+            raise RuleViolation(
+                str(e),
+                rule="types.literal",
+                hint=f"write a constant that {self.dtype} can hold",
+            ) from None
 
 
 def const_text(value: int | float | bool | str, dtype: str) -> str:
@@ -157,7 +179,11 @@ def const_text(value: int | float | bool | str, dtype: str) -> str:
     if d.is_int:
         if isinstance(value, float):
             if value != int(value):
-                raise VerifyException(f"{value} is not an integer; {dtype} needs one")
+                raise RuleViolation(
+                    f"{value} is not an integer; {dtype} needs one",
+                    rule="types.literal",
+                    hint="write an integer",
+                )
             value = int(value)
         return str(int(value))
     f = float(value)
@@ -221,7 +247,11 @@ class FullOp(IRDLOperation):
 
     def verify_(self) -> None:
         if dtype_of(self.value.type) != dtype_of(self.res.type):
-            raise VerifyException(f"full: the fill value is {self.value.type}, the tile holds {self.res.type.dtype.data}")
+            raise RuleViolation(
+                f"full: the fill value is {self.value.type}, the tile holds {self.res.type.dtype.data}",
+                rule="types.operand-dtype",
+                hint=f"cast the fill value: cast<{self.res.type.dtype.data}>(...)",
+            )
 
 
 BINARY_FNS = {
@@ -272,9 +302,15 @@ class BinaryOp(IRDLOperation):
             raise VerifyException(f"unknown binary function '{fn}'")
         dt = _same_dtype(self.lhs, self.rhs, fn)
         if fn in INT_ONLY_FNS[:-1] and DTYPES[dt].is_float:
-            raise VerifyException(f"'{BINARY_FNS[fn]}' takes integers, not {dt}")
+            raise RuleViolation(
+                f"'{BINARY_FNS[fn]}' takes integers, not {dt}",
+                rule="types.float-only",
+                hint="bit operations and % need integer (or i1) operands: cast<i32>(...) first, or use float arithmetic",
+            )
         if fn == "pow" and not DTYPES[dt].is_float:
-            raise VerifyException("pow takes floating-point operands")
+            raise RuleViolation(
+                "pow takes floating-point operands", rule="types.float-only", hint="cast<f32>(...) the operands first"
+            )
         if shape_of(self.res.type) != _broadcast(self.lhs, self.rhs, fn) or dtype_of(self.res.type) != dt:
             raise VerifyException(f"{fn}: the result type does not follow from the operands")
 
@@ -351,11 +387,23 @@ class UnaryOp(IRDLOperation):
             raise VerifyException(f"unknown unary function '{fn}'")
         dt = DTYPES[dtype_of(self.operand.type)]
         if fn in FLOAT_ONLY_UNARY and not dt.is_float:
-            raise VerifyException(f"{fn} takes a floating-point operand, not {dt.name}; cast first")
+            raise RuleViolation(
+                f"{fn} takes a floating-point operand, not {dt.name}; cast first",
+                rule="types.float-only",
+                hint=f"cast<f32>(x) before {fn}",
+            )
         if fn == "not" and dt.is_float:
-            raise VerifyException(f"'~' takes an integer or i1 operand, not {dt.name}")
+            raise RuleViolation(
+                f"'~' takes an integer or i1 operand, not {dt.name}",
+                rule="types.float-only",
+                hint="negate a float with -x; ~ is a bitwise (or logical) not",
+            )
         if fn == "neg" and dt.kind in ("uint", "bool"):
-            raise VerifyException(f"cannot negate {dt.name}")
+            raise RuleViolation(
+                f"cannot negate {dt.name}",
+                rule="types.float-only",
+                hint="negate a signed type (cast<i32>(...) first), or use ~ for a logical not of i1",
+            )
 
 
 @irdl_op_definition
@@ -373,15 +421,23 @@ class WhereOp(IRDLOperation):
             _require_value(v, "where")
         dt = _same_dtype(lhs, rhs, "where")
         if dtype_of(cond.type) != "i1":
-            raise VerifyException(f"where: the condition is i1, not {dtype_of(cond.type)}")
+            raise RuleViolation(
+                f"where: the condition is i1, not {dtype_of(cond.type)}",
+                rule="types.mask",
+                hint="compare to get an i1 condition, e.g. where(c != 0, a, b)",
+            )
         shape = broadcast_shapes(_broadcast(lhs, rhs, "where"), shape_of(cond.type))
         if shape is None:
-            raise VerifyException("where: the condition does not broadcast with the values")
+            raise RuleViolation(
+                "where: the condition does not broadcast with the values",
+                rule="types.broadcast",
+                hint="give the condition the values' shape, or dimensions of 1 (m[:, None])",
+            )
         super().__init__(operands=[cond, lhs, rhs], result_types=[value_type(dt, shape)])
 
     def verify_(self) -> None:
         if dtype_of(self.cond.type) != "i1":
-            raise VerifyException("where: the condition is i1")
+            raise RuleViolation("where: the condition is i1", rule="types.mask", hint="compare to get an i1 condition")
         _same_dtype(self.lhs, self.rhs, "where")
 
 
@@ -418,7 +474,11 @@ class ExpandDimsOp(IRDLOperation):
         _require_value(operand, "expand_dims")
         shape = list(shape_of(operand.type))
         if not 0 <= axis <= len(shape):
-            raise VerifyException(f"expand_dims: axis {axis} is out of range for rank {len(shape)}")
+            raise RuleViolation(
+                f"expand_dims: axis {axis} is out of range for rank {len(shape)}",
+                rule="types.axis",
+                hint=f"a new axis goes at a position from 0 to {len(shape)}",
+            )
         shape.insert(axis, sx.Int(1))
         super().__init__(
             properties={"axis": IntAttr(axis)},
@@ -439,7 +499,11 @@ class BroadcastOp(IRDLOperation):
         _require_value(operand, "broadcast")
         got = broadcast_shapes(shape_of(operand.type), shape)
         if got is None or len(got) != len(shape) or any(not sx.same(a, b) for a, b in zip(got, shape, strict=True)):
-            raise VerifyException(f"broadcast: {shape_text(shape_of(operand.type))} does not broadcast to {shape_text(shape)}")
+            raise RuleViolation(
+                f"broadcast: {shape_text(shape_of(operand.type))} does not broadcast to {shape_text(shape)}",
+                rule="types.broadcast",
+                hint="each dimension (aligned on the right) must equal the target's or be 1",
+            )
         super().__init__(operands=[operand], result_types=[tile_type(dtype_of(operand.type), shape)])
 
 
@@ -458,7 +522,11 @@ class ReshapeOp(IRDLOperation):
         before = _product(shape_of(self.operand.type))
         after = _product(shape_of(self.res.type))
         if before is not None and after is not None and before != after:
-            raise VerifyException(f"reshape keeps the element count: {before} elements cannot become {after}")
+            raise RuleViolation(
+                f"reshape keeps the element count: {before} elements cannot become {after}",
+                rule="types.reshape",
+                hint="give a shape whose dimensions multiply to the same element count",
+            )
 
 
 def _product(shape: Sequence[sx.SymExpr]) -> int | None:
@@ -483,16 +551,28 @@ class TransOp(IRDLOperation):
     def __init__(self, operand: SSAValue):
         shape = shape_of(operand.type)
         if len(shape) != 2:
-            raise VerifyException(f"trans takes a 2-D tile, not {shape_text(shape)}")
+            raise RuleViolation(
+                f"trans takes a 2-D tile, not {shape_text(shape)}",
+                rule="types.rank",
+                hint="reshape(x, [A, B]) to two dimensions first",
+            )
         super().__init__(operands=[operand], result_types=[tile_type(dtype_of(operand.type), shape[::-1])])
 
 
 def _reduced(operand: SSAValue, axis: int, what: str) -> list[sx.SymExpr]:
     if not isinstance(operand.type, TileType):
-        raise VerifyException(f"{what} reduces a tile, not {operand.type}")
+        raise RuleViolation(
+            f"{what} reduces a tile, not {operand.type}",
+            rule="types.rank",
+            hint="a scalar has nothing to reduce: use the value itself",
+        )
     shape = list(shape_of(operand.type))
     if not 0 <= axis < len(shape):
-        raise VerifyException(f"{what}: axis {axis} is out of range for rank {len(shape)}")
+        raise RuleViolation(
+            f"{what}: axis {axis} is out of range for rank {len(shape)}",
+            rule="types.axis",
+            hint=f"the axes of a rank-{len(shape)} tile are 0 to {len(shape) - 1}",
+        )
     del shape[axis]
     return shape
 
@@ -599,7 +679,11 @@ class TopKOp(IRDLOperation):
 
     def __init__(self, operand: SSAValue, k: sx.SymExpr | int, largest: bool = True):
         if not isinstance(operand.type, TileType):
-            raise VerifyException(f"topk takes a tile, not {operand.type}")
+            raise RuleViolation(
+                f"topk takes a tile, not {operand.type}",
+                rule="types.rank",
+                hint="topk selects along the last axis of a tile",
+            )
         ksym = sym(k)
         shape = [*shape_of(operand.type)[:-1], ksym.data]
         super().__init__(
@@ -611,7 +695,11 @@ class TopKOp(IRDLOperation):
     def verify_(self) -> None:
         k, n = sx.fold(self.k.data).as_int(), sx.fold(shape_of(self.operand.type)[-1]).as_int()
         if k is not None and (k < 1 or (n is not None and k > n)):
-            raise VerifyException(f"topk: k = {k} must be between 1 and the axis extent {n}")
+            raise RuleViolation(
+                f"topk: k = {k} must be between 1 and the axis extent {n}",
+                rule="types.topk",
+                hint=f"choose k from 1 to {n}, or widen the tile",
+            )
 
 
 @irdl_op_definition
@@ -630,9 +718,17 @@ class DotOp(IRDLOperation):
     def __init__(self, lhs: SSAValue, rhs: SSAValue, acc_dtype: str, acc: SSAValue | None = None):
         a, b = shape_of(lhs.type), shape_of(rhs.type)
         if len(a) != 2 or len(b) != 2:
-            raise VerifyException(f"dot takes 2-D tiles, not {shape_text(a)} and {shape_text(b)}")
+            raise RuleViolation(
+                f"dot takes 2-D tiles, not {shape_text(a)} and {shape_text(b)}",
+                rule="types.dot-shape",
+                hint="reshape the operands to [M, K] and [K, N] (x[None, :] makes a row)",
+            )
         if not sx.same(a[1], b[0]):
-            raise VerifyException(f"dot: inner dimensions differ ({a[1]} and {b[0]})")
+            raise RuleViolation(
+                f"dot: inner dimensions differ ({a[1]} and {b[0]})",
+                rule="types.dot-shape",
+                hint="dot multiplies [M, K] by [K, N]: load matching K extents, or transpose with trans(b)",
+            )
         super().__init__(
             properties={"acc_dtype": StringAttr(acc_dtype)},
             operands=[lhs, rhs, [acc] if acc is not None else []],
@@ -641,11 +737,21 @@ class DotOp(IRDLOperation):
 
     def verify_(self) -> None:
         if self.acc_dtype.data not in DTYPES:
-            raise VerifyException(f"unknown accumulate dtype '{self.acc_dtype.data}'")
+            raise RuleViolation(
+                f"unknown accumulate dtype '{self.acc_dtype.data}'", rule="types.dot-acc", hint="accumulate in f32: dot<f32>(a, b)"
+            )
         if dtype_of(self.lhs.type) != dtype_of(self.rhs.type):
-            raise VerifyException("dot: both operands have one dtype")
+            raise RuleViolation(
+                "dot: both operands have one dtype",
+                rule="types.operand-dtype",
+                hint=f"cast one operand: cast<{dtype_of(self.lhs.type)}>(...)",
+            )
         if self.acc is not None and self.acc.type != self.res.type:
-            raise VerifyException(f"dot: the accumulator is {self.acc.type}, the product is {self.res.type}")
+            raise RuleViolation(
+                f"dot: the accumulator is {self.acc.type}, the product is {self.res.type}",
+                rule="types.dot-acc",
+                hint=f"make the accumulator {self.res.type} (zeros({self.res.type})), or state its dtype in dot<T>",
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -660,32 +766,60 @@ def access_shape(mem_type: Attribute, access: Access, indices: Sequence[SSAValue
     shapes. Mixing index tiles with slices is not allowed.
     """
     if not isinstance(mem_type, GlobalType | SmemType):
-        raise VerifyException(f"only global tensors and shared buffers are indexed, not {mem_type}")
+        raise RuleViolation(
+            f"only global tensors and shared buffers are indexed, not {mem_type}",
+            rule="types.access",
+            hint="index a kernel argument or a smem(...) buffer",
+        )
     rank = len(mem_type.shape.data)
     if len(access.dims) > rank:
-        raise VerifyException(f"{len(access.dims)} indices for a rank-{rank} {'tensor' if isinstance(mem_type, GlobalType) else 'buffer'}")
+        raise RuleViolation(
+            f"{len(access.dims)} indices for a rank-{rank} {'tensor' if isinstance(mem_type, GlobalType) else 'buffer'}",
+            rule="types.index",
+            hint=f"give at most {rank} indices, one per dimension",
+        )
     if len(indices) != len(access.dims):
         raise VerifyException("one index operand per indexed dimension")
     if len(access.dims) < rank and isinstance(mem_type, GlobalType):
-        raise VerifyException(f"index every dimension of a global tensor ({rank} needed, {len(access.dims)} given)")
+        raise RuleViolation(
+            f"index every dimension of a global tensor ({rank} needed, {len(access.dims)} given)",
+            rule="types.index",
+            hint="add a slice or an index for each missing dimension, e.g. x[row, c0 : c0 + BN]",
+        )
     for v in indices:
         if not _value(v.type) or DTYPES[dtype_of(v.type)].kind not in ("int", "uint"):
-            raise VerifyException(f"indices are integer scalars or tiles, not {v.type}")
+            raise RuleViolation(
+                f"indices are integer scalars or tiles, not {v.type}",
+                rule="types.index",
+                hint="cast<i32>(...) the index",
+            )
     has_slice = any(d is not None for d in access.dims)
     has_tile = any(isinstance(v.type, TileType) for v in indices)
     if has_slice and has_tile:
-        raise VerifyException("an access either slices (`a[r0 : r0 + BM, c]`) or gathers through index tiles, not both")
+        raise RuleViolation(
+            "an access either slices (`a[r0 : r0 + BM, c]`) or gathers through index tiles, not both",
+            rule="types.access-mix",
+            hint="turn the slice into an index tile (r0 + arange(0, BM)) broadcast against the others, or use slices only",
+        )
     if has_slice or not has_tile:
         shape = [d for d in access.dims if d is not None]
         shape += [d.data for d in mem_type.shape.data[len(access.dims) :]]
         return tuple(shape)
     if len(access.dims) < rank:
-        raise VerifyException(f"a gather indexes every dimension ({rank} needed, {len(access.dims)} given)")
+        raise RuleViolation(
+            f"a gather indexes every dimension ({rank} needed, {len(access.dims)} given)",
+            rule="types.index",
+            hint="give an index (or index tile) for every dimension",
+        )
     out: tuple[sx.SymExpr, ...] = ()
     for v in indices:
         got = broadcast_shapes(out, shape_of(v.type))
         if got is None:
-            raise VerifyException("gather: the index tiles do not broadcast together")
+            raise RuleViolation(
+                "gather: the index tiles do not broadcast together",
+                rule="types.broadcast",
+                hint="give each index tile its own axis: rows[:, None] and cols[None, :]",
+            )
         out = got
     return out
 
@@ -702,10 +836,18 @@ def _check_mask(mask: SSAValue | None, shape: Sequence[sx.SymExpr], what: str) -
     if mask is None:
         return
     if not _value(mask.type) or dtype_of(mask.type) != "i1":
-        raise VerifyException(f"{what}: the mask is i1, not {mask.type}")
+        raise RuleViolation(
+            f"{what}: the mask is i1, not {mask.type}",
+            rule="types.mask",
+            hint="a mask is a comparison, e.g. mask = offs < N",
+        )
     got = broadcast_shapes(shape_of(mask.type), shape)
     if got is None or len(got) != len(shape):
-        raise VerifyException(f"{what}: the mask {shape_text(shape_of(mask.type))} does not broadcast to {shape_text(shape)}")
+        raise RuleViolation(
+            f"{what}: the mask {shape_text(shape_of(mask.type))} does not broadcast to {shape_text(shape)}",
+            rule="types.mask",
+            hint="give the mask the access shape, or dimensions of 1 that broadcast to it (m[:, None])",
+        )
 
 
 @irdl_op_definition
@@ -744,7 +886,11 @@ class LoadOp(IRDLOperation, MemAccess):
     def verify_(self) -> None:
         _check_mask(self.mask, self.shape, "load")
         if self.other is not None and dtype_of(self.other.type) != dtype_of(self.mem.type):
-            raise VerifyException(f"load: `other` is {self.other.type}, the tensor holds {dtype_of(self.mem.type)}")
+            raise RuleViolation(
+                f"load: `other` is {self.other.type}, the tensor holds {dtype_of(self.mem.type)}",
+                rule="types.operand-dtype",
+                hint=f"give `other` the tensor's dtype: cast<{dtype_of(self.mem.type)}>(...) or a literal",
+            )
 
 
 @irdl_op_definition
@@ -780,14 +926,18 @@ class StoreOp(IRDLOperation, MemAccess):
         shape = self.shape
         _require_value(self.value, "store")
         if dtype_of(self.value.type) != dtype_of(self.mem.type):
-            raise VerifyException(
+            raise RuleViolation(
                 f"store: the value is {dtype_of(self.value.type)}, the destination holds {dtype_of(self.mem.type)}; "
-                f"use cast<{dtype_of(self.mem.type)}>(...)"
+                f"use cast<{dtype_of(self.mem.type)}>(...)",
+                rule="types.store-dtype",
+                hint=f"use cast<{dtype_of(self.mem.type)}>(...)",
             )
         got = broadcast_shapes(shape_of(self.value.type), shape)
         if got is None or len(got) != len(shape) or any(not sx.same(a, b) for a, b in zip(got, shape, strict=True)):
-            raise VerifyException(
-                f"store: a {shape_text(shape_of(self.value.type))} value does not fit the {shape_text(shape)} destination"
+            raise RuleViolation(
+                f"store: a {shape_text(shape_of(self.value.type))} value does not fit the {shape_text(shape)} destination",
+                rule="types.store-shape",
+                hint="the value must have the access shape (or broadcast to it): check the slice extents and index tiles",
             )
         _check_mask(self.mask, shape, "store")
 
@@ -833,6 +983,10 @@ class AtomicOp(IRDLOperation, MemAccess):
         if self.fn.data not in ATOMIC_FNS:
             raise VerifyException(f"unknown atomic '{self.fn.data}'")
         if dtype_of(self.value.type) != dtype_of(self.mem.type):
-            raise VerifyException(f"atomic: the value is {dtype_of(self.value.type)}, the tensor holds {dtype_of(self.mem.type)}")
+            raise RuleViolation(
+                f"atomic: the value is {dtype_of(self.value.type)}, the tensor holds {dtype_of(self.mem.type)}",
+                rule="types.store-dtype",
+                hint=f"use cast<{dtype_of(self.mem.type)}>(...)",
+            )
         _check_mask(self.mask, self.shape, "atomic")
 

@@ -5,10 +5,14 @@
 - `dataflow.input-written`: a write to a tensor that is not marked `out`;
 - `dataflow.write-overlap`: two programs of the grid write the same output element;
 - `dataflow.smem-overlap`: an asynchronous copy into a shared view while an overlapping but
-  different view of the same buffer is used;
+  different view of the same buffer is used, or a role reading a view that overlaps what
+  another role writes in the same iteration without being covered by it;
 - `dataflow.read-before-write`: a read of shared memory that nothing writes first, or of an
   output before the program wrote it;
-- `dataflow.unused-value`: a load whose value nothing uses.
+- `dataflow.unused-value`: a load whose value nothing uses;
+- `dataflow.dead-store`: a loop-carried value reset in the loop, a value or a store overwritten
+  before any use;
+- `dataflow.masked-reduce`: a reduction over masked-off lanes that do not hold its identity.
 
 Coverage is decided per dimension on affine indices. An index such as
 `program_id(0) * BM + arange(0, BM)` (or the slice `m0 : m0 + BM`) is a sum `c1 * v1 + c2 * v2
@@ -26,6 +30,7 @@ judged: the rule only reports what it proves.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -174,6 +179,8 @@ def affine(ctx: Context, v: SSAValue, lanes: tuple[int | None, ...]) -> Affine |
         name = op.symbol.data
         return _const(ctx.params[name]) if name in ctx.params else None
     if isinstance(op, tl.ProgramIdOp):
+        if op.axis.data >= len(ctx.kernel.grid.data):
+            return _const(0)  # an axis the grid does not have (types.axis)
         return Affine(0, ((("pid", op.axis.data), 1),))
     if isinstance(op, st.RoleRankOp):
         role = op.parent_op()
@@ -372,7 +379,7 @@ def _coverage(ctx: Context, name: str, info: OpInfo, ref: Ref) -> Iterator[Diagn
         if found == "exact-failed":
             exact = False
             continue
-        yield _report_hole(ctx, name, info, ref, d, a.const, terms, *found)
+        yield from _report_hole(ctx, name, info, ref, d, a.const, terms, *found)
         return
     if exact:
         yield from _masked_hole(ctx, name, info, ref)
@@ -468,13 +475,21 @@ def _report_hole(
             hint = "run the loop over every tile: cdiv(extent, tile) iterations, with a mask"
         else:
             hint = "cover the whole extent: more lanes or programs, or a constraint in `where`"
-    return ctx.report(
-        at,
-        f"`{name}[{dims}]` is not written everywhere when {where}: element [{index}] is never written; {reason}",
-        hint=hint,
-        related=related,
-        counterexample=counterexample,
-    )
+    message = f"`{name}[{dims}]` is not written everywhere when {where}: element [{index}] is never written; {reason}"
+    out = [ctx.report(at, message, hint=hint, related=related, counterexample=counterexample)]
+    if at is not info.op:
+        # The launch (or the loop) is to blame; the write that falls short is where a reader of
+        # the body looks first, so it says so too.
+        out.append(
+            ctx.report(
+                info.op,
+                f"this write leaves element [{index}] of `{name}` unwritten when {where}: {reason}",
+                hint=hint,
+                related=[(at, "the grid" if isinstance(at, Span) else "the loop")],
+                counterexample=counterexample,
+            )
+        )
+    return out
 
 
 def _masked_hole(ctx: Context, name: str, info: OpInfo, ref: Ref) -> Iterator[Diagnostic]:
@@ -493,6 +508,12 @@ def _masked_hole(ctx: Context, name: str, info: OpInfo, ref: Ref) -> Iterator[Di
     if ref.mask is not None:
         guard.append(sym.at(ref.mask, lanes))
     if any(g.tainted for g in guard) or any(t.tainted for t in index_terms):
+        return
+    # A guard on something the index does not depend on (another role rank, another grid
+    # axis, a loop that does not move the write) may hold for a sibling that writes the same
+    # element: only a guard over the index's own variables (and the shapes) decides.
+    own = set(ctx.kernel.shape_symbols).union(*(sym.variables(t.expr) for t in index_terms))
+    if any(not sym.variables(g.expr) <= own for g in guard):
         return
     mem_shape = shape_of(ref.mem.type)
     inside = z3.And(*[z3.And(t.expr >= 0, t.expr < sym.sym(mem_shape[d])) for d, t in enumerate(index_terms)])
@@ -648,7 +669,7 @@ def check_write_overlap(ctx: Context) -> Iterator[Diagnostic]:
             if isinstance(info.op, tl.AtomicOp) or arg_name(ctx, ref.mem) is None:
                 continue
             by_tensor.setdefault(ref.mem, []).append((info, ref))
-    for mem, items in by_tensor.items():
+    for items in by_tensor.values():
         for i, (info_a, a) in enumerate(items):
             for info_b, b in items[i:]:
                 found = _two_programs(ctx, info_a, a, info_b, b)
@@ -808,6 +829,102 @@ def check_smem_overlap(ctx: Context) -> Iterator[Diagnostic]:
             else:
                 continue
             break
+    yield from _cross_role_views(ctx)
+
+
+def _cross_role_views(ctx: Context) -> Iterator[Diagnostic]:
+    """A role that reads, in iteration k of its loop, a view that overlaps what another role
+    writes in iteration k of a loop with the same bounds, but is not covered by those writes:
+    part of what it reads belongs to another stage (or to nothing written in that round)."""
+    writers: dict[SSAValue, list[tuple[OpInfo, Ref]]] = {}
+    for info in ctx.infos:
+        if info.role is None or not info.loops:
+            continue
+        for ref in writes(info.op):
+            if isinstance(ref.mem.type, SmemType) and not ref.is_gather:
+                writers.setdefault(ref.mem, []).append((info, ref))
+    for info in ctx.infos:
+        if info.role is None or not info.loops:
+            continue
+        for ref in reads(info.op):
+            if not isinstance(ref.mem.type, SmemType) or ref.is_gather:
+                continue
+            by_loop: dict[st.ForOp, list[Ref]] = {}
+            for winfo, wref in writers.get(ref.mem, []):
+                if winfo.role is not info.role:
+                    by_loop.setdefault(winfo.loops[-1], []).append(wref)
+            for wloop, wrefs in by_loop.items():
+                found = _uncovered_read(ctx, info, ref, wloop, wrefs)
+                if found is not None:
+                    yield found
+                    break
+
+
+def _same_bounds(ctx: Context, a: st.ForOp, b: st.ForOp) -> bool:
+    sym = ctx.symbolic
+    terms = [(sym.value(x), sym.value(y)) for x, y in ((a.lower, b.lower), (a.upper, b.upper), (a.step, b.step))]
+    if any(t.tainted for pair in terms for t in pair):
+        return False
+    return sym.holds(z3.And(*[x.expr == y.expr for x, y in terms]))
+
+
+def _uncovered_read(ctx: Context, info: OpInfo, ref: Ref, wloop: st.ForOp, wrefs: list[Ref]) -> Diagnostic | None:
+    sym = ctx.symbolic
+    rloop = info.loops[-1]
+    if not _same_bounds(ctx, rloop, wloop):
+        return None
+    k_read = sym.value(rloop.body.block.args[0])
+    k_write = sym.value(wloop.body.block.args[0])
+    if k_read.tainted or k_write.tainted:
+        return None
+    region = _regions(ctx, ref)
+    written = [_regions(ctx, w) for w in wrefs]
+    if region is None or any(w is None for w in written):
+        return None
+
+    def same_round(e: z3.ExprRef) -> z3.ExprRef:  # the writers' iteration is the reader's
+        return z3.substitute(e, (k_write.expr, k_read.expr))
+
+    written = [[(same_round(lo), same_round(hi)) for lo, hi in w] for w in written]
+    element = [z3.Int(f"__element{d}") for d in range(len(region))]
+
+    def inside(box) -> z3.BoolRef:
+        return z3.And(*[z3.And(lo <= e, e < hi) for e, (lo, hi) in zip(element, box, strict=True)])
+
+    def points(r: Ref) -> set[int]:
+        return {d for d, extent in enumerate(r.access.dims) if extent is None}
+
+    def meets(box, w: Ref) -> z3.BoolRef:
+        # Same stage: the dimensions both index with a point (the stage index) coincide; with
+        # no such dimension, the views overlap somewhere.
+        dims = sorted(points(ref) & points(w)) or range(len(region))
+        return z3.And(*[z3.And(region[d][0] < box[d][1], box[d][0] < region[d][1]) for d in dims])
+
+    uncovered = z3.And(
+        inside(region),
+        *[z3.Not(inside(w)) for w in written],
+        z3.Or(*[meets(box, w) for box, w in zip(written, wrefs, strict=True)]),
+    )
+    cex = sym.counterexample(z3.Not(uncovered))
+    if cex is None or "unknown" in cex:
+        return None
+    at = [cex.get(f"__element{d}", 0) for d in range(len(region))]
+    shown = readable({k: v for k, v in cex.items() if not k.startswith(("__", "lane", "?"))}, len(ctx.kernel.grid.data))
+    buf = name_of(ref.mem)
+    role = wrefs[0].op
+    while role is not None and not isinstance(role, st.RoleOp):
+        role = role.parent_op()
+    who = f"role `{role.name_text}`" if role is not None else "another role"
+    return ctx.report(
+        info.op,
+        f"{ref.verb} `{buf}` through a view that overlaps what {who} writes in the same iteration (the same "
+        f"stage) but is not covered by it: element {at} of `{buf}` is read but not written in that round "
+        f"({format_counterexample(shown)}), so it holds data of another round, or none",
+        hint="read exactly the view the producer fills for this iteration (same stage index and slice bounds), "
+        "or make the producer's copies cover it",
+        related=[(w.op, f"what {who} writes") for w in wrefs[:2]],
+        counterexample={**shown, "element": at},
+    )
 
 
 def _until_completion(op: Operation) -> Iterator[Operation]:
@@ -1079,3 +1196,409 @@ def _live_ops(ctx: Context) -> set[Operation]:
 
 
 _ = ex
+
+
+# ---- dataflow.dead-store --------------------------------------------------------------------------------
+
+
+@rule(
+    "dataflow.dead-store",
+    family="dataflow",
+    severity="warning",
+    summary="a value or a memory store is overwritten before anything uses it",
+    explanation="""
+Work whose result is overwritten before it is used is wasted, and usually a sign that the
+program does not do what was meant. Three forms are reported:
+
+- a loop-carried variable that the loop body reassigns without reading its previous value
+  (an accumulator reset inside the loop, `acc = zeros(...)` before `acc = dot<f32>(a, b, acc)`):
+  every iteration but the last is thrown away;
+- a variable assigned and then assigned again in the same block before any use;
+- a `store` to memory that a second store to exactly the same place (same access, same mask)
+  overwrites before anything reads it or any barrier lets another thread read it.
+""",
+    bad="""
+kernel gemm<BM = 64, BN = 64, BK = 32>(a: global bf16[M, K], b: global bf16[K, N], c: out global f32[M, N])
+  where M % BM == 0, N % BN == 0, K % BK == 0
+  target sm_90 grid(M / BM, N / BN) warps(4)
+{
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  acc = zeros(f32[BM, BN])
+  for k in 0 .. K / BK {
+    acc = zeros(f32[BM, BN])  # <-
+    at = load(a[m0 : m0 + BM, k * BK : k * BK + BK])
+    bt = load(b[k * BK : k * BK + BK, n0 : n0 + BN])
+    acc = dot<f32>(at, bt, acc)
+  }
+  store(c[m0 : m0 + BM, n0 : n0 + BN], acc)
+}
+""",
+    good="""
+kernel gemm<BM = 64, BN = 64, BK = 32>(a: global bf16[M, K], b: global bf16[K, N], c: out global f32[M, N])
+  where M % BM == 0, N % BN == 0, K % BK == 0
+  target sm_90 grid(M / BM, N / BN) warps(4)
+{
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  acc = zeros(f32[BM, BN])
+  for k in 0 .. K / BK {
+    at = load(a[m0 : m0 + BM, k * BK : k * BK + BK])
+    bt = load(b[k * BK : k * BK + BK, n0 : n0 + BN])
+    acc = dot<f32>(at, bt, acc)
+  }
+  store(c[m0 : m0 + BM, n0 : n0 + BN], acc)
+}
+""",
+)
+def check_dead_store(ctx: Context) -> Iterator[Diagnostic]:
+    yield from _reset_in_loop(ctx)
+    yield from _overwritten_values(ctx)
+    yield from _overwritten_stores(ctx)
+
+
+def _used(v: SSAValue) -> bool:
+    return v.first_use is not None
+
+
+def _reset_in_loop(ctx: Context) -> Iterator[Diagnostic]:
+    for info in ctx.ops(st.ForOp):
+        loop = info.op
+        block = loop.body.block
+        yielded = block.last_op.values
+        for i, arg in enumerate(block.args[1:]):
+            if _used(arg) or yielded[i] is arg or not _used(loop.results[i]):
+                continue
+            name = arg.name_hint or "the carried value"
+            reset = next(
+                (op for op in block.ops if any(r.name_hint == arg.name_hint for r in op.results)), yielded[i].owner
+            )
+            if not isinstance(reset, Operation):
+                continue
+            yield ctx.report(
+                reset,
+                f"`{name}` is carried by the loop, but each iteration reassigns it here without reading its previous "
+                "value: every iteration but the last is thrown away",
+                hint=f"initialize `{name}` once before the loop and update it from its previous value inside "
+                f"(e.g. {name} = dot<f32>(a, b, {name}))",
+                related=[(loop, "the loop")],
+            )
+
+
+_PURE_SKIP = (tl.LoadOp, tl.AtomicOp, ex.SmemAllocOp, ex.MBarrierAllocOp, st.ForOp, st.IfOp, st.RoleOp, st.YieldOp)
+
+
+def _overwritten_values(ctx: Context) -> Iterator[Diagnostic]:
+    for info in ctx.infos:
+        op = info.op
+        if isinstance(op, _PURE_SKIP) or isinstance(op, _EFFECTS) or not op.results:
+            continue
+        for r in op.results:
+            if r.name_hint is None or _used(r):
+                continue
+            later = op.next_op
+            while later is not None and not any(x.name_hint == r.name_hint for x in later.results):
+                later = later.next_op
+            if later is None:
+                continue
+            yield ctx.report(
+                op,
+                f"the value assigned to `{r.name_hint}` here is never used: `{r.name_hint}` is assigned again before any use",
+                hint="drop this assignment, or use the value (was the later assignment meant to build on it?)",
+                related=[(later, "assigned again here")],
+            )
+
+
+def _overwritten_stores(ctx: Context) -> Iterator[Diagnostic]:
+    stops = (ex.CtaBarrierOp, ex.WaitOp, ex.FenceAsyncOp, ex.ArriveOp, ex.ExpectOp, ex.CpAsyncWaitOp)
+    for info in ctx.ops(tl.StoreOp):
+        first = info.op
+        nxt = first.next_op
+        while nxt is not None:
+            nested = list(nxt.walk())
+            if any(isinstance(o, stops) for o in nested):
+                break
+            if any(r.mem is first.mem for o in nested for r in reads(o)):
+                break
+            if isinstance(nxt, tl.StoreOp) and nxt.mem is first.mem and _same_place(ctx, first, nxt):
+                yield ctx.report(
+                    first,
+                    f"this store to `{name_of(first.mem)}` is overwritten by the store below, to the same place, before "
+                    "anything reads it",
+                    hint="drop one of the two stores, or write the second one elsewhere (a different slice or tensor)",
+                    related=[(nxt, "overwritten here")],
+                )
+                break
+            if any(r.mem is first.mem for o in nested for r in writes(o)):
+                break
+            nxt = nxt.next_op
+
+
+def _same_place(ctx: Context, a: tl.StoreOp, b: tl.StoreOp) -> bool:
+    if a.access.data != b.access.data or len(a.indices) != len(b.indices):
+        return False
+    if b.mask is not None and b.mask is not a.mask:
+        return False
+    for x, y in zip(a.indices, b.indices, strict=True):
+        if x is y:
+            continue
+        if isinstance(x.type, TileType) or isinstance(y.type, TileType) or not ctx.same_value(x, y):
+            return False
+    return True
+
+
+# ---- dataflow.masked-reduce -------------------------------------------------------------------------------
+
+_IDENTITY = {"sum": 0.0, "prod": 1.0, "max": -math.inf, "min": math.inf, "argmax": -math.inf, "argmin": math.inf}
+
+
+@dataclass(frozen=True)
+class Pad:
+    """What the masked-off lanes of a tile hold, relative to the mask of the load they came
+    from: a constant, `finite` (some finite value), `positive` (finite and > 0) or `unknown`;
+    `varying[d]` says whether the mask can differ along dimension d."""
+
+    mask: SSAValue
+    load: Operation
+    value: float | str
+    varying: tuple[bool, ...]
+
+
+def _pad_of(v: SSAValue, memo: dict) -> Pad | None:
+    """The padding of `v` (None: `v` has no masked-off lanes that the analysis follows)."""
+    if v in memo:
+        return memo[v]
+    memo[v] = None  # cycles (loop-carried values) are not followed
+    memo[v] = out = _pad(v, memo)
+    return out
+
+
+def _pad(v: SSAValue, memo: dict) -> Pad | None:
+    if isinstance(v, BlockArgument) or not isinstance(v.type, TileType):
+        return None
+    op = v.owner
+    if isinstance(op, tl.LoadOp):
+        if op.mask is None:
+            return None
+        value: float | str = 0.0
+        if op.other is not None:
+            o = op.other.owner
+            value = float(o.number) if isinstance(o, tl.ConstOp) else "unknown"
+        shape, mshape = shape_of(v.type), shape_of(op.mask.type)
+        k = len(shape) - len(mshape)
+        varying = tuple(i >= k and sx.fold(mshape[i - k]).as_int() != 1 for i in range(len(shape)))
+        return Pad(op.mask, op, value, varying)
+    if isinstance(op, tl.CastOp | ex.ConvertLayoutOp):
+        return _pad_of(op.operand, memo)
+    if isinstance(op, tl.ExpandDimsOp):
+        p = _pad_of(op.operand, memo)
+        if p is None:
+            return None
+        varying = list(p.varying)
+        varying.insert(op.axis.data, False)
+        return Pad(p.mask, p.load, p.value, tuple(varying))
+    if isinstance(op, tl.BroadcastOp):
+        p = _pad_of(op.operand, memo)
+        if p is None:
+            return None
+        n = len(shape_of(op.res.type))
+        return Pad(p.mask, p.load, p.value, (False,) * (n - len(p.varying)) + p.varying)
+    if isinstance(op, tl.UnaryOp):
+        p = _pad_of(op.operand, memo)
+        return None if p is None else Pad(p.mask, p.load, _unary_pad(op.fn.data, p.value), p.varying)
+    if isinstance(op, tl.BinaryOp):
+        a, b = _pad_of(op.lhs, memo), _pad_of(op.rhs, memo)
+        if a is None and b is None:
+            return None
+        if a is not None and b is not None and a.mask is not b.mask:
+            return None
+        base = a or b
+        n = len(shape_of(op.res.type))
+        varying = _merge_varying(n, a, b)
+        value = _binary_pad(op.fn.data, _operand_pad(op.lhs, a), _operand_pad(op.rhs, b))
+        return Pad(base.mask, base.load, value, varying)
+    if isinstance(op, tl.WhereOp):
+        a, b = _pad_of(op.lhs, memo), _pad_of(op.rhs, memo)
+        cond = _through_shape(op.cond)
+        for p in (a, b):
+            if p is not None and cond is p.mask:
+                # where(mask, x, y): the masked-off lanes take y
+                n = len(shape_of(op.res.type))
+                return Pad(p.mask, p.load, _operand_pad(op.rhs, b), _merge_varying(n, a, b))
+        return None
+    return None
+
+
+def _through_shape(v: SSAValue) -> SSAValue:
+    while isinstance(v.owner, tl.ExpandDimsOp | tl.BroadcastOp):
+        v = v.owner.operand
+    return v
+
+
+def _merge_varying(n: int, a: Pad | None, b: Pad | None) -> tuple[bool, ...]:
+    out = [False] * n
+    for p in (a, b):
+        if p is not None:
+            k = n - len(p.varying)
+            for i, flag in enumerate(p.varying):
+                out[k + i] = out[k + i] or flag
+    return tuple(out)
+
+
+def _operand_pad(v: SSAValue, p: Pad | None) -> float | str:
+    """The value an operand has at the padded lanes: its padding, a constant, or data."""
+    if p is not None:
+        return p.value
+    o = v.owner
+    if isinstance(o, tl.ConstOp) and not isinstance(o.number, bool):
+        return float(o.number)
+    if isinstance(o, tl.FullOp) and isinstance(o.value.owner, tl.ConstOp):
+        return float(o.value.owner.number)
+    return "finite"  # data of the unmasked operand: assumed finite
+
+
+def _unary_pad(fn: str, x: float | str) -> float | str:
+    if isinstance(x, float):
+        try:
+            return {"neg": -x, "abs": abs(x), "exp": math.exp(x) if x < 709 else math.inf}.get(fn, "unknown")
+        except (OverflowError, ValueError):
+            return "unknown"
+    if fn == "exp" and x in ("finite", "positive"):
+        return "positive"
+    if fn in ("neg", "abs") and x == "finite":
+        return "finite"
+    return "unknown"
+
+
+def _binary_pad(fn: str, a: float | str, b: float | str) -> float | str:
+    if isinstance(a, float) and isinstance(b, float):
+        try:
+            value = {
+                "add": lambda: a + b,
+                "sub": lambda: a - b,
+                "mul": lambda: a * b,
+                "maximum": lambda: max(a, b),
+                "minimum": lambda: min(a, b),
+            }[fn]()
+        except (KeyError, ArithmeticError):
+            return "unknown"
+        return "unknown" if math.isnan(value) else value
+    const, other = (a, b) if isinstance(a, float) else (b, a)
+    if not isinstance(const, float):
+        return (
+            "finite"
+            if fn in ("add", "sub", "mul") and a in ("finite", "positive") and b in ("finite", "positive")
+            else "unknown"
+        )
+    if other not in ("finite", "positive"):
+        return "unknown"
+    if fn in ("add", "sub"):
+        if math.isinf(const):
+            return const if (fn == "add" or const is a) else -const
+        return "finite"
+    if fn == "mul":
+        return 0.0 if const == 0.0 else ("finite" if math.isfinite(const) else "unknown")
+    if fn == "maximum" and const == -math.inf or fn == "minimum" and const == math.inf:
+        return other
+    return "unknown"
+
+
+@rule(
+    "dataflow.masked-reduce",
+    family="dataflow",
+    severity="error",
+    summary="a reduction includes masked-off lanes whose value is not the reduction's identity",
+    explanation="""
+A masked `load` gives its masked-off lanes `other` (0 when absent), and those lanes are still
+part of the tile: a reduction over the tile includes them. They are harmless only when they
+hold the reduction's identity: 0 for `sum`, 1 for `prod`, -inf for `max` and `argmax`, +inf
+for `min` and `argmin`. The verifier follows the padding value through casts, arithmetic and
+`where(mask, x, y)` from the load to each reduction along a dimension the mask varies in, and
+reports a reduction whose padding is provably not its identity, when z3 shows the mask can be
+false for some shape the `where` allows. The classic case is a softmax that loads with the
+default `other` (0): the row maximum of an all-negative row becomes 0, and every padded lane
+adds `exp(0 - max)` to the denominator.
+""",
+    bad="""
+kernel softmax<BLOCK = 1024>(x: global f32[M, N], y: out global f32[M, N])
+  where N <= BLOCK
+  target sm_90 grid(M) warps(4)
+{
+  row = program_id(0)
+  cols = arange(0, BLOCK)
+  mask = cols < N
+  v = load(x[row, cols], mask = mask)
+  e = exp(v - max(v, axis = 0))  # <-
+  store(y[row, cols], e / sum(where(mask, e, 0.0), axis = 0), mask = mask)
+}
+""",
+    good="""
+kernel softmax<BLOCK = 1024>(x: global f32[M, N], y: out global f32[M, N])
+  where N <= BLOCK
+  target sm_90 grid(M) warps(4)
+{
+  row = program_id(0)
+  cols = arange(0, BLOCK)
+  mask = cols < N
+  v = load(x[row, cols], mask = mask, other = -inf)
+  e = exp(v - max(v, axis = 0))
+  store(y[row, cols], e / sum(where(mask, e, 0.0), axis = 0), mask = mask)
+}
+""",
+)
+def check_masked_reduce(ctx: Context) -> Iterator[Diagnostic]:
+    memo: dict = {}
+    sym = ctx.symbolic
+    for info in ctx.ops(tl.ReduceOp, tl.ArgReduceOp):
+        op = info.op
+        fn = op.fn.data
+        identity = _IDENTITY.get(fn)
+        if identity is None or not _is_float(op.operand):
+            continue
+        pad = _pad_of(op.operand, memo)
+        axis = op.axis.data
+        if pad is None or not pad.varying[axis] or not _not_identity(fn, pad.value):
+            continue
+        lanes = sym.lanes(shape_of(pad.mask.type), f"pad{ctx.order[pad.load]}")
+        m = sym.value(pad.mask, lanes)
+        if m.tainted:
+            continue
+        cex = sym.counterexample(m.expr)
+        if cex is None or "unknown" in cex:
+            continue
+        shown = readable({k: v for k, v in cex.items() if k in ctx.kernel.shape_symbols})
+        held = _pad_text(pad.value)
+        ident = {0.0: "0", 1.0: "1", -math.inf: "-inf", math.inf: "+inf"}[identity]
+        yield ctx.report(
+            op,
+            f"{fn} along axis {axis} includes the lanes that the load's mask turns off (e.g. when "
+            f"{format_counterexample(shown) or 'the mask is false'}); they hold {held}, not {fn}'s identity {ident}, "
+            "so the result depends on the padding",
+            hint=f"give the load `other = {ident}` (the identity of {fn}), or reset the masked lanes with "
+            f"where(mask, x, {ident if ident != '+inf' else 'inf'}) before reducing",
+            related=[(pad.load, "the masked load")],
+            counterexample=shown or None,
+        )
+
+
+def _is_float(v: SSAValue) -> bool:
+    return v.type.dtype.data not in tl.INT_DTYPES and v.type.dtype.data != "i1"
+
+
+def _not_identity(fn: str, value: float | str) -> bool:
+    identity = _IDENTITY[fn]
+    if isinstance(value, float):
+        return value != identity
+    if value == "positive":
+        return fn in ("sum", "max", "min", "argmax", "argmin")
+    if value == "finite":
+        return fn in ("max", "min", "argmax", "argmin")
+    return False
+
+
+def _pad_text(value: float | str) -> str:
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "-inf" if value < 0 else "+inf"
+        return f"{value:g}"
+    return {"finite": "finite values", "positive": "positive values"}.get(value, "some value")

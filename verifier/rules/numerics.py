@@ -208,15 +208,10 @@ sum of itself when its argument is not `something - max(...)` (or a running maxi
 def check_unshifted_exp(ctx: Context) -> Iterator[Diagnostic]:
     for info in ctx.ops(tl.BinaryOp):
         div = info.op
-        if div.fn.data != "div" or not DTYPES[_dtype(div.res)].is_float:
+        if div.fn.data not in ("div", "mul") or not DTYPES[_dtype(div.res)].is_float:
             continue
-        numer = _through_plain(div.lhs)
-        exp = numer.owner if isinstance(numer, SSAValue) else None
-        if not (isinstance(exp, tl.UnaryOp) and exp.fn.data in ("exp", "exp2")):
-            continue
-        if not _is_sum_of(div.rhs, exp.res):
-            continue
-        if _shifted_by_max(exp.operand):
+        exp = _normalized_exp(div)
+        if exp is None or _shifted_by_max(exp.operand):
             continue
         yield ctx.report(
             exp,
@@ -225,6 +220,23 @@ def check_unshifted_exp(ctx: Context) -> Iterator[Diagnostic]:
             hint="subtract the maximum first: e = exp(x - max(x, axis = ...)), which leaves the softmax unchanged",
             related=[(div, "the normalization")],
         )
+
+
+def _normalized_exp(op: tl.BinaryOp) -> tl.UnaryOp | None:
+    """The exp that `op` normalizes by its sum: `e / sum(e)`, or `e * (1 / sum(e))`."""
+    candidates = [(op.lhs, op.rhs)] if op.fn.data == "div" else [(op.lhs, op.rhs), (op.rhs, op.lhs)]
+    for numer, denom in candidates:
+        exp = _through_plain(numer).owner
+        if not (isinstance(exp, tl.UnaryOp) and exp.fn.data in ("exp", "exp2")):
+            continue
+        if op.fn.data == "mul":
+            recip = _through_plain(denom).owner
+            if not (isinstance(recip, tl.BinaryOp) and recip.fn.data == "div"):
+                continue
+            denom = recip.rhs
+        if _is_sum_of(denom, exp.res):
+            return exp
+    return None
 
 
 def _through_plain(v: SSAValue) -> SSAValue:
@@ -460,10 +472,17 @@ def check_divide_by_zero(ctx: Context) -> Iterator[Diagnostic]:
             continue
         shown = readable({k: v for k, v in cex.items() if not k.startswith("lane")}, len(ctx.kernel.grid.data))
         sign = "/" if op.fn.data == "div" else "%"
+        if z3.is_int_value(z3.simplify(d.expr)):
+            what = "by the constant 0"
+        elif shown:
+            what = f"by a divisor that is 0 when {format_counterexample(shown)}"
+        else:
+            what = "by a divisor that can be 0"
         yield ctx.report(
             op,
-            f"integer `{sign}` by a divisor that is 0 when {format_counterexample(shown) or 'the shapes allow it'}: "
-            "undefined on the hardware (the interpreter gives " + ("-1" if sign == "/" else "the dividend") + ")",
+            f"integer `{sign}` {what}: undefined on the hardware (the interpreter gives "
+            + ("-1" if sign == "/" else "the dividend")
+            + ")",
             hint="state the assumption in `where` (e.g. `where N >= 2`), or guard the division with an `if` or `where(d != 0, ...)`",
             counterexample=shown,
         )

@@ -14,12 +14,13 @@ also check here, with the parameter values the verifier was given.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from kir.diagnostics import Diagnostic
 from kir.dialect import tile as tl
 from kir.dialect.types import shape_of, shape_text
+from verifier.context import Context
 from verifier.registry import rule
 
 
@@ -30,11 +31,32 @@ class _ParseTimeRule:
     explanation: str
     bad: str
     good: str
+    check: Callable[[Context], Iterator[Diagnostic]] | None = None  # what the verifier adds
 
 
 def _enforced_when_built(ctx) -> Iterator[Diagnostic]:
     """The parser and the op verifiers report this rule; a built program already obeys it."""
     return iter(())
+
+
+def _grid_axes(ctx: Context) -> Iterator[Diagnostic]:
+    """`program_id(a)` / `num_programs(a)` for an axis the grid does not have: the op parses
+    (the grid is known only as a whole), and the interpreter gives 0 and 1, which silently
+    makes every program along the missing axis the same."""
+    rank = len(ctx.kernel.grid.data)
+    for info in ctx.ops(tl.ProgramIdOp, tl.NumProgramsOp):
+        axis = info.op.axis.data
+        if axis < rank:
+            continue
+        call = "program_id" if isinstance(info.op, tl.ProgramIdOp) else "num_programs"
+        span = ctx.program.clause_spans.get("grid")
+        yield ctx.report(
+            info.op,
+            f"{call}({axis}) names grid axis {axis}, but the grid has {rank} axis{'es' if rank > 1 else ''} "
+            f"(0 to {rank - 1}): it is always {0 if call == 'program_id' else 1}",
+            hint=f"use an axis from 0 to {rank - 1}, or add the axis to grid(...)",
+            related=[(span, "the grid")] if span is not None else [],
+        )
 
 
 _VEC = """\
@@ -349,7 +371,9 @@ literal of the right kind, or state its dtype (`f32(1.5)`) and cast the other op
         """
 `axis = a` of a reduction, scan or arg-reduction names a dimension of its tile (0 to rank - 1),
 `x[:, None]` inserts at a position from 0 to rank, and `program_id(a)` / `num_programs(a)`
-name a grid axis (0, 1 or 2). A 1-D row reduced with `axis = 1` is the common slip.
+name a grid axis (0, 1 or 2) that the kernel's `grid(...)` has. A 1-D row reduced with
+`axis = 1` is the common slip, and `program_id(1)` in a kernel launched on a 1-D grid (always
+0) the other.
 """,
         _vec(
             "v = load(x[offs], mask = mask, other = 0.0)",
@@ -359,6 +383,7 @@ name a grid axis (0, 1 or 2). A 1-D row reduced with `axis = 1` is the common sl
         _vec(
             "v = load(x[offs], mask = mask, other = 0.0)", "s = sum(v, axis = 0)", "store(y[offs], v / s, mask = mask)"
         ),
+        _grid_axes,
     ),
     _ParseTimeRule(
         "types.rank",
@@ -607,7 +632,7 @@ for _r in PARSE_TIME_RULES:
         explanation=_r.explanation,
         bad=_r.bad,
         good=_r.good,
-    )(_enforced_when_built)
+    )(_r.check or _enforced_when_built)
 
 
 # ---- checks that need the parameter values ---------------------------------------------------
