@@ -111,13 +111,14 @@ def lower(program: Program, to: str, params: dict[str, int] | None = None) -> Lo
         raise KirError(
             Diagnostic("lower.backend", "error", None, f"no backend '{to}'", f"backends: {', '.join(sorted(EMITTERS))}")
         )
-    refusals = emitter.accepts(program)
-    if any(d.is_error for d in refusals):
-        raise KirError(refusals)
-    values = {**program.params, **(params or {})}
     unknown = set(params or {}) - set(program.params)
     if unknown:
         raise KirError(Diagnostic("lower.param", "error", program.span(), f"no parameter {', '.join(sorted(unknown))}"))
+    # Refusals can depend on parameters (tile sizes): judge the program being lowered.
+    refusals = emitter.accepts(program.with_params(**params) if params else program)
+    if any(d.is_error for d in refusals):
+        raise KirError(refusals)
+    values = {**program.params, **(params or {})}
     return emitter.emit(program, values)
 
 
@@ -147,6 +148,3 @@ def level_refusal(program: Program, emitter: str, accepted: tuple[str, ...]) -> 
         )
     ]
 
-
-def _unused(span: Span | None) -> Span | None:
-    return span
