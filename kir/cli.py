@@ -413,6 +413,88 @@ def run_program(
     return list(saved)
 
 
+BackendOpt = Annotated[
+    str, typer.Option("--to", metavar="BACKEND", help="triton, gluon or cuda.", show_default=False)
+]
+
+
+@app.command("lower")
+def lower_cmd(
+    file: FileArg,
+    to: BackendOpt,
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", metavar="OUT", help="Write the source here.", show_default=False)
+    ] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", "-p", metavar="NAME=VALUE", help="Override a parameter (repeatable).", show_default=False),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Lower a program to target source (Triton, Gluon or CUDA C++) and print or write it."""
+
+    def body(outcome: Outcome) -> None:
+        from lowering import lower
+
+        overrides, usage = parse_param_specs(param or [])
+        if usage:
+            outcome.fail(usage)
+            return
+        program = _parse(outcome)
+        usage = unknown_params(program, overrides)
+        if usage:
+            outcome.fail(usage)
+            return
+        lowered = lower(program, to, overrides)
+        if output:
+            try:
+                Path(output).write_text(lowered.source)
+            except OSError as err:
+                outcome.fail([Diagnostic("io.write", "error", None, f"cannot write {output}: {err}")])
+                return
+            outcome.lines.append(f"{outcome.file}: wrote {output} ({to}, entry {lowered.entry})")
+        elif not json_out:
+            outcome.text = lowered.source
+
+    _finish(_guarded(file, body, f"lowering to {to}"), json_out)
+
+
+@app.command("compile")
+def compile_cmd(
+    file: FileArg,
+    to: BackendOpt,
+    arch: Annotated[str, typer.Option("--arch", help="sm_90 (or gfx942 for triton).")] = "sm_90",
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", "-p", metavar="NAME=VALUE", help="Override a parameter (repeatable).", show_default=False),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Compile ahead of time (no GPU needed) and report registers, spills, shared memory and the
+    instructions that matter; compile errors point at the KIR op that produced the failing line."""
+
+    def body(outcome: Outcome) -> None:
+        from lowering.compile import compile_program, report_json
+
+        overrides, usage = parse_param_specs(param or [])
+        if usage:
+            outcome.fail(usage)
+            return
+        program = _parse(outcome)
+        usage = unknown_params(program, overrides)
+        if usage:
+            outcome.fail(usage)
+            return
+        report = compile_program(program, to, arch, overrides)
+        outcome.diagnostics += list(report.diagnostics)
+        data = report_json(report)
+        shown = {k: v for k, v in data.items() if k not in ("log", "sass", "ptx", "diagnostics") and v not in (None, "", {}, [])}
+        outcome.lines.append(f"{outcome.file}: {'compiled' if report.ok else 'failed'} ({to}, {arch})")
+        outcome.lines += [f"  {k}: {v}" for k, v in shown.items() if not isinstance(v, dict | list)]
+
+    _finish(_guarded(file, body, f"compiling for {to}"), json_out)
+
+
 @app.command("hash")
 def hash_(file: FileArg) -> None:
     """Print the content hash of a program (sha256 of its canonical text without comments)."""

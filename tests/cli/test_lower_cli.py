@@ -1,0 +1,50 @@
+"""`kir lower` and `kir compile` from the command line."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kir.cli import app
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+runner = CliRunner()
+
+
+def kir(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def test_lower_prints_triton_source():
+    result = kir("lower", str(EXAMPLES / "vector_add.kir"), "--to", "triton")
+    assert result.exit_code == 0, result.output
+    assert "@triton.jit" in result.output and "def vector_add(" in result.output
+
+
+def test_lower_refuses_a_level_the_backend_does_not_take():
+    result = kir("lower", str(EXAMPLES / "gemm_hopper_ws.kir"), "--to", "triton", "--json")
+    assert result.exit_code == 1
+    assert '"rule": "lower.level"' in result.output and "Traceback" not in result.output
+
+
+def test_lower_writes_a_file_and_takes_params(tmp_path):
+    out = tmp_path / "k.py"
+    result = kir("lower", str(EXAMPLES / "softmax.kir"), "--to", "triton", "-o", str(out), "-p", "BLOCK=256")
+    assert result.exit_code == 0, result.output
+    assert "BLOCK" in out.read_text()
+
+
+def test_unknown_backend_is_a_diagnostic():
+    result = kir("lower", str(EXAMPLES / "vector_add.kir"), "--to", "fortran")
+    assert result.exit_code == 1 and "lower.backend" in result.output
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_compile_reports_hgmma_for_the_explicit_gemm():
+    result = kir("compile", str(EXAMPLES / "gemm_hopper_ws.kir"), "--to", "cuda")
+    assert result.exit_code == 0, result.output
+    assert "has_hgmma: True" in result.output and "spills: 0" in result.output
