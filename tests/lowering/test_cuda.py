@@ -288,6 +288,10 @@ kernel tile_ops<BLOCK = 128, K = 4>(
 }
 
 
+# The explicit GEMM's assertions describe BN = 128; the example's default is 256.
+BN128 = {"BN": 128}
+
+
 def example(name: str):
     return parse_file(EXAMPLES / f"{name}.kir")
 
@@ -354,7 +358,7 @@ def test_snapshot_gemm_bn256_and_helpers():
 
 
 def test_gemm_kernel_shape():
-    lowered = lower(example("gemm_hopper_ws"), "cuda")
+    lowered = lower(example("gemm_hopper_ws"), "cuda", BN128)
     src = lowered.source
     launch = lowered.options["launch"]
     assert launch.threads == 384 and lowered.num_warps == 12
@@ -371,7 +375,7 @@ def test_gemm_kernel_shape():
 
 
 def test_generated_lines_map_to_their_kir_ops():
-    lowered = lower(example("gemm_hopper_ws"), "cuda")
+    lowered = lower(example("gemm_hopper_ws"), "cuda", BN128)
     pairs = {
         "kir_mbar_expect(": "expect(full[s]",
         "kir_tma_load_2d(kir_smem_addr + (0 + (v_s) * 16384": "tma.load(a[",
@@ -475,7 +479,7 @@ def test_program_compiles_for_sm90a(name):
 
 @needs_nvcc
 def test_gemm_sass_holds_hgmma_without_spills():
-    report = compile_cuda(lower(example("gemm_hopper_ws"), "cuda"))
+    report = compile_cuda(lower(example("gemm_hopper_ws"), "cuda", BN128))
     assert report.ok, report.log
     assert report.has_hgmma and "HGMMA.64x128x16.F32.BF16" in report.sass
     assert "UTMALDG.2D" in report.sass and "SYNCS.PHASECHK" in report.sass  # TMA and mbarrier waits
@@ -487,7 +491,7 @@ def test_gemm_sass_holds_hgmma_without_spills():
 
 @needs_nvcc
 def test_a_compile_error_points_at_the_kir_op():
-    lowered = lower(example("gemm_hopper_ws"), "cuda")
+    lowered = lower(example("gemm_hopper_ws"), "cuda", BN128)
     line = generated_line(lowered, "kir_mbar_expect(")
     report = compile_cuda(lowered, corrupt_line=line)
     assert not report.ok
@@ -501,7 +505,7 @@ def test_a_compile_error_points_at_the_kir_op():
 def test_the_launcher_builds():
     from lowering.runtime_cuda import build, launcher_source
 
-    lowered = lower(example("gemm_hopper_ws"), "cuda")
+    lowered = lower(example("gemm_hopper_ws"), "cuda", BN128)
     text = launcher_source(lowered)
     assert "cudaGetDriverEntryPointByVersion" in text and "CU_TENSOR_MAP_SWIZZLE_128B" in text
     assert "const cuuint32_t box[2] = {64, 64};" in text  # B's box, one 128-byte chunk wide
@@ -517,6 +521,6 @@ def test_a_bug_of_the_backend_is_an_internal_diagnostic(monkeypatch):
 
     monkeypatch.setattr(cuda.CudaGen, "op_wait", broken)
     with pytest.raises(KirError) as err:
-        lower(example("gemm_hopper_ws"), "cuda")
+        lower(example("gemm_hopper_ws"), "cuda", BN128)
     (d,) = err.value.diagnostics
     assert d.rule == "internal.lower" and "planted" in d.message
