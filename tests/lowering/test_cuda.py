@@ -351,9 +351,9 @@ def test_snapshot_program(name):
     check_snapshot(f"{name}.cu", kernel_part(lower(program(name), "cuda").source))
 
 
-def test_snapshot_gemm_bn256_and_helpers():
-    source = lower(example("gemm_hopper_ws"), "cuda", {"BN": 256, "S": 4}).source
-    check_snapshot("gemm_hopper_ws_bn256_s4.cu", kernel_part(source))
+def test_snapshot_gemm_bn128_and_helpers():
+    source = lower(example("gemm_hopper_ws"), "cuda", {"BN": 128, "S": 4}).source
+    check_snapshot("gemm_hopper_ws_bn128_s4.cu", kernel_part(source))
     check_snapshot("helpers.cu", source[: source.index('extern "C"')])
 
 
