@@ -32,12 +32,9 @@ def tensor_args(program: Program) -> list[tuple[str, GlobalType]]:
 def read_npz(path: str | Path) -> dict[str, np.ndarray]:
     """All arrays of an archive; `io.read` if it cannot be opened, `io.npz` if it is not a
     readable `.npz` of plain arrays."""
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except (OSError, ValueError) as err:  # ValueError: a NUL byte in the path
-        reason = getattr(err, "strerror", None) or str(err)
-        raise KirError(Diagnostic("io.read", "error", None, f"cannot read {path}: {reason}")) from None
+    from kir.check import read_bytes
+
+    data = read_bytes(path)
     try:
         loaded = np.load(io.BytesIO(data), allow_pickle=False)
         if not isinstance(loaded, np.lib.npyio.NpzFile):

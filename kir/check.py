@@ -26,16 +26,20 @@ VerifyFn = Callable[[Program, str], list[Diagnostic]]
 def read_source(path: str | Path) -> str:
     """The text of a KIR file, or a `KirError`: `io.read` when it cannot be opened,
     `syntax.encoding` (with the position of the first bad byte) when it is not UTF-8."""
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except (OSError, ValueError) as err:  # ValueError: a NUL byte in the path
-        reason = getattr(err, "strerror", None) or str(err)
-        raise KirError(Diagnostic("io.read", "error", None, f"cannot read {path}: {reason}")) from None
+    data = read_bytes(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise KirError(_encoding_diagnostic(data, err, str(path))) from None
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """A file's bytes, or a `KirError` with an `io.read` diagnostic."""
+    try:
+        return Path(path).read_bytes()
+    except (OSError, ValueError) as err:  # ValueError: a NUL byte in the path
+        reason = getattr(err, "strerror", None) or str(err)
+        raise KirError(Diagnostic("io.read", "error", None, f"cannot read {path}: {reason}")) from None
 
 
 def _encoding_diagnostic(data: bytes, err: UnicodeDecodeError, file: str) -> Diagnostic:

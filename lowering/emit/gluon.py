@@ -88,6 +88,7 @@ from lowering.emit.base import (
     register,
 )
 from lowering.emit.names import PYTHON_RESERVED, identifier
+from lowering.emit.triton import SIGNATURE_DTYPE
 
 TARGET = "sm_90"
 
@@ -109,24 +110,9 @@ GL_DTYPE = {
     "f8e5m2": "gl.float8e5",
 }
 
-# Triton's signature names of element types (`*bf16` is a pointer to bf16).
-SIG_DTYPE = {
-    "i1": "i1",
-    "i8": "i8",
-    "i16": "i16",
-    "i32": "i32",
-    "i64": "i64",
-    "u8": "u8",
-    "u16": "u16",
-    "u32": "u32",
-    "u64": "u64",
-    "f16": "fp16",
-    "bf16": "bf16",
-    "f32": "fp32",
-    "f64": "fp64",
-    "f8e4m3": "fp8e4nv",
-    "f8e5m2": "fp8e5",
-}
+# Triton's signature names of element types (`*bf16` is a pointer to bf16): one table for
+# both Python backends.
+SIG_DTYPE = SIGNATURE_DTYPE
 
 MODULE_NAMES = frozenset(
     {
