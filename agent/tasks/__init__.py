@@ -1,0 +1,47 @@
+"""Tasks: what a kernel must compute, in the KernelBench file format plus KIR metadata.
+
+A task is a folder (benchmarks/tasks/<name>/) holding
+
+- `reference.py`: a PyTorch reference in the KernelBench format: a `Model(nn.Module)` whose
+  `forward` computes the outputs, `get_inputs()` and `get_init_inputs()`. Module-level variables
+  (`batch_size = 16`) set the shapes; any KernelBench problem file loads as it is.
+- `task.toml` (optional): KIR's metadata, every key optional:
+
+      description = "row softmax"
+      dtype = "bf16"              # floating inputs, weights and outputs are made in this dtype
+      reference_precision = "f64"  # the precision of the reference the outputs are compared to
+      flops = "5 * M * N"          # counted flops (an expression over the preset's variables)
+      tolerance = { rtol = 2e-2, atol = 2e-2 }   # overrides the dtype's default
+
+      [presets.test]               # module-level variables of reference.py, overridden
+      M = 8
+      N = 300
+      [presets.bench]
+      M = 8192
+      N = 8192
+
+      [bind]                       # kernel argument -> the tensor it is
+      x = "inputs[0]"              # the i-th tensor of get_inputs()
+      y = "outputs[0]"             # the i-th output of forward (a lone tensor is outputs[0])
+      w = "model.weight"           # a parameter or buffer of the Model
+
+      [outputs.y]                  # how one output is compared (default: by dtype)
+      compare = "close"            # "close", "exact" or "reference.py:function_name"
+
+      [programs.seed]              # KIR programs for the task, by name
+      file = "seed.kir"
+      params.bench = { BLOCK = 8192 }   # compile-time parameters per preset
+
+  Without `[bind]`, kernel arguments bind by position: the inputs of `get_inputs()` in order,
+  then one `out` argument per output.
+
+A `compare = "reference.py:fn"` hook is called as `fn(inputs, out, ref, rtol, atol)` with the
+inputs (in the reference precision), the candidate's output and the reference's (both in the
+reference precision), and returns None when they agree or a message saying where they do not.
+It is for outputs whose right answer is not unique (the index of a minimum when two distances
+tie within rounding); the hook must still check every element.
+"""
+
+from agent.tasks.task import Preset, Program, Task, TaskError, load_suite, load_task
+
+__all__ = ["Preset", "Program", "Task", "TaskError", "load_suite", "load_task"]

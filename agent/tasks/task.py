@@ -1,0 +1,304 @@
+"""Loading a task folder (see `agent.tasks` for the format) and making its instances.
+
+`load_task(folder)` reads `reference.py` and `task.toml` and checks the metadata; every problem
+is a `TaskError` carrying a `Diagnostic` located in the file (a key's line in task.toml, the
+traceback's line in reference.py). `Task.instance(preset, seed, ...)` imports nothing again: it
+sets the preset's module variables, seeds torch, and calls `get_init_inputs()`, `Model(...)` and
+`get_inputs()`.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import itertools
+import re
+import sys
+import tomllib
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from kir.diagnostics import Diagnostic, KirError, Span
+
+DTYPES = ("f16", "bf16", "f32", "f64")
+PRECISIONS = ("f32", "f64")
+COMPARES = ("close", "exact")
+_BIND = re.compile(r"^(inputs|outputs)\[(\d+)\]$|^model((?:\.[A-Za-z_][A-Za-z0-9_]*)+)$")
+_counter = itertools.count()
+
+
+class TaskError(KirError):
+    """A task that cannot be loaded or instantiated: one located diagnostic."""
+
+
+def _error(rule: str, message: str, file: Path, line: int = 1, hint: str = "") -> TaskError:
+    return TaskError(Diagnostic(rule, "error", Span(line, 1, line, 2, str(file)), message, hint))
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    variables: dict[str, int | float]  # module-level variables of reference.py to override
+
+
+@dataclass(frozen=True)
+class Program:
+    """A KIR program of the task, with its compile-time parameters per preset."""
+
+    name: str
+    file: Path
+    params: dict[str, dict[str, int]] = field(default_factory=dict)  # preset -> {param: value}
+
+    def params_for(self, preset: str) -> dict[str, int]:
+        return dict(self.params.get(preset, {}))
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Where one kernel argument's tensor comes from: ("inputs", i), ("outputs", i) or
+    ("model", "weight.path")."""
+
+    kind: str
+    index: int | str
+
+
+@dataclass
+class Task:
+    name: str
+    folder: Path
+    module: ModuleType
+    description: str = ""
+    dtype: str | None = None  # None: inputs as get_inputs() makes them
+    reference_precision: str = "f64"
+    flops: str = "0"
+    tolerance: dict[str, float] = field(default_factory=dict)
+    presets: dict[str, Preset] = field(default_factory=dict)
+    bind: dict[str, Binding] = field(default_factory=dict)
+    compare: dict[str, str] = field(default_factory=dict)  # output name -> how
+    programs: dict[str, Program] = field(default_factory=dict)
+
+    @property
+    def reference_file(self) -> Path:
+        return self.folder / "reference.py"
+
+    def preset(self, name: str) -> Preset:
+        if name == "default":
+            return Preset("default", {})
+        if name not in self.presets:
+            known = ", ".join(["default", *self.presets])
+            raise _error("task.preset", f"task `{self.name}` has no preset `{name}`", self._toml, 1, f"presets: {known}")
+        return self.presets[name]
+
+    @property
+    def _toml(self) -> Path:
+        return self.folder / "task.toml"
+
+    def variables(self, preset: str) -> dict[str, Any]:
+        """The module-level variables of reference.py under a preset."""
+        self._apply(self.preset(preset))
+        return {k: v for k, v in vars(self.module).items() if isinstance(v, int | float) and not k.startswith("_")}
+
+    def counted_flops(self, preset: str) -> float:
+        env = self.variables(preset)
+        try:
+            return float(_evaluate(self.flops, env))
+        except (ValueError, KeyError, ZeroDivisionError) as err:
+            raise _error("task.flops", f"cannot evaluate flops `{self.flops}`: {err}", self._toml, _line_of(self._toml, "flops")) from None
+
+    def _apply(self, preset: Preset) -> None:
+        for key, value in self._defaults.items():
+            setattr(self.module, key, value)
+        for key, value in preset.variables.items():
+            setattr(self.module, key, value)
+
+    @property
+    def _defaults(self) -> dict[str, Any]:
+        if not hasattr(self, "_saved_defaults"):
+            names = {k for p in self.presets.values() for k in p.variables}
+            self._saved_defaults = {k: getattr(self.module, k) for k in names if hasattr(self.module, k)}
+        return self._saved_defaults
+
+    def call(self, what: str, fn, *args):
+        """Call the reference's code; its exceptions become `task.reference` diagnostics at the
+        reference.py line that raised."""
+        try:
+            return fn(*args)
+        except Exception as err:  # noqa: BLE001 - any failure of user code is a diagnostic
+            line = 1
+            for frame in traceback.extract_tb(err.__traceback__):
+                if Path(frame.filename).resolve() == self.reference_file.resolve():
+                    line = frame.lineno or 1
+            raise _error(
+                "task.reference", f"{what} raised {type(err).__name__}: {err}", self.reference_file, line
+            ) from None
+
+
+def _line_of(file: Path, key: str) -> int:
+    """The line of a key or a [section] in a TOML file (1 when it cannot be found)."""
+    try:
+        lines = file.read_text().splitlines()
+    except OSError:
+        return 1
+    pattern = re.compile(rf"^\s*(\[+\s*)?{re.escape(key)}(\s*\]+|\s*=)")
+    for n, text in enumerate(lines, 1):
+        if pattern.match(text):
+            return n
+    return 1
+
+
+_ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load, ast.Add, ast.Sub, ast.Mult, ast.Div,
+            ast.FloorDiv, ast.Mod, ast.Pow, ast.USub, ast.UAdd)  # fmt: skip
+
+
+def _evaluate(expr: str, env: dict[str, Any]) -> float:
+    """A small arithmetic expression over the preset's variables (no calls, no attributes)."""
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError as err:
+        raise ValueError(f"not an expression: {err.msg}") from None
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED):
+            raise ValueError(f"only arithmetic on numbers and variables is allowed, not {type(node).__name__}")
+        if isinstance(node, ast.Name) and node.id not in env:
+            raise ValueError(f"unknown variable `{node.id}`")
+    return eval(compile(tree, "<flops>", "eval"), {"__builtins__": {}}, dict(env))  # noqa: S307 - checked above
+
+
+def _import(reference: Path) -> ModuleType:
+    name = f"kir_task_{next(_counter)}_{re.sub(r'[^A-Za-z0-9_]', '_', reference.parent.name)}"
+    spec = importlib.util.spec_from_file_location(name, reference)
+    if spec is None or spec.loader is None:
+        raise _error("task.reference", "cannot import the reference", reference)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look the module up by name
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as err:
+        raise _error("task.reference", f"syntax error: {err.msg}", reference, err.lineno or 1) from None
+    except Exception as err:  # noqa: BLE001
+        line = 1
+        for frame in traceback.extract_tb(err.__traceback__):
+            if Path(frame.filename).resolve() == reference.resolve():
+                line = frame.lineno or 1
+        raise _error("task.reference", f"importing raised {type(err).__name__}: {err}", reference, line) from None
+    for required in ("Model", "get_inputs"):
+        if not hasattr(module, required):
+            raise _error(
+                "task.reference",
+                f"reference.py defines no `{required}`",
+                reference,
+                hint="the KernelBench format: class Model(nn.Module), get_inputs(), get_init_inputs()",
+            )
+    if not hasattr(module, "get_init_inputs"):
+        module.get_init_inputs = list
+    return module
+
+
+def load_task(folder: str | Path) -> Task:
+    """Load a task folder, or a lone KernelBench problem file (a `.py` file: no metadata)."""
+    path = Path(folder)
+    reference = path if path.suffix == ".py" else path / "reference.py"
+    if not reference.is_file():
+        raise _error("task.missing", f"no task at {path}: {reference.name} is missing", reference)
+    module = _import(reference)
+    task = Task(name=reference.stem if path.suffix == ".py" else path.name, folder=reference.parent, module=module)
+    if path.suffix == ".py":
+        return task
+    toml = path / "task.toml"
+    if not toml.exists():
+        return task
+    try:
+        meta = tomllib.loads(toml.read_text())
+    except tomllib.TOMLDecodeError as err:
+        m = re.search(r"line (\d+)", str(err))
+        raise _error("task.toml", f"task.toml is not valid TOML: {err}", toml, int(m.group(1)) if m else 1) from None
+    _read_meta(task, meta, toml)
+    return task
+
+
+def _read_meta(task: Task, meta: dict, toml: Path) -> None:
+    known = {"description", "dtype", "reference_precision", "flops", "tolerance", "presets", "bind", "outputs", "programs"}
+    for key in meta:
+        if key not in known:
+            raise _error("task.toml", f"unknown key `{key}`", toml, _line_of(toml, key), f"keys: {', '.join(sorted(known))}")
+
+    def text(key: str, choices: tuple[str, ...] | None = None) -> str | None:
+        value = meta.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or (choices and value not in choices):
+            want = f"one of {', '.join(choices)}" if choices else "a string"
+            raise _error("task.toml", f"`{key}` must be {want}, not {value!r}", toml, _line_of(toml, key))
+        return value
+
+    task.description = text("description") or ""
+    task.dtype = text("dtype", DTYPES)
+    task.reference_precision = text("reference_precision", PRECISIONS) or "f64"
+    task.flops = text("flops") or "0"
+    tolerance = meta.get("tolerance", {})
+    if not isinstance(tolerance, dict) or set(tolerance) - {"rtol", "atol"} or not all(
+        isinstance(v, int | float) and v >= 0 for v in tolerance.values()
+    ):
+        raise _error("task.toml", "`tolerance` is a table of non-negative `rtol` and `atol`", toml, _line_of(toml, "tolerance"))
+    task.tolerance = {k: float(v) for k, v in tolerance.items()}
+
+    for name, variables in meta.get("presets", {}).items():
+        if not isinstance(variables, dict) or not all(isinstance(v, int | float) for v in variables.values()):
+            raise _error("task.toml", f"preset `{name}` must map variables to numbers", toml, _line_of(toml, f"presets.{name}"))
+        for var in variables:
+            if not hasattr(task.module, var):
+                raise _error(
+                    "task.preset",
+                    f"preset `{name}` sets `{var}`, which reference.py does not define",
+                    toml,
+                    _line_of(toml, var),
+                )
+        task.presets[name] = Preset(name, dict(variables))
+
+    for arg, source in meta.get("bind", {}).items():
+        m = _BIND.match(source) if isinstance(source, str) else None
+        if m is None:
+            raise _error(
+                "task.bind",
+                f"cannot bind `{arg}` to {source!r}",
+                toml,
+                _line_of(toml, arg),
+                "use inputs[i], outputs[i] or model.<parameter>",
+            )
+        task.bind[arg] = Binding(m.group(1), int(m.group(2))) if m.group(1) else Binding("model", m.group(3)[1:])
+
+    for out, spec in meta.get("outputs", {}).items():
+        how = spec.get("compare", "close") if isinstance(spec, dict) else None
+        if not isinstance(how, str) or not (how in COMPARES or how.startswith("reference.py:")):
+            raise _error("task.toml", f"output `{out}`: compare is close, exact or reference.py:<function>", toml, _line_of(toml, out))
+        if how.startswith("reference.py:") and not callable(getattr(task.module, how.split(":", 1)[1], None)):
+            raise _error("task.toml", f"reference.py has no function `{how.split(':', 1)[1]}`", toml, _line_of(toml, out))
+        task.compare[out] = how
+
+    for name, spec in meta.get("programs", {}).items():
+        file = spec.get("file") if isinstance(spec, dict) else None
+        if not isinstance(file, str) or not (task.folder / file).is_file():
+            raise _error("task.program", f"program `{name}`: no file {file!r} in the task folder", toml, _line_of(toml, f"programs.{name}"))
+        params = spec.get("params", {})
+        if not all(isinstance(p, dict) and all(isinstance(v, int) for v in p.values()) for p in params.values()):
+            raise _error("task.program", f"program `{name}`: params.<preset> maps parameters to integers", toml, _line_of(toml, f"programs.{name}"))
+        for preset in params:
+            if preset not in task.presets:
+                raise _error("task.program", f"program `{name}` has params for unknown preset `{preset}`", toml, _line_of(toml, f"programs.{name}"))
+        task.programs[name] = Program(name, task.folder / file, {k: dict(v) for k, v in params.items()})
+
+
+def load_suite(folder: str | Path, names: list[str] | None = None) -> list[Task]:
+    """Every task folder under `folder` (those that hold a reference.py), by name order."""
+    root = Path(folder)
+    found = sorted(p for p in root.iterdir() if (p / "reference.py").is_file())
+    if names:
+        by_name = {p.name: p for p in found}
+        missing = [n for n in names if n not in by_name]
+        if missing:
+            raise _error("task.missing", f"no task {', '.join(missing)} under {root}", root, hint=f"tasks: {', '.join(by_name)}")
+        found = [by_name[n] for n in names]
+    return [load_task(p) for p in found]
