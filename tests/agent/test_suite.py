@@ -1,0 +1,52 @@
+"""Every task of the benchmark suite: its programs are clean KIR, and each one is correct on the
+`test` preset through the reference interpreter and through Triton's CPU interpreter (the full
+correctness protocol: poisoned outputs, inputs checked unchanged, three seeds)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.harness.backends import KirCandidate
+from agent.harness.correctness import KirRun, check
+from agent.tasks import load_suite
+from kir.check import check_program
+from kir.parser import parse_file
+
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks"
+TASKS = load_suite(SUITE)
+PROGRAMS = [(task, name) for task in TASKS for name in task.programs]
+
+
+def _id(case) -> str:
+    task, name = case
+    return f"{task.name}-{name}"
+
+
+def test_every_task_has_a_seed_and_a_tuned_program_and_both_presets():
+    for task in TASKS:
+        assert {"seed", "tuned"} <= set(task.programs), task.name
+        assert {"test", "bench"} <= set(task.presets), task.name
+
+
+@pytest.mark.parametrize("case", PROGRAMS, ids=_id)
+def test_program_is_clean_and_canonical(case):
+    task, name = case
+    program = parse_file(task.programs[name].file)
+    for preset in ("test", "bench"):
+        params = task.programs[name].params_for(preset)
+        checked = program.with_params(**params) if params else program
+        errors = [d for d in check_program(checked) if d.is_error]
+        assert not errors, [d.render() for d in errors]
+    assert program.text() == task.programs[name].file.read_text()
+
+
+@pytest.mark.parametrize("backend", ["interp", "triton-interp"])
+@pytest.mark.parametrize("case", PROGRAMS, ids=_id)
+def test_program_is_correct_on_the_test_preset(case, backend):
+    task, name = case
+    spec = task.programs[name]
+    candidate = KirCandidate(parse_file(spec.file), backend, spec.params_for("test"))
+    verdict = check(task, KirRun(candidate), "test", seeds=[11, 12, 13])
+    assert verdict.ok, [d.render() for d in verdict.diagnostics]
