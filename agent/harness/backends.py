@@ -56,7 +56,9 @@ def bind(program: Program, task, inputs: list, outputs: list, model) -> dict[str
         for name, _ in args:
             b = task.bind.get(name)
             if b is None:
-                raise _bind_error(program, name, f"task `{task.name}` does not say what `{name}` is", "add it to [bind] in task.toml")
+                raise _bind_error(
+                    program, name, f"task `{task.name}` does not say what `{name}` is", "add it to [bind] in task.toml"
+                )
             if b.kind == "model":
                 obj = model
                 for part in str(b.index).split("."):
@@ -67,7 +69,9 @@ def bind(program: Program, task, inputs: list, outputs: list, model) -> dict[str
             else:
                 pool = inputs if b.kind == "inputs" else outputs
                 if int(b.index) >= len(pool):
-                    raise _bind_error(program, name, f"`{name}` is bound to {b.kind}[{b.index}], but there are {len(pool)}")
+                    raise _bind_error(
+                        program, name, f"`{name}` is bound to {b.kind}[{b.index}], but there are {len(pool)}"
+                    )
                 result[name] = pool[int(b.index)]
     else:
         ins = [n for n, a in args if not a.is_out]
@@ -85,9 +89,15 @@ def bind(program: Program, task, inputs: list, outputs: list, model) -> dict[str
         t = result[name]
         want = _TORCH_OF[arg.dtype.data]
         if str(t.dtype).removeprefix("torch.") != want:
-            raise _bind_error(program, name, f"`{name}` is declared {arg.dtype.data} but the task's tensor is {t.dtype}")
+            raise _bind_error(
+                program, name, f"`{name}` is declared {arg.dtype.data} but the task's tensor is {t.dtype}"
+            )
         if t.dim() != len(shape_of(arg)):
-            raise _bind_error(program, name, f"`{name}` has {len(shape_of(arg))} dimensions; the task's tensor has shape {list(t.shape)}")
+            raise _bind_error(
+                program,
+                name,
+                f"`{name}` has {len(shape_of(arg))} dimensions; the task's tensor has shape {list(t.shape)}",
+            )
     return result
 
 
@@ -108,11 +118,15 @@ def symbols_of(program: Program, params: dict[str, int], tensors: dict[str, Any]
     for name, arg in kernel_args(program):
         want = tuple(sx.fold(d).evaluate(env) for d in shape_of(arg))
         if tuple(tensors[name].shape) != want:
-            raise _bind_error(program, name, f"`{name}` has shape {list(tensors[name].shape)}; the kernel wants {list(want)}")
+            raise _bind_error(
+                program, name, f"`{name}` has shape {list(tensors[name].shape)}; the kernel wants {list(want)}"
+            )
     for w in kernel.where.data:
         if not w.data.evaluate(env):
             raise KirError(
-                Diagnostic("harness.bind", "error", program.span(), f"the task's shapes break `where {w.data}` ({symbols})")
+                Diagnostic(
+                    "harness.bind", "error", program.span(), f"the task's shapes break `where {w.data}` ({symbols})"
+                )
             )
     return symbols
 
@@ -153,7 +167,9 @@ class KirCandidate:
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise KirError(
-                Diagnostic("harness.backend", "error", None, f"no backend `{self.backend}`", f"one of {', '.join(BACKENDS)}")
+                Diagnostic(
+                    "harness.backend", "error", None, f"no backend `{self.backend}`", f"one of {', '.join(BACKENDS)}"
+                )
             )
 
     def lowered(self):

@@ -193,7 +193,11 @@ def _one_seed(task, candidate, preset, seed, round_, device, verdict: Verdict) -
             )
         elif out.shape != want.shape or out.dtype != want.dtype:
             problems.append(
-                diag("harness.shape", i, f"output {i} is {out.dtype} {list(out.shape)}; the reference's is {want.dtype} {list(want.shape)}")
+                diag(
+                    "harness.shape",
+                    i,
+                    f"output {i} is {out.dtype} {list(out.shape)}; the reference's is {want.dtype} {list(want.shape)}",
+                )
             )
     for i, (now, before) in enumerate(zip(inst.inputs, pristine, strict=True)):
         if isinstance(now, torch.Tensor) and not torch.equal(_bits(now), _bits(before)):
@@ -234,13 +238,20 @@ def _compare(task, inst: Instance, name: str, out, ref, round_: int, verdict: Ve
             nan = torch.isnan(out)
             rule = "harness.unwritten" if nan.all() else "harness.nan"
             what = "NaN (never written, or computed)" if nan[tuple(first)] else "Inf"
-            return rule, f"{int(bad.sum())} of {out.numel()} elements are NaN or Inf; the first at {first} is {what}", {"index": first}
+            return (
+                rule,
+                f"{int(bad.sum())} of {out.numel()} elements are NaN or Inf; the first at {first} is {what}",
+                {"index": first},
+            )
     rtol, atol = TOLERANCES.get(str(out.dtype).removeprefix("torch."), (0.0, 0.0))
     rtol, atol = task.tolerance.get("rtol", rtol), task.tolerance.get("atol", atol)
     if how.startswith("reference.py:"):
         fn = getattr(task.module, how.split(":", 1)[1])
         precision = ref.dtype
-        inputs = [x.detach().cpu().to(precision) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inst.inputs]
+        inputs = [
+            x.detach().cpu().to(precision) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+            for x in inst.inputs
+        ]
         message = fn(inputs, out.to(precision) if out.is_floating_point() else out, ref, rtol, atol)
         return None if message is None else ("harness.mismatch", str(message), {})
     if how == "exact" or not out.is_floating_point():

@@ -103,8 +103,6 @@ def run_model(inst: Instance, model, inputs: list, what: str) -> list:
 
 def reference_outputs(inst: Instance) -> list:
     """The outputs in the reference precision, from widened copies of the model and inputs."""
-    import torch
-
     precision = torch_dtype(inst.task.reference_precision)
     model = copy.deepcopy(inst.model).to(precision)
     inputs = [_cast(x.clone() if _is_tensor(x) else x, precision) for x in inst.inputs]

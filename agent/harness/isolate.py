@@ -83,10 +83,14 @@ def run_job(job: dict[str, Any], timeout: float = 300.0, env: dict[str, str] | N
         record = _record(out_path)
         if status < 0:
             name = signal.Signals(-status).name if -status in signal.Signals._value2member_map_ else str(-status)
-            return failure("crash", "harness.crash", f"the evaluation process died with signal {name}", log_tail=_tail(err_path))
+            return failure(
+                "crash", "harness.crash", f"the evaluation process died with signal {name}", log_tail=_tail(err_path)
+            )
         if record is None:
             return failure(
-                "crash", "harness.no-record", f"the evaluation process exited with status {status} and no result",
+                "crash",
+                "harness.no-record",
+                f"the evaluation process exited with status {status} and no result",
                 log_tail=_tail(err_path),
             )
         record.setdefault("log_tail", _tail(err_path) if not record.get("ok") else "")

@@ -85,7 +85,6 @@ def measure_ceilings(timer: Timer) -> dict[str, float]:
     src = torch.empty(n, dtype=torch.uint8, device=timer.device).random_(0, 255)
     dst = torch.empty_like(src)
     copy = timer.time([lambda: dst.copy_(src)], warmup=3, runs=20)
-    del src, dst
     m = 8192
     a = torch.randn(m, m, dtype=torch.bfloat16, device=timer.device)
     b = torch.randn(m, m, dtype=torch.bfloat16, device=timer.device)

@@ -131,7 +131,10 @@ def _time(job: dict[str, Any], task, kir, run) -> dict[str, Any]:
     runs = spec.get("runs", 50)
     result: dict[str, Any] = {}
     if kir is not None:
-        fns = [kir.launcher(bind(kir.program, task, inst.inputs, outs, inst.model)) for inst, outs in zip(instances, outputs, strict=True)]
+        fns = [
+            kir.launcher(bind(kir.program, task, inst.inputs, outs, inst.model))
+            for inst, outs in zip(instances, outputs, strict=True)
+        ]
     else:
         fns = [lambda inst=inst: run.fn(*inst.inputs) for inst in instances]
     ours = timer.time(fns, runs=runs)

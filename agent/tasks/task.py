@@ -89,7 +89,9 @@ class Task:
             return Preset("default", {})
         if name not in self.presets:
             known = ", ".join(["default", *self.presets])
-            raise _error("task.preset", f"task `{self.name}` has no preset `{name}`", self._toml, 1, f"presets: {known}")
+            raise _error(
+                "task.preset", f"task `{self.name}` has no preset `{name}`", self._toml, 1, f"presets: {known}"
+            )
         return self.presets[name]
 
     @property
@@ -106,7 +108,9 @@ class Task:
         try:
             return float(_evaluate(self.flops, env))
         except (ValueError, KeyError, ZeroDivisionError) as err:
-            raise _error("task.flops", f"cannot evaluate flops `{self.flops}`: {err}", self._toml, _line_of(self._toml, "flops")) from None
+            raise _error(
+                "task.flops", f"cannot evaluate flops `{self.flops}`: {err}", self._toml, _line_of(self._toml, "flops")
+            ) from None
 
     def _apply(self, preset: Preset) -> None:
         for key, value in self._defaults.items():
@@ -220,10 +224,22 @@ def load_task(folder: str | Path) -> Task:
 
 
 def _read_meta(task: Task, meta: dict, toml: Path) -> None:
-    known = {"description", "dtype", "reference_precision", "flops", "tolerance", "presets", "bind", "outputs", "programs"}
+    known = {
+        "description",
+        "dtype",
+        "reference_precision",
+        "flops",
+        "tolerance",
+        "presets",
+        "bind",
+        "outputs",
+        "programs",
+    }
     for key in meta:
         if key not in known:
-            raise _error("task.toml", f"unknown key `{key}`", toml, _line_of(toml, key), f"keys: {', '.join(sorted(known))}")
+            raise _error(
+                "task.toml", f"unknown key `{key}`", toml, _line_of(toml, key), f"keys: {', '.join(sorted(known))}"
+            )
 
     def text(key: str, choices: tuple[str, ...] | None = None) -> str | None:
         value = meta.get(key)
@@ -239,15 +255,21 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
     task.reference_precision = text("reference_precision", PRECISIONS) or "f64"
     task.flops = text("flops") or "0"
     tolerance = meta.get("tolerance", {})
-    if not isinstance(tolerance, dict) or set(tolerance) - {"rtol", "atol"} or not all(
-        isinstance(v, int | float) and v >= 0 for v in tolerance.values()
+    if (
+        not isinstance(tolerance, dict)
+        or set(tolerance) - {"rtol", "atol"}
+        or not all(isinstance(v, int | float) and v >= 0 for v in tolerance.values())
     ):
-        raise _error("task.toml", "`tolerance` is a table of non-negative `rtol` and `atol`", toml, _line_of(toml, "tolerance"))
+        raise _error(
+            "task.toml", "`tolerance` is a table of non-negative `rtol` and `atol`", toml, _line_of(toml, "tolerance")
+        )
     task.tolerance = {k: float(v) for k, v in tolerance.items()}
 
     for name, variables in meta.get("presets", {}).items():
         if not isinstance(variables, dict) or not all(isinstance(v, int | float) for v in variables.values()):
-            raise _error("task.toml", f"preset `{name}` must map variables to numbers", toml, _line_of(toml, f"presets.{name}"))
+            raise _error(
+                "task.toml", f"preset `{name}` must map variables to numbers", toml, _line_of(toml, f"presets.{name}")
+            )
         for var in variables:
             if not hasattr(task.module, var):
                 raise _error(
@@ -273,21 +295,43 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
     for out, spec in meta.get("outputs", {}).items():
         how = spec.get("compare", "close") if isinstance(spec, dict) else None
         if not isinstance(how, str) or not (how in COMPARES or how.startswith("reference.py:")):
-            raise _error("task.toml", f"output `{out}`: compare is close, exact or reference.py:<function>", toml, _line_of(toml, out))
+            raise _error(
+                "task.toml",
+                f"output `{out}`: compare is close, exact or reference.py:<function>",
+                toml,
+                _line_of(toml, out),
+            )
         if how.startswith("reference.py:") and not callable(getattr(task.module, how.split(":", 1)[1], None)):
-            raise _error("task.toml", f"reference.py has no function `{how.split(':', 1)[1]}`", toml, _line_of(toml, out))
+            raise _error(
+                "task.toml", f"reference.py has no function `{how.split(':', 1)[1]}`", toml, _line_of(toml, out)
+            )
         task.compare[out] = how
 
     for name, spec in meta.get("programs", {}).items():
         file = spec.get("file") if isinstance(spec, dict) else None
         if not isinstance(file, str) or not (task.folder / file).is_file():
-            raise _error("task.program", f"program `{name}`: no file {file!r} in the task folder", toml, _line_of(toml, f"programs.{name}"))
+            raise _error(
+                "task.program",
+                f"program `{name}`: no file {file!r} in the task folder",
+                toml,
+                _line_of(toml, f"programs.{name}"),
+            )
         params = spec.get("params", {})
         if not all(isinstance(p, dict) and all(isinstance(v, int) for v in p.values()) for p in params.values()):
-            raise _error("task.program", f"program `{name}`: params.<preset> maps parameters to integers", toml, _line_of(toml, f"programs.{name}"))
+            raise _error(
+                "task.program",
+                f"program `{name}`: params.<preset> maps parameters to integers",
+                toml,
+                _line_of(toml, f"programs.{name}"),
+            )
         for preset in params:
             if preset not in task.presets:
-                raise _error("task.program", f"program `{name}` has params for unknown preset `{preset}`", toml, _line_of(toml, f"programs.{name}"))
+                raise _error(
+                    "task.program",
+                    f"program `{name}` has params for unknown preset `{preset}`",
+                    toml,
+                    _line_of(toml, f"programs.{name}"),
+                )
         task.programs[name] = Program(name, task.folder / file, {k: dict(v) for k, v in params.items()})
 
 
@@ -299,6 +343,8 @@ def load_suite(folder: str | Path, names: list[str] | None = None) -> list[Task]
         by_name = {p.name: p for p in found}
         missing = [n for n in names if n not in by_name]
         if missing:
-            raise _error("task.missing", f"no task {', '.join(missing)} under {root}", root, hint=f"tasks: {', '.join(by_name)}")
+            raise _error(
+                "task.missing", f"no task {', '.join(missing)} under {root}", root, hint=f"tasks: {', '.join(by_name)}"
+            )
         found = [by_name[n] for n in names]
     return [load_task(p) for p in found]

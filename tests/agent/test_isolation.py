@@ -64,7 +64,9 @@ def test_a_broken_reference_is_a_task_record_at_its_line(tmp_path):
     task = tmp_path / "broken"
     shutil.copytree(SOFTMAX, task)
     text = (task / "reference.py").read_text()
-    (task / "reference.py").write_text(text.replace("return torch.softmax(x, dim=-1)", "return torch.softmax(x, dim=5)"))
+    (task / "reference.py").write_text(
+        text.replace("return torch.softmax(x, dim=-1)", "return torch.softmax(x, dim=5)")
+    )
     line = (task / "reference.py").read_text().splitlines().index("        return torch.softmax(x, dim=5)") + 1
     record = run_job(python_job(tmp_path, "return x * 1", task=task), timeout=120)
     assert record["stage"] == "task" and rules(record) == ["task.reference"]
@@ -84,7 +86,9 @@ def test_a_reference_with_all_zero_inputs_is_refused(tmp_path):
 def test_a_kir_program_that_never_ends_is_killed(tmp_path):
     program = (SOFTMAX / "seed.kir").read_text()
     # a loop of 10^9 iterations: the interpreter would run for days
-    program = program.replace("  row = program_id(0)\n", "  row = program_id(0)\n  for i in 0 .. 1000000000 {\n    z = i + 1\n  }\n")
+    program = program.replace(
+        "  row = program_id(0)\n", "  row = program_id(0)\n  for i in 0 .. 1000000000 {\n    z = i + 1\n  }\n"
+    )
     job = {
         "task": str(SOFTMAX),
         "candidate": {"kind": "kir", "text": program, "backend": "interp", "params": {"BLOCK": 512}},
@@ -110,6 +114,10 @@ def test_a_kir_program_that_is_wrong_is_a_correctness_record_at_the_output(tmp_p
 
 
 def test_a_kir_syntax_error_is_a_parse_record(tmp_path):
-    job = {"task": str(SOFTMAX), "candidate": {"kind": "kir", "text": "kernel k(", "backend": "interp"}, "preset": "test"}
+    job = {
+        "task": str(SOFTMAX),
+        "candidate": {"kind": "kir", "text": "kernel k(", "backend": "interp"},
+        "preset": "test",
+    }
     record = run_job(job, timeout=120)
     assert record["stage"] == "parse" and record["diagnostics"][0]["line"] == 1
