@@ -86,6 +86,21 @@ class Diagnostic:
             out["counterexample"] = self.counterexample
         return out
 
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Diagnostic:
+        """The inverse of `to_json` (records from a child process, stored results)."""
+
+        def span(d: dict[str, Any]) -> Span | None:
+            if d.get("line") is None:
+                return None
+            return Span(d["line"], d["col"], d["end_line"], d["end_col"], d.get("file") or "<input>")
+
+        related = tuple(Related(span(r), r["label"]) for r in data.get("related", []) if span(r) is not None)
+        return Diagnostic(
+            data["rule"], data["severity"], span(data), data["message"], data.get("hint", ""), related,
+            data.get("counterexample"),
+        )  # fmt: skip
+
     def render(self, source: str | None = None) -> str:
         """rustc-style text: `FILE:LINE:COL: error[RULE]: message`, then the source line with a
         caret under the span, related spans, the counterexample and the hint."""

@@ -67,10 +67,33 @@ def _candidate(job: dict[str, Any], task):
     return KirRun(candidate), candidate
 
 
+def environment() -> dict[str, Any]:
+    import platform
+
+    import torch
+
+    versions = {"python": platform.python_version(), "torch": torch.__version__}
+    try:
+        import triton
+
+        versions["triton"] = triton.__version__
+    except ImportError:
+        pass
+    gpu = ""
+    if torch.cuda.is_available():
+        gpu = torch.cuda.get_device_name()
+        versions["cuda"] = torch.version.cuda or ""
+    return {"gpu": gpu, "versions": versions}
+
+
 def evaluate(job: dict[str, Any]) -> dict[str, Any]:
-    from agent.harness.correctness import check
+    from agent.harness.correctness import Verdict, check
     from agent.tasks import TaskError, load_task
 
+    if job.get("kind") == "ceilings":
+        from agent.harness.timing import Timer, measure_ceilings
+
+        return _record(True, "done", ceilings=measure_ceilings(Timer(job.get("device", "cuda"))), environment=environment())
     try:
         task = load_task(job["task"])
     except TaskError as err:
@@ -93,17 +116,22 @@ def evaluate(job: dict[str, Any]) -> dict[str, Any]:
             kir.prepare()
         except KirError as err:
             return _record(False, "lower", err.diagnostics)
-    try:
-        verdict = check(task, run, preset, seeds=job.get("seeds"), rounds=job.get("rounds", 3), device=device)
-    except TaskError as err:
-        return _record(False, "task", err.diagnostics)
-    except KirError as err:
-        return _record(False, "run", err.diagnostics)
-    except Exception as err:  # noqa: BLE001 - the candidate's own failure (a Python error, a launch error)
-        return _internal("run", err, "harness.candidate-error")
+    if not job.get("check", True):
+        verdict = Verdict(True)
+    else:
+        try:
+            verdict = check(task, run, preset, seeds=job.get("seeds"), rounds=job.get("rounds", 3), device=device)
+        except TaskError as err:
+            return _record(False, "task", err.diagnostics)
+        except KirError as err:
+            return _record(False, "run", err.diagnostics)
+        except Exception as err:  # noqa: BLE001 - the candidate's own failure (a Python error, a launch error)
+            return _internal("run", err, "harness.candidate-error")
     metrics = {"seeds": verdict.seeds, "max_error": verdict.max_error}
     if not verdict.ok:
         return _record(False, "correctness", verdict.diagnostics, **metrics)
+    if job.get("warm"):
+        _warm(task, preset, device)
     if not job.get("time"):
         return _record(True, "done", **metrics)
     try:
@@ -111,6 +139,17 @@ def evaluate(job: dict[str, Any]) -> dict[str, Any]:
     except KirError as err:
         return _record(False, "timing", err.diagnostics, **metrics)
     return _record(True, "done", **metrics)
+
+
+def _warm(task, preset: str, device: str) -> None:
+    """Run torch.compile once on the instance, so that its caches on disk are warm for timing."""
+    import torch
+
+    from agent.harness.instance import make_instance
+
+    inst = make_instance(task, preset, 1000, device)
+    with torch.no_grad():
+        torch.compile(inst.model)(*inst.inputs)
 
 
 def _time(job: dict[str, Any], task, kir, run) -> dict[str, Any]:

@@ -1,0 +1,220 @@
+"""The benchmark runner: every task's programs through the chosen backends, against PyTorch
+eager and torch.compile, each figure a ratio measured side by side in one run.
+
+    from agent.harness.bench import run_suite
+    result = run_suite(tasks, backends=["triton"], programs=["seed", "tuned"], out_dir=...)
+
+Phases: (1) the ceilings (copy rate, bf16 matmul rate) in a child process; (2) every row's
+correctness check on the bench preset, `jobs` at a time in child processes, which also
+compiles the kernels and warms torch.compile's caches; (3) the timing of every correct row,
+one at a time (ours, eager and torch.compile on the same rotated inputs, in one child).
+A row's `floor_ms` is max(bytes / copy rate, flops / matmul rate); a time under a tenth of the
+floor is flagged `implausible` rather than reported as a win.
+
+The JSON written under `out_dir`: `{"date", "gpu", "versions", "ceilings", "rows": [{"task",
+"program", "backend", "correct", "ms", "eager_ms", "compile_ms", "floor_ms", "stage", "message",
+"bytes", "flops", "flags"}]}`; the markdown table beside it holds the same rows with ratios.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.harness.isolate import run_job
+from agent.harness.timing import floor_ms
+from kir.parser import parse_file
+
+
+@dataclass
+class Row:
+    task: str
+    program: str
+    backend: str
+    correct: bool = False
+    ms: float | None = None
+    eager_ms: float | None = None
+    compile_ms: float | None = None
+    floor_ms: float | None = None
+    stage: str = ""
+    message: str = ""
+    bytes: int | None = None
+    flops: float | None = None
+    flags: list[str] = field(default_factory=list)
+    record: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "record"}
+
+
+def default_backends(program_file: Path) -> list[str]:
+    """The compiled backends a program's level can take (tile: triton; explicit: gluon, cuda)."""
+    from lowering.emit.base import program_level
+
+    return ["triton"] if program_level(parse_file(program_file)) == "tile" else ["gluon", "cuda"]
+
+
+def plan(tasks, backends: list[str] | None, programs: list[str] | None) -> list[tuple[Any, str, str]]:
+    rows = []
+    for task in tasks:
+        for name, spec in task.programs.items():
+            if programs and name not in programs:
+                continue
+            for backend in default_backends(spec.file) if not backends else backends:
+                rows.append((task, name, backend))
+    return rows
+
+
+def _job(task, name: str, backend: str, preset: str, device: str, **extra) -> dict[str, Any]:
+    spec = task.programs[name]
+    return {
+        "task": str(task.folder),
+        "candidate": {"kind": "kir", "file": str(spec.file), "backend": backend, "params": spec.params_for(preset)},
+        "preset": preset,
+        "device": device,
+        **extra,
+    }
+
+
+def _message(record: dict[str, Any]) -> str:
+    diags = record.get("diagnostics") or []
+    if not diags:
+        return ""
+    d = diags[0]
+    where = f"{Path(d['file']).name}:{d['line']}: " if d.get("file") and d.get("line") else ""
+    return f"{where}{d['rule']}: {d['message']}"[:300]
+
+
+def run_suite(
+    tasks,
+    *,
+    backends: list[str] | None = None,
+    programs: list[str] | None = None,
+    preset: str = "bench",
+    device: str = "cuda",
+    jobs: int = 4,
+    timeout: float = 600.0,
+    runs: int = 50,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
+    planned = plan(tasks, backends, programs)
+    total = 1 + 2 * len(planned)
+    done = 0
+
+    def tick(what: str) -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress(what, done, total)
+
+    ceilings_record = run_job({"kind": "ceilings", "device": device}, timeout=timeout)
+    ceilings = ceilings_record.get("metrics", {}).get("ceilings", {})
+    environment = ceilings_record.get("metrics", {}).get("environment", {})
+    tick("ceilings")
+    rows = [Row(task.name, name, backend) for task, name, backend in planned]
+
+    def check(i: int) -> None:
+        task, name, backend = planned[i]
+        record = run_job(_job(task, name, backend, preset, device, rounds=2, warm=True), timeout=timeout)
+        row = rows[i]
+        row.correct, row.stage, row.message, row.record = record["ok"], record["stage"], _message(record), record
+        tick(f"{task.name}/{name}/{backend}: {'correct' if record['ok'] else record['stage']}")
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(check, range(len(planned))))
+
+    for i, (task, name, backend) in enumerate(planned):
+        row = rows[i]
+        if not row.correct:
+            tick(f"{task.name}/{name}/{backend}: skipped")
+            continue
+        record = run_job(
+            _job(task, name, backend, preset, device, check=False, verify=False, time={"sets": 3, "runs": runs}), timeout=timeout
+        )
+        metrics = record.get("metrics", {})
+        if not record["ok"]:
+            row.stage, row.message = record["stage"], _message(record)
+        row.ms, row.eager_ms, row.compile_ms = metrics.get("ms"), metrics.get("eager_ms"), metrics.get("compile_ms")
+        row.bytes, row.flops = metrics.get("bytes"), metrics.get("flops")
+        if ceilings and row.bytes is not None:
+            row.floor_ms = floor_ms(row.bytes, row.flops or 0.0, ceilings)
+            if row.ms is not None and row.ms < row.floor_ms / 10:
+                row.flags.append("implausible: under a tenth of the roofline floor")
+        tick(f"{task.name}/{name}/{backend}: {row.ms:.3f} ms" if row.ms else f"{task.name}/{name}/{backend}")
+    return {
+        "date": datetime.date.today().isoformat(),
+        "gpu": environment.get("gpu", ""),
+        "versions": environment.get("versions", {}),
+        "ceilings": ceilings,
+        "preset": preset,
+        "rows": [r.to_json() for r in rows],
+    }
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def table_lines(result: dict[str, Any]) -> list[str]:
+    """A markdown table: times and the ratios (peer time / ours: above 1 is faster; ours / floor)."""
+    lines = [
+        "| task | program | backend | correct | ms | eager ms | compile ms | floor ms | eager/ours | compile/ours | ours/floor | note |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+
+    def f(x: float | None, digits: int = 3) -> str:
+        return "" if x is None else f"{x:.{digits}f}"
+
+    for r in result["rows"]:
+        note = "; ".join([*r["flags"], r["message"]] if r["message"] else r["flags"]).replace("|", "/")
+        lines.append(
+            f"| {r['task']} | {r['program']} | {r['backend']} | {'yes' if r['correct'] else 'no: ' + r['stage']} | "
+            f"{f(r['ms'])} | {f(r['eager_ms'])} | {f(r['compile_ms'])} | {f(r['floor_ms'])} | "
+            f"{f(ratio(r['eager_ms'], r['ms']), 2)} | {f(ratio(r['compile_ms'], r['ms']), 2)} | "
+            f"{f(ratio(r['ms'], r['floor_ms']), 2)} | {note} |"
+        )
+    return lines
+
+
+def summary_lines(result: dict[str, Any], program: str = "tuned") -> list[str]:
+    """The suite-level figures for one program: the geometric mean of compile / ours, and the
+    best compiled backend per task."""
+    best: dict[str, dict[str, Any]] = {}
+    for r in result["rows"]:
+        if r["program"] == program and r["correct"] and r["ms"]:
+            if r["task"] not in best or r["ms"] < best[r["task"]]["ms"]:
+                best[r["task"]] = r
+    ratios = [ratio(r["compile_ms"], r["ms"]) for r in best.values()]
+    ratios = [x for x in ratios if x]
+    if not ratios:
+        return [f"no timed `{program}` rows"]
+    geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+    slower = sorted(t for t, r in best.items() if (ratio(r["compile_ms"], r["ms"]) or 0) < 1)
+    return [
+        f"`{program}` programs, best backend per task: geometric mean of torch.compile time / ours = {geo:.2f} "
+        f"over {len(ratios)} tasks; slower than torch.compile on: {', '.join(slower) or 'none'}"
+    ]
+
+
+def write(result: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path = out_dir / "bench.json"
+    md_path = out_dir / "bench.md"
+    json_path.write_text(json.dumps(result, indent=1) + "\n")
+    head = [
+        f"# Benchmark run {result['date']}",
+        "",
+        f"GPU: {result['gpu']}; versions: {', '.join(f'{k} {v}' for k, v in result['versions'].items())}",
+        f"Ceilings measured in this run: copy {result['ceilings'].get('copy_gbps', 0):.0f} GB/s, "
+        f"bf16 matmul {result['ceilings'].get('bf16_tflops', 0):.0f} TFLOP/s; preset `{result['preset']}`.",
+        "Ratios: eager/ours and compile/ours above 1 mean ours is faster; ours/floor is 1 at the roofline.",
+        "",
+    ]
+    md_path.write_text("\n".join([*head, *table_lines(result), "", *summary_lines(result)]) + "\n")
+    return json_path, md_path
