@@ -89,6 +89,8 @@ from lowering.emit.base import (
 )
 from lowering.emit.names import PYTHON_RESERVED, identifier
 from lowering.emit.triton import SIGNATURE_DTYPE
+from lowering.passes.layouts import MAKERS as LAYOUT_MAKERS
+from lowering.passes.layouts import LayoutClasses, LayoutError, blocked_layout, mma_layout
 
 TARGET = "sm_90"
 
@@ -399,105 +401,10 @@ def _fold(fn: str, a: int, b: int, dtype: str) -> int:
 
 
 # ---- layouts -------------------------------------------------------------------------------
+# The choice of layouts is lowering.passes.layouts's (which can also write it into the IR);
+# this backend only spells them.
 
-
-class _LayoutClasses:
-    """Tiles that must share one register layout (union-find over KIR values): an op's result
-    and its elementwise operands, a loop's init, body argument, yield and result, a wgmma's
-    accumulator and result. A class holding a wgmma accumulator takes the MMA layout."""
-
-    def __init__(self, kernel: st.KernelOp):
-        self.parent: dict[SSAValue, SSAValue] = {}
-        self.mma: dict[SSAValue, int] = {}  # root -> bits of the wgmma operands
-        self.fixed: dict[SSAValue, Layout] = {}
-        for op in kernel.walk():
-            self._visit(op)
-
-    def find(self, v: SSAValue) -> SSAValue:
-        root = v
-        while self.parent.get(root, root) is not root:
-            root = self.parent[root]
-        while v is not root:
-            nxt = self.parent.get(v, v)
-            self.parent[v] = root
-            v = nxt
-        return root
-
-    def union(self, a: SSAValue, b: SSAValue) -> None:
-        if not (isinstance(a.type, TileType) and isinstance(b.type, TileType)):
-            return
-        if len(shape_of(a.type)) != len(shape_of(b.type)):
-            return
-        ra, rb = self.find(a), self.find(b)
-        if ra is rb:
-            return
-        self.parent[rb] = ra
-        if rb in self.mma:
-            self.mma[ra] = self.mma.pop(rb)
-        if rb in self.fixed:
-            self.fixed.setdefault(ra, self.fixed.pop(rb))
-
-    def _visit(self, op: Operation) -> None:
-        if isinstance(op, tl.BinaryOp | tl.CompareOp | tl.WhereOp | tl.UnaryOp | tl.CastOp):
-            for v in op.operands:
-                self.union(op.results[0], v)
-        elif isinstance(op, st.ForOp):
-            block = op.body.block
-            last = block.last_op
-            yields = list(last.values) if isinstance(last, st.YieldOp) else []
-            for i, (init, res) in enumerate(zip(op.inits, op.res, strict=True)):
-                self.union(res, init)
-                self.union(res, block.args[1 + i])
-                if i < len(yields):
-                    self.union(res, yields[i])
-        elif isinstance(op, st.IfOp):
-            for region in (op.then_body, op.else_body):
-                last = region.block.last_op
-                if isinstance(last, st.YieldOp):
-                    for res, y in zip(op.res, last.values, strict=True):
-                        self.union(res, y)
-        elif isinstance(op, tl.LoadOp) and op.mask is not None:
-            self.union(op.res, op.mask)
-        elif isinstance(op, ex.WgmmaOp):
-            self.union(op.res, op.acc)
-            self.mma[self.find(op.res)] = DTYPES[dtype_of(op.a.type)].bits
-        elif isinstance(op, ex.ConvertLayoutOp):
-            self.fixed[self.find(op.res)] = op.layout.data
-
-
-def _mma_layout(rows: int, cols: int, bits: int, warps: int) -> tuple[list[int], list[int]]:
-    """warps_per_cta and instr_shape of a wgmma accumulator [rows, cols] on `warps` warps
-    (the rules of Gluon's 05-wgmma tutorial: m = 16, k = 256 / bits, n <= 256 dividing cols)."""
-    wpc = [4, 1]
-    while wpc[0] * wpc[1] < warps:
-        if rows > 16 * wpc[0]:
-            wpc[0] *= 2
-        else:
-            wpc[1] *= 2
-    m_reps = -(-rows // 16)
-    n_reps = -(-warps // m_reps)
-    max_n = max(cols // n_reps, 8)
-    n = 256
-    while n > 8 and (n > max_n or cols % n):
-        n -= 8
-    return wpc, [16, n, 256 // bits]
-
-
-def _blocked(shape: list[int], bits: int, warps: int) -> Layout:
-    """16-byte vectors along the last dimension, lanes then warps down the rows."""
-    rank = len(shape)
-    vec = max(1, min(128 // max(bits, 8), shape[-1]))
-    tpw_last = max(1, min(32, shape[-1] // vec))
-    if rank == 1:
-        return Layout("blocked", ((vec,), (32,), (warps,), (0,)))
-    spt = [1] * (rank - 1) + [vec]
-    tpw = [1] * rank
-    tpw[-1] = tpw_last
-    tpw[-2] = 32 // tpw_last
-    wpc = [1] * rank
-    wpc[0] = warps
-    order = list(range(rank - 1, -1, -1))
-    return Layout("blocked", (tuple(spt), tuple(tpw), tuple(wpc), tuple(order)))
+_mma_layout = mma_layout  # the name tests/lowering/test_gluon.py knows it by
 
 
 def _layout_text(layout: Layout) -> str:
@@ -542,7 +449,7 @@ class _Lowering:
         self.params = dict(params)
         self.symbols = self.kernel.shape_symbols
         self.vals: dict[SSAValue, _Val] = {}
-        self.layouts = _LayoutClasses(self.kernel)
+        self.layouts = LayoutClasses(self.kernel)
         self.layout_names: dict[str, str] = {}  # layout constructor text -> module constant
         self.layout_order: list[tuple[str, str]] = []
         self.inlined: set[Operation] = set()
@@ -676,31 +583,10 @@ class _Lowering:
         return self.class_layouts[key]
 
     def _class_layout(self, v: SSAValue, root: SSAValue, fn: _Fn, op: Operation) -> str:
-        shape = self.shape(v.type, op)
-        if isinstance(v.type, TileType) and v.type.layout.data:
-            layout = v.type.layout.data[0].data
-        elif root in self.layouts.fixed:
-            layout = self.layouts.fixed[root]
-        elif root in self.layouts.mma:
-            if len(shape) != 2:
-                raise KirError(_unsupported(op, "a wgmma accumulator is a 2-D tile"))
-            if fn.warps < 4 or shape[0] < 16 * min(fn.warps, 4) or shape[0] % 16:
-                raise KirError(
-                    _unsupported(
-                        op,
-                        f"a {shape[0]}-row wgmma accumulator in a {fn.warps}-warp partition: "
-                        "wgmma gives each warp of a warpgroup 16 rows, so a warpgroup needs at least 64",
-                        "give each warpgroup at least 64 rows of the accumulator (BM / units >= 64)",
-                    )
-                )
-            if shape[1] % 8:
-                raise KirError(
-                    _unsupported(op, f"a wgmma accumulator of {shape[1]} columns: wgmma's N is a multiple of 8")
-                )
-            wpc, instr = _mma_layout(shape[0], shape[1], self.layouts.mma[root], fn.warps)
-            layout = Layout("mma", ((3, 0), tuple(wpc), tuple(instr)))
-        else:
-            layout = _blocked(shape, DTYPES[dtype_of(v.type)].bits, fn.warps)
+        try:
+            layout = self.layouts.choose(v, self.shape(v.type, op), fn.warps)
+        except LayoutError as err:
+            raise KirError(_unsupported(op, err.message, err.hint)) from None
         return self.layout_const(layout)
 
     def layout_const(self, layout: Layout) -> str:
@@ -844,13 +730,19 @@ class _Lowering:
 
     def _plan_inline(self) -> None:
         for op in self.kernel.walk():
-            if not isinstance(op, _PURE) or len(op.results) != 1:
+            if len(op.results) != 1:
                 continue
             res = op.results[0]
             if res.name_hint is not None:
                 continue
             uses = list(res.uses)
-            if len(uses) == 1 and uses[0].operation.parent_block() is op.parent_block():
+            if len(uses) != 1 or uses[0].operation.parent_block() is not op.parent_block():
+                continue
+            # a tile made only to be given a layout is written inside the convert_layout (which
+            # binds the name, or is no conversion at all: see op_ConvertLayoutOp)
+            if isinstance(op, _PURE) or (
+                isinstance(op, LAYOUT_MAKERS) and isinstance(uses[0].operation, ex.ConvertLayoutOp)
+            ):
                 self.inlined.add(op)
 
     def _plan_args(self) -> None:
@@ -1300,6 +1192,13 @@ class _Lowering:
     def op_ConvertLayoutOp(self, op: ex.ConvertLayoutOp, fn: _Fn) -> None:
         x = self.operand(op.operand, op, fn)
         lay = self.layout_const(op.layout.data)
+        if self.layout_of(op.operand, fn, op) == lay:
+            # already there (how lowering.passes.layouts writes layouts): no conversion
+            if x.fn is not None:
+                self.vals[op.res] = x
+            else:
+                self.define(fn, op.res, _Val(x.text, x.kind, prec=x.prec), op)
+            return
         self.define(fn, op.res, _Val(f"gl.convert_layout({x.text}, {lay})", "tile"), op)
 
     # memory
@@ -1387,7 +1286,7 @@ class _Lowering:
         if shape:
             # Stores go through a blocked layout of 16-byte vectors: a wgmma accumulator (or
             # any other layout) is converted to it first.
-            lay = self.layout_const(_blocked(shape, DTYPES[dtype_of(op.mem.type)].bits, fn.warps))
+            lay = self.layout_const(blocked_layout(shape, DTYPES[dtype_of(op.mem.type)].bits, fn.warps))
             if isinstance(op.value.type, TileType) and self.layout_of(op.value, fn, op) != lay:
                 text = f"gl.convert_layout({value.text}, {lay})"
             elif isinstance(op.value.type, TileType):
