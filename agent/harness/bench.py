@@ -6,8 +6,8 @@ eager and torch.compile, each figure a ratio measured side by side in one run.
 
 Phases: (1) the ceilings (copy rate, bf16 matmul rate) in a child process; (2) every row's
 correctness check on the bench preset, `jobs` at a time in child processes, which also
-compiles the kernels and warms torch.compile's caches; (3) the timing of every correct row,
-one at a time (ours, eager and torch.compile on the same rotated inputs, in one child).
+compiles the kernels and warms torch.compile's caches; (3) the timing, one task at a time:
+every correct row of the task, eager and torch.compile on the same rotated inputs, in one child.
 A row's `floor_ms` is max(bytes / copy rate, flops / matmul rate); a time under a tenth of the
 floor is flagged `implausible` rather than reported as a win.
 
@@ -121,7 +121,8 @@ def run_suite(
 
     def check(i: int) -> None:
         task, name, backend = planned[i]
-        record = run_job(_job(task, name, backend, preset, device, rounds=2, warm=True), timeout=timeout)
+        first = next(j for j, (t, _, _) in enumerate(planned) if t is task)
+        record = run_job(_job(task, name, backend, preset, device, rounds=2, warm=i == first), timeout=timeout)
         row = rows[i]
         row.correct, row.stage, row.message, row.record = record["ok"], record["stage"], _message(record), record
         tick(f"{task.name}/{name}/{backend}: {'correct' if record['ok'] else record['stage']}")
@@ -129,24 +130,32 @@ def run_suite(
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         list(pool.map(check, range(len(planned))))
 
-    for i, (task, name, backend) in enumerate(planned):
-        row = rows[i]
-        if not row.correct:
-            tick(f"{task.name}/{name}/{backend}: skipped")
+    for task in tasks:
+        mine = [i for i, (t, _, _) in enumerate(planned) if t is task and rows[i].correct]
+        for _ in range(sum(1 for t, _, _ in planned if t is task) - len(mine)):
+            tick(f"{task.name}: skipped (not correct)")
+        if not mine:
             continue
-        record = run_job(
-            _job(task, name, backend, preset, device, check=False, verify=False, time={"sets": 3, "runs": runs}), timeout=timeout
-        )
+        specs = [_job(task, planned[i][1], planned[i][2], preset, device)["candidate"] for i in mine]
+        job = {"kind": "time", "task": str(task.folder), "candidates": specs, "preset": preset, "device": device,
+               "time": {"sets": 3, "runs": runs}}  # fmt: skip
+        record = run_job(job, timeout=timeout)
         metrics = record.get("metrics", {})
-        if not record["ok"]:
-            row.stage, row.message = record["stage"], _message(record)
-        row.ms, row.eager_ms, row.compile_ms = metrics.get("ms"), metrics.get("eager_ms"), metrics.get("compile_ms")
-        row.bytes, row.flops = metrics.get("bytes"), metrics.get("flops")
-        if ceilings and row.bytes is not None:
-            row.floor_ms = floor_ms(row.bytes, row.flops or 0.0, ceilings)
-            if row.ms is not None and row.ms < row.floor_ms / 10:
-                row.flags.append("implausible: under a tenth of the roofline floor")
-        tick(f"{task.name}/{name}/{backend}: {row.ms:.3f} ms" if row.ms else f"{task.name}/{name}/{backend}")
+        timed = metrics.get("candidates", [])
+        for k, i in enumerate(mine):
+            row = rows[i]
+            entry = timed[k] if k < len(timed) else {}
+            if not record["ok"] or "error" in entry:
+                row.stage = "timing" if record["ok"] else record["stage"]
+                row.message = entry.get("error", "") or _message(record)
+            row.ms = entry.get("ms")
+            row.eager_ms, row.compile_ms = metrics.get("eager_ms"), metrics.get("compile_ms")
+            row.bytes, row.flops = metrics.get("bytes"), metrics.get("flops")
+            if ceilings and row.bytes is not None:
+                row.floor_ms = floor_ms(row.bytes, row.flops or 0.0, ceilings)
+                if row.ms is not None and row.ms < row.floor_ms / 10:
+                    row.flags.append("implausible: under a tenth of the roofline floor")
+            tick(f"{task.name}/{planned[i][1]}/{planned[i][2]}: {row.ms:.3f} ms" if row.ms else task.name)
     return {
         "date": datetime.date.today().isoformat(),
         "gpu": environment.get("gpu", ""),

@@ -90,6 +90,8 @@ def evaluate(job: dict[str, Any]) -> dict[str, Any]:
     from agent.harness.correctness import Verdict, check
     from agent.tasks import TaskError, load_task
 
+    if job.get("kind") == "time":
+        return time_task(job)
     if job.get("kind") == "ceilings":
         from agent.harness.timing import Timer, measure_ceilings
 
@@ -153,7 +155,18 @@ def _warm(task, preset: str, device: str) -> None:
 
 
 def _time(job: dict[str, Any], task, kir, run) -> dict[str, Any]:
-    """Time the candidate and the peers on the same rotated input sets."""
+    """Time one candidate and the peers on the same rotated input sets."""
+    timed = time_candidates(job, task, [(kir, run)])
+    first = timed.pop("candidates")[0]
+    if "error" in first:
+        raise KirError(Diagnostic("harness.timing", "error", None, first["error"]))
+    return {**timed, "ms": first["ms"], "timing": {**timed["timing"], "ours": first["timing"]}}
+
+
+def time_candidates(job: dict[str, Any], task, candidates: list) -> dict[str, Any]:
+    """Time several candidates of one task and the peers (eager, torch.compile) in this process,
+    on the same rotated input sets: the ratios between them are measured side by side. A
+    candidate that fails while being timed gets an `error` entry; the others go on."""
     import torch
 
     from agent.harness.backends import bind
@@ -166,19 +179,22 @@ def _time(job: dict[str, Any], task, kir, run) -> dict[str, Any]:
     device = job.get("device", "cuda")
     timer = Timer(device)
     instances = [make_instance(task, preset, 1000 + i, device) for i in range(spec.get("sets", 3))]
-    outputs = [[poisoned_like(o, 0) for o in native_outputs(inst)] for inst in instances]
+    native = [native_outputs(inst) for inst in instances]
     runs = spec.get("runs", 50)
-    result: dict[str, Any] = {}
-    if kir is not None:
-        fns = [
-            kir.launcher(bind(kir.program, task, inst.inputs, outs, inst.model))
-            for inst, outs in zip(instances, outputs, strict=True)
-        ]
-    else:
-        fns = [lambda inst=inst: run.fn(*inst.inputs) for inst in instances]
-    ours = timer.time(fns, runs=runs)
-    result["ms"] = ours.median_ms
-    result["timing"] = {"ours": ours.to_json()}
+    result: dict[str, Any] = {"candidates": [], "timing": {}}
+    for kir, run in candidates:
+        try:
+            if kir is not None:
+                fns = []
+                for inst, outs in zip(instances, native, strict=True):
+                    tensors = bind(kir.program, task, inst.inputs, [poisoned_like(o, 0) for o in outs], inst.model)
+                    fns.append(kir.launcher(tensors))
+            else:
+                fns = [lambda inst=inst, run=run: run.fn(*inst.inputs) for inst in instances]
+            timed = timer.time(fns, runs=runs)
+            result["candidates"].append({"ms": timed.median_ms, "timing": timed.to_json()})
+        except Exception as err:  # noqa: BLE001 - one candidate's failure does not stop the others
+            result["candidates"].append({"error": f"{type(err).__name__}: {err}"})
     peers = spec.get("peers", ["eager", "compile"])
     with torch.no_grad():
         if "eager" in peers:
@@ -192,11 +208,32 @@ def _time(job: dict[str, Any], task, kir, run) -> dict[str, Any]:
             result["compile_ms"] = timed.median_ms
             result["timing"]["compile"] = timed.to_json()
     inst = instances[0]
-    tensors = [x for x in inst.inputs if isinstance(x, torch.Tensor)] + list(outputs[0])
+    tensors = [x for x in inst.inputs if isinstance(x, torch.Tensor)] + list(native[0])
     tensors += [p for p in inst.model.parameters()] + [b for b in inst.model.buffers()]
     result["bytes"] = sum(t.numel() * t.element_size() for t in tensors)
     result["flops"] = task.counted_flops(preset)
     return result
+
+
+def time_task(job: dict[str, Any]) -> dict[str, Any]:
+    """A job of kind "time": every candidate in `job["candidates"]` (candidate specs as in a
+    check job, already checked) timed with the peers."""
+    from agent.tasks import TaskError, load_task
+
+    try:
+        task = load_task(job["task"])
+    except TaskError as err:
+        return _record(False, "task", err.diagnostics)
+    candidates = []
+    for spec in job["candidates"]:
+        try:
+            run, kir = _candidate({**job, "candidate": spec}, task)
+            if kir is not None:
+                kir.prepare()
+        except KirError as err:
+            return _record(False, "lower", err.diagnostics)
+        candidates.append((kir, run))
+    return _record(True, "done", **time_candidates(job, task, candidates))
 
 
 def main() -> None:
