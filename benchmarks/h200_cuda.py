@@ -110,16 +110,17 @@ def time_ms(torch, fn, reps: int = REPS, warmup: int = 5) -> list[float]:
 
 
 def compile_info(lowered) -> dict:
-    from lowering.compile_cuda import compile_cuda
+    from lowering.compile_cuda import compile_lowered
 
-    rep = compile_cuda(lowered, sass=False)
+    rep = compile_lowered(lowered, sass=False)
     return {
         "ok": rep.ok,
         "registers": rep.registers,
         "spills": rep.spills,
         "local_bytes": rep.local_bytes,
         "shared_bytes": rep.shared_bytes,
-        "has_hgmma": rep.has_hgmma,
+        "has_hgmma": rep.instructions.get("HGMMA", 0) > 0,
+        "instructions": rep.instructions,
         "warnings": [d.rule for d in rep.diagnostics if d.severity == "warning"],
         "errors": [d.message for d in rep.diagnostics if d.is_error],
     }

@@ -472,10 +472,12 @@ def compile_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Compile ahead of time (no GPU needed) and report registers, spills, shared memory and the
-    instructions that matter; compile errors point at the KIR op that produced the failing line."""
+    instructions that matter; compile errors point at the KIR op that produced the failing line.
+    With --json: {"report": the compile report's fields (texts cut short), "diagnostics": [...]}."""
+    record: dict = {}
 
     def body(outcome: Outcome) -> None:
-        from lowering.compile import compile_program, report_json
+        from lowering.compile import compile_program
 
         overrides, usage = parse_param_specs(param or [])
         if usage:
@@ -488,12 +490,35 @@ def compile_cmd(
             return
         report = compile_program(program, to, arch, overrides)
         outcome.diagnostics += list(report.diagnostics)
-        data = report_json(report)
-        shown = {k: v for k, v in data.items() if k not in ("log", "sass", "ptx", "diagnostics") and v not in (None, "", {}, [])}
+        record.update(report.to_json(max_text=4000))
+        record.pop("diagnostics")
         outcome.lines.append(f"{outcome.file}: {'compiled' if report.ok else 'failed'} ({to}, {arch})")
-        outcome.lines += [f"  {k}: {v}" for k, v in shown.items() if not isinstance(v, dict | list)]
+        outcome.lines += _report_lines(record)
 
-    _finish(_guarded(file, body, f"compiling for {to}"), json_out)
+    outcome = _guarded(file, body, f"compiling for {to}")
+    if json_out:
+        diags = [d.to_json() for d in outcome.diagnostics]
+        _emit(json.dumps({"report": record or None, "diagnostics": diags}, indent=2, default=str))
+        raise typer.Exit(exit_code(outcome.diagnostics))
+    _finish(outcome, False)
+
+
+def _report_lines(record: dict) -> list[str]:
+    """The compile report for people: the figures that are known, the instructions found, and
+    where the artefacts are (the texts themselves are in --json)."""
+    texts = ("ptx", "sass", "asm", "log", "seconds", "cached")
+    lines = []
+    for key, value in record.items():
+        if key in texts or value in (None, "", {}, []):
+            continue
+        if key == "instructions":
+            found = ", ".join(f"{name} {n}" for name, n in value.items() if n)
+            lines.append(f"  instructions: {found or 'none of note'}")
+        elif key == "extra":
+            lines += [f"  {k}: {v}" for k, v in value.items() if v not in (None, "", [], {})]
+        else:
+            lines.append(f"  {key}: {value}")
+    return lines
 
 
 @app.command("hash")

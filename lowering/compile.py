@@ -1,51 +1,40 @@
 """One entry point over the compile drivers: `compile_program(program, to, arch, params)`.
 
-Each backend's driver (compile_triton, compile_gluon, compile_cuda) returns its own report
-dataclass with the fields its toolchain can fill; all have `ok`, `diagnostics` and a log, and
-`report_json` turns any of them into plain data.
+Every driver (`compile_triton`, `compile_gluon`, `compile_cuda`: each a `compile_lowered(lowered,
+arch, ...)`) fills the one `lowering.report.CompileReport`; `report.to_json()` is its plain data.
+A program the backend refuses to lower comes back as a failed report with the refusal's
+diagnostics, as a compile failure does.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
+import importlib
 
 from kir.diagnostics import Diagnostic, KirError
 from kir.program import Program
 from lowering.emit.base import lower
+from lowering.report import CompileReport
 
 ARCHS = {"triton": ("sm_90", "gfx942"), "gluon": ("sm_90",), "cuda": ("sm_90", "sm_90a")}
+DRIVERS = {"triton": "lowering.compile_triton", "gluon": "lowering.compile_gluon", "cuda": "lowering.compile_cuda"}
 
 
-def compile_program(program: Program, to: str, arch: str = "sm_90", params: dict[str, int] | None = None):
+def compile_program(
+    program: Program, to: str, arch: str = "sm_90", params: dict[str, int] | None = None, **options
+) -> CompileReport:
+    """Lower `program` for backend `to` and compile it for `arch`; `options` go to the
+    driver's `compile_lowered` (`use_cache`, and the driver's own test hooks)."""
     if to not in ARCHS:
-        raise KirError(Diagnostic("lower.backend", "error", None, f"no compiler for '{to}'", f"one of {', '.join(ARCHS)}"))
-    if arch not in ARCHS[to]:
         raise KirError(
-            Diagnostic("lower.arch", "error", None, f"{to} compiles for {', '.join(ARCHS[to])}, not {arch}")
+            Diagnostic("lower.backend", "error", None, f"no compiler for '{to}'", f"one of {', '.join(ARCHS)}")
         )
-    lowered = lower(program, to, params)
-    if to == "triton":
-        from lowering.compile_triton import compile_lowered
-
-        return compile_lowered(lowered, arch)
-    if to == "gluon":
-        from lowering.compile_gluon import compile_lowered
-
-        return compile_lowered(lowered)
-    from lowering.compile_cuda import compile_cuda
-
-    return compile_cuda(lowered)
-
-
-def report_json(report) -> dict[str, Any]:
-    out = {}
-    for f in dataclasses.fields(report):
-        value = getattr(report, f.name)
-        if f.name == "diagnostics":
-            out[f.name] = [d.to_json() for d in value]
-        elif f.name in ("sass", "ptx", "log") and isinstance(value, str) and len(value) > 4000:
-            out[f.name] = value[:4000] + "..."
-        else:
-            out[f.name] = value if isinstance(value, str | int | float | bool | type(None) | list | dict) else str(value)
-    return out
+    if arch not in ARCHS[to]:
+        raise KirError(Diagnostic("lower.arch", "error", None, f"{to} compiles for {', '.join(ARCHS[to])}, not {arch}"))
+    try:
+        lowered = lower(program, to, params)
+    except KirError as err:
+        return CompileReport(to, arch, ok=False, diagnostics=list(err.diagnostics), log=str(err))
+    driver = importlib.import_module(DRIVERS[to])
+    if to == "cuda":
+        arch = driver.ARCH  # sm_90 and sm_90a both compile for sm_90a (wgmma and setmaxnreg need it)
+    return driver.compile_lowered(lowered, arch, **options)

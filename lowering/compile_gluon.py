@@ -1,14 +1,17 @@
 """Compile a lowered Gluon kernel ahead of time for sm_90, without a GPU.
 
-    from lowering.compile_gluon import compile_program
-    report = compile_program(program, params={"BN": 256})
-    report.ok, report.shared_bytes, report.has_wgmma, report.diagnostics
+    from lowering.compile import compile_program
+    report = compile_program(program, "gluon", "sm_90", params={"BN": 256})
+    report.ok, report.shared_bytes, report.instructions["wgmma"], report.diagnostics
 
 The emitted module is written to a file (Triton reads a kernel's source with `inspect`, and
 MLIR locations then name real lines), imported, and compiled with `triton.compile` on a
 `GluonASTSource` for `GPUTarget("cuda", 90, 32)`: the path `JITFunction.warmup` takes, minus
 the driver query that needs a GPU. The signature gives each TMA descriptor as
 `tensordesc<bf16[128, 64],NVMMASharedLayout(...)>`, the form Triton's own launcher uses.
+The `CompileReport` (lowering.report) reads registers, spills and local memory from `ptxas -v`
+on the PTX (as the Triton driver does), the instructions from the PTX and the SASS, and the
+roles' register budgets (`setmaxnreg`) into `extra`.
 
 A compile error in emitted code is a bug of ours, never of the KIR program: it becomes a
 `lower.compile` diagnostic located at the KIR op that produced the failing line (through
@@ -29,44 +32,21 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kir.diagnostics import Diagnostic, KirError
-from kir.program import Program
-from lowering.emit.base import Lowered, lower
+from kir.diagnostics import Diagnostic
+from lowering.emit.base import Lowered
+from lowering.report import (
+    CompileReport,
+    cache_dir,
+    code_version,
+    compile_error,
+    resource_warnings,
+    write_atomic,
+)
 
-ARCH = 90
+ARCH = "sm_90"
 SM90_SHARED_LIMIT = 232448  # bytes of shared memory one CTA may use on sm_90 (227 KB)
-
-
-@dataclass
-class CompileReport:
-    backend: str
-    arch: str
-    ok: bool
-    shared_bytes: int | None = None
-    num_warps: int | None = None  # every warp of the CTA, partitions included
-    has_wgmma: bool = False  # the PTX holds wgmma.mma_async
-    registers: dict = field(default_factory=dict)  # setmaxnreg values found in the PTX, per partition order
-    log: str = ""
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    seconds: float = 0.0
-    cached: bool = False
-    source_path: str | None = None
-    ptx_path: str | None = None
-    cubin_path: str | None = None
-
-    def to_json(self) -> dict:
-        out = asdict(self)
-        out["diagnostics"] = [d.to_json() for d in self.diagnostics]
-        return out
-
-
-def cache_dir() -> Path:
-    root = Path(os.environ.get("KIR_CACHE_DIR", Path.home() / ".cache" / "kir")) / "gluon"
-    root.mkdir(parents=True, exist_ok=True)
-    return root
 
 
 def signature(lowered: Lowered) -> dict[str, str]:
@@ -91,12 +71,9 @@ def signature(lowered: Lowered) -> dict[str, str]:
 def write_module(source: str) -> Path:
     """Write generated source to a file named by its hash."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:20]
-    path = cache_dir() / "src" / f"kir_gluon_{digest}.py"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = cache_dir("gluon") / "src" / f"kir_gluon_{digest}.py"
     if not path.exists() or path.read_text() != source:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(source)
-        tmp.replace(path)
+        write_atomic(path, source)
     return path
 
 
@@ -118,7 +95,7 @@ def load_module(source: str | Path):
     return module
 
 
-def _key(source: str, lowered: Lowered, arch: int) -> str:
+def _key(source: str, lowered: Lowered, arch: str) -> str:
     import triton
 
     blob = json.dumps(
@@ -128,7 +105,8 @@ def _key(source: str, lowered: Lowered, arch: int) -> str:
             "sig": lowered.options["launch"],
             "arch": arch,
             "triton": triton.__version__,
-            "driver": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),  # the cached answer's format
+            # the cached answer's format: the child reads the compiled kernel with the Triton driver's code
+            "driver": code_version(__file__, Path(__file__).with_name("compile_triton.py")),
         },
         sort_keys=True,
     )
@@ -137,8 +115,8 @@ def _key(source: str, lowered: Lowered, arch: int) -> str:
 
 def compile_lowered(
     lowered: Lowered,
+    arch: str = ARCH,
     *,
-    arch: int = ARCH,
     use_cache: bool = True,
     timeout: float = 300.0,
     transform_source: Callable[[str], str] | None = None,
@@ -150,7 +128,7 @@ def compile_lowered(
         raise ValueError(f"compile_lowered takes a gluon lowering, not {lowered.backend}")
     source = transform_source(lowered.source) if transform_source else lowered.source
     key = _key(source, lowered, arch)
-    entry = cache_dir() / "reports" / f"{key}.json"
+    entry = cache_dir("gluon") / "reports" / f"{key}.json"
     path = write_module(source)
     start = time.monotonic()
     cached = use_cache and entry.exists()
@@ -161,16 +139,15 @@ def compile_lowered(
     else:
         raw = _run_child(lowered, path, key, arch, timeout)
         if use_cache and raw["code"] is not None:  # a timeout may pass another time
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            entry.write_text(json.dumps(raw))
+            write_atomic(entry, json.dumps(raw))
     report = _report(lowered, source, path, raw, arch)
     report.cached = cached
     report.seconds = time.monotonic() - start
     return report
 
 
-def _run_child(lowered: Lowered, path: Path, key: str, arch: int, timeout: float) -> dict:
-    out = cache_dir() / "artifacts" / key[:24]
+def _run_child(lowered: Lowered, path: Path, key: str, arch: str, timeout: float) -> dict:
+    out = cache_dir("gluon") / "artifacts" / key[:24]
     out.mkdir(parents=True, exist_ok=True)
     request = {
         "source_path": str(path),
@@ -205,53 +182,49 @@ def _run_child(lowered: Lowered, path: Path, key: str, arch: int, timeout: float
     return {"result": result, "stderr": stderr, "code": code}
 
 
-def _report(lowered: Lowered, source: str, path: Path, raw: dict, arch: int) -> CompileReport:
-    report = CompileReport(backend="gluon", arch=f"sm_{arch}", ok=False, num_warps=lowered.options.get("total_warps"))
-    report.source_path = str(path)
+def _report(lowered: Lowered, source: str, path: Path, raw: dict, arch: str) -> CompileReport:
     result, stderr, code = raw["result"], raw["stderr"], raw["code"]
-    if result is None or not result.get("ok"):
-        if result is not None:
-            line, col, message = result.get("line"), result.get("col"), result.get("message", "")
-            if line is None:  # a pass failed after the front end: MLIR said where, on stderr
-                line, col = _mlir_location(stderr, path)
-                message = _first_error(stderr) or message
-            report.log = (result.get("log", "") + "\n" + stderr).strip()
-        else:
-            line, col = _mlir_location(stderr, path)
-            what = "timed out" if code is None else f"crashed (exit status {code})"
-            first = _first_error(stderr)
-            message = f"the compiler {what}" + (f": {first}" if first else "")
-            report.log = stderr
-        report.diagnostics.append(_compile_diagnostic(lowered, source, path, line, col, message))
-        return report
-    report.shared_bytes = result["shared"]
-    report.num_warps = result["num_warps"]
-    report.has_wgmma = result["has_wgmma"]
-    report.registers = result["registers"]
-    report.ptx_path, report.cubin_path = result["ptx_path"], result["cubin_path"]
-    report.log = stderr
-    report.ok = True
-    if report.shared_bytes > SM90_SHARED_LIMIT:
-        report.ok = False
-        report.diagnostics.append(
-            Diagnostic(
-                "lower.shared-memory",
-                "error",
-                lowered.program.param_spans.get("S", lowered.program.span()),
-                f"the kernel needs {report.shared_bytes} bytes of shared memory; an sm_90 CTA has {SM90_SHARED_LIMIT}",
-                "use fewer pipeline stages or smaller tiles",
+    if result is not None and result.get("ok"):
+        report = CompileReport.from_json(result["report"])
+        report.cached = False
+        report.diagnostics = resource_warnings(lowered, report)
+        if report.shared_bytes and report.shared_bytes > SM90_SHARED_LIMIT:
+            report.ok = False
+            report.diagnostics.append(
+                Diagnostic(
+                    "lower.shared-memory",
+                    "error",
+                    lowered.program.param_spans.get("S", lowered.program.span()),
+                    f"the kernel needs {report.shared_bytes} bytes of shared memory; "
+                    f"an sm_90 CTA has {SM90_SHARED_LIMIT}",
+                    "use fewer pipeline stages or smaller tiles",
+                )
             )
-        )
+        return report
+    report = CompileReport(
+        backend="gluon",
+        arch=arch,
+        ok=False,
+        entry=lowered.entry,
+        num_warps=lowered.options.get("total_warps"),
+        source_path=str(path),
+    )
+    if result is not None:
+        line, col, message = result.get("line"), result.get("col"), result.get("message", "")
+        if line is None:  # a pass failed after the front end: MLIR said where, on stderr
+            line, col = _mlir_location(stderr, path)
+            message = _first_error(stderr) or message
+        report.log = (result.get("log", "") + "\n" + stderr).strip()
+    else:
+        line, col = _mlir_location(stderr, path)
+        what = "timed out" if code is None else f"crashed (exit status {code})"
+        first = _first_error(stderr)
+        message = f"the compiler {what}" + (f": {first}" if first else "")
+        report.log = stderr
+    first_line = message.strip().splitlines()[0] if message.strip() else ""
+    shown = lowered if source == lowered.source else Lowered(**{**lowered.__dict__, "source": source})
+    report.diagnostics.append(compile_error(shown, line, first_line, column=col, path=str(path)))
     return report
-
-
-def compile_program(program: Program, params: dict[str, int] | None = None, **kwargs) -> CompileReport:
-    """Lower for gluon and compile; a refusal to lower comes back as a failed report."""
-    try:
-        lowered = lower(program, "gluon", params)
-    except KirError as err:
-        return CompileReport(backend="gluon", arch=f"sm_{ARCH}", ok=False, diagnostics=err.diagnostics, log=str(err))
-    return compile_lowered(lowered, **kwargs)
 
 
 def _attrs(lowered: Lowered) -> dict:
@@ -264,34 +237,28 @@ def _attrs(lowered: Lowered) -> dict:
     return attrs
 
 
-def _setmaxnreg(ptx: str) -> dict:
+def _setmaxnreg(ptx: str) -> list[str]:
     """The register budgets the PTX sets (`setmaxnreg.inc/.dec`), in order: "dec 40", ..."""
     found = re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)", ptx)
-    return {"setmaxnreg": [f"{kind} {n}" for kind, n in found]}
+    return [f"{kind} {n}" for kind, n in found]
 
 
 def _generated_line(source: str, err: BaseException) -> tuple[int | None, int | None, str]:
     """The line (1-based, in the generated module) and column where Triton's front end failed,
-    and its message. Triton parses each `@gluon.jit` function from its own text, so an AST
-    node's line counts from the function's `def`."""
+    and its message."""
     import ast
 
-    from triton.compiler.errors import CompilationError
+    from lowering.compile_triton import exception_chain, front_end_location
 
-    chain: list[BaseException] = []
-    e: BaseException | None = err
-    while e is not None and e not in chain:
-        chain.append(e)
-        e = e.__cause__ or e.__context__
+    chain = exception_chain(err)
     root = chain[-1]
     message = f"{type(root).__name__}: {root}"
-    # The innermost CompilationError names the failing node; its `src` is the function's text.
-    for e in reversed(chain):
-        if isinstance(e, CompilationError) and getattr(e, "src", None) and hasattr(e.node, "lineno"):
-            at = source.find(e.src)
-            if at >= 0:
-                inner = e.error_message or (f"{type(e.__cause__).__name__}: {e.__cause__}" if e.__cause__ else message)
-                return source[:at].count("\n") + e.node.lineno, e.node.col_offset + 1, inner
+    # The innermost CompilationError names the failing node (inside a partition's function).
+    found = front_end_location(source, chain, innermost=True)
+    if found:
+        line, col, e = found
+        inner = e.error_message or (f"{type(e.__cause__).__name__}: {e.__cause__}" if e.__cause__ else message)
+        return line, col, inner
     # Errors raised while Triton walks a function's AST for other reasons (its dependency
     # hash, for one) carry the node and the function's name in their frames.
     for e in chain:
@@ -326,23 +293,6 @@ def _first_error(stderr: str) -> str:
     return ""
 
 
-def _compile_diagnostic(lowered: Lowered, source: str, path: Path | None, line, col, message: str) -> Diagnostic:
-    lines = source.splitlines()
-    span = lowered.span_for_line(line) if line else lowered.program.span()
-    where = (
-        f"generated line {line}: `{lines[line - 1].strip()}`" if line and line <= len(lines) else "the generated module"
-    )
-    first = message.strip().splitlines()[0] if message.strip() else "unknown error"
-    return Diagnostic(
-        "lower.compile",
-        "error",
-        span,
-        f"the gluon kernel generated for this op does not compile: {first}",
-        f"this is a bug of the gluon backend, not of the program ({where})",
-        counterexample={"generated_line": line, "column": col, "source_path": str(path) if path else None},
-    )
-
-
 def _child(request_path: str) -> int:
     """Compile one request (run in a child process by `compile_lowered`)."""
     request = json.loads(Path(request_path).read_text())
@@ -359,25 +309,27 @@ def _child(request_path: str) -> int:
         kernel = getattr(module, request["entry"])
         attrs = {tuple(k): v for k, v in request["attrs"]}
         src = GluonASTSource(kernel, request["signature"], constexprs={}, attrs=attrs)
-        target = GPUTarget("cuda", request["arch"], 32)
+        capability = int(request["arch"].removeprefix("sm_"))
+        target = GPUTarget("cuda", capability, 32)
         compiled = triton.compile(src, target=target, options={"num_warps": request["num_warps"]})
     except Exception as err:  # noqa: BLE001 - every failure is reported
         line, col, message = _generated_line(source, err)
         result.update(line=line, col=col, message=message, log="".join(traceback.format_exception(err)))
         (out / "result.json").write_text(json.dumps(result))
         return 0
-    ptx = compiled.asm.get("ptx", "")
-    (out / "kernel.ptx").write_text(ptx)
-    (out / "kernel.cubin").write_bytes(compiled.asm.get("cubin", b""))
-    result.update(
+    from lowering.compile_triton import read_nvidia
+
+    report = CompileReport(
+        "gluon",
+        request["arch"],
         ok=True,
-        shared=int(compiled.metadata.shared),
+        entry=request["entry"],
         num_warps=int(compiled.metadata.num_warps),
-        has_wgmma="wgmma.mma_async" in ptx,
-        registers=_setmaxnreg(ptx),
-        ptx_path=str(out / "kernel.ptx"),
-        cubin_path=str(out / "kernel.cubin"),
+        source_path=str(source_path),
     )
+    read_nvidia(report, compiled, capability, out)
+    report.extra["setmaxnreg"] = _setmaxnreg(report.ptx or "")
+    result.update(ok=True, report=report.to_json())
     (out / "result.json").write_text(json.dumps(result))
     return 0
 

@@ -1,8 +1,8 @@
 """Ahead-of-time compilation of the Triton backend's kernels, without a GPU, and what the
 compiled kernel reports.
 
-    from lowering.compile_triton import compile_triton
-    report = compile_triton(program, "sm_90")      # or "gfx942"
+    from lowering.compile import compile_program
+    report = compile_program(program, "triton", "sm_90")      # or "gfx942"
     report.ok, report.registers, report.spills, report.shared_bytes, report.instructions
 
 `triton.compile(ASTSource(fn, signature, constexprs), target=GPUTarget(...))` runs the whole
@@ -10,15 +10,16 @@ Triton pipeline offline: to a cubin through ptxas for NVIDIA (`sm_80`, `sm_90`) 
 for AMD (`gfx90a`, `gfx942`). Pointer arguments are declared 16-byte aligned, as a launch on
 torch tensors specializes them, so the code is the code a real launch gets.
 
-What the report reads, and from where (without a driver):
+What the `CompileReport` (lowering.report) reads, and from where (without a driver):
 
 | field | NVIDIA | AMD |
 | --- | --- | --- |
-| `registers` | ptxas -v on the kernel's PTX ("Used N registers") | `.vgpr_count` of the code object (SGPRs and AGPRs in `details`) |
-| `spills` | bytes of spill stores per thread (ptxas -v) | spilled VGPRs x 4 bytes per lane (`.vgpr_spill_count`; SGPR spills, which go to VGPR lanes, in `details`) |
-| `shared_bytes` | the kernel's dynamic shared memory (`metadata.shared`) | LDS (`metadata.shared`) |
+| `registers` | ptxas -v on the kernel's PTX ("Used N registers") | `.vgpr_count` of the code object (`sgprs`; AGPRs in `extra`) |
+| `spill_stores`, `spill_loads` | bytes per thread (ptxas -v) | spilled VGPRs x 4 bytes per lane, as stores (`.vgpr_spill_count`; SGPR spills, which go to VGPR lanes, in `extra`) |
+| `static_shared_bytes` | ptxas -v ("N bytes smem") | LDS in the code object (`.group_segment_fixed_size`) |
+| `dynamic_shared_bytes` | what the launch asks for (`metadata.shared`) | LDS the launch asks for (`metadata.shared`) |
 | `local_bytes` | stack frame per thread (ptxas -v) | scratch per lane (`.private_segment_fixed_size`) |
-| `instructions` | mma.sync, wgmma, cp.async, TMA, ldmatrix in the PTX | MFMA, buffer loads, LDS reads in the assembly |
+| `instructions` | mma.sync, wgmma, cp.async, TMA, ldmatrix in the PTX; HGMMA, HMMA, UTMALDG, ... in the SASS | MFMA, buffer loads, LDS reads in the assembly |
 
 What cannot be had offline: occupancy and the achieved register count after the driver's
 own JIT (the cubin is final on NVIDIA; ptxas's count is the launch's); a compiled kernel's
@@ -39,17 +40,29 @@ import re
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+import time
 from pathlib import Path
-from typing import Any
 
 from kir.diagnostics import Diagnostic, KirError
-from kir.program import Program
-from lowering.emit.base import Lowered, lower
+from lowering.emit.base import Lowered
+from lowering.report import (
+    AMD_MARKS,
+    CompileReport,
+    cache_dir,
+    code_version,
+    compile_error,
+    count_instructions,
+    load_report,
+    note_unavailable,
+    read_nvidia_texts,
+    read_ptxas,
+    resource_warnings,
+    save_report,
+    write_atomic,
+)
 from lowering.runtime_triton import (
     _interpret_env,
     _interpreter_process,
-    cache_dir,
     load_module,
     source_hash,
     source_path,
@@ -61,40 +74,6 @@ ARCHS: dict[str, tuple[str, int | str, int]] = {
     "gfx90a": ("hip", "gfx90a", 64),
     "gfx942": ("hip", "gfx942", 64),
 }
-# Instructions worth knowing about, by what marks them in the PTX or the AMD assembly.
-NVIDIA_MARKS = {
-    "mma": r"\bmma\.sync\.",
-    "wgmma": r"\bwgmma\.mma_async\.",
-    "cp.async": r"\bcp\.async\.(ca|cg)\.",
-    "tma": r"\bcp\.async\.bulk\.tensor\.",
-    "ldmatrix": r"\bldmatrix\.",
-}
-AMD_MARKS = {
-    "mfma": r"\bv_mfma_",
-    "buffer_load": r"\bbuffer_load_",
-    "global_load": r"\bglobal_load_",
-    "lds_read": r"\bds_read",
-}
-
-
-@dataclass
-class CompileReport:
-    backend: str
-    arch: str
-    ok: bool
-    registers: int | None = None  # per thread (VGPRs on AMD)
-    spills: int | None = None  # bytes per thread (spill stores on NVIDIA, spilled VGPRs x 4 on AMD)
-    shared_bytes: int | None = None
-    local_bytes: int | None = None  # stack frame (NVIDIA) / scratch (AMD) per thread
-    instructions: dict[str, bool] = field(default_factory=dict)
-    log: str = ""
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)  # binary kind and size, SGPRs, what was not readable
-
-    def to_json(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["diagnostics"] = [d.to_json() for d in self.diagnostics]
-        return out
 
 
 # ---- mapping compile errors to KIR -------------------------------------------------------------
@@ -109,21 +88,38 @@ def replace_line(lowered: Lowered, line: int, text: str) -> Lowered:
     return dataclasses.replace(lowered, source="\n".join(lines))
 
 
-def error_line(source: str, path: Path | str, err: BaseException) -> int | None:
-    """The generated line an exception points at: a Triton CompilationError carries the AST
-    node and the source of the function it was compiling; other errors may name the file."""
-    from triton.compiler.errors import CompilationError
-
+def exception_chain(err: BaseException) -> list[BaseException]:
+    """An exception and its causes (explicit or implicit), the outermost first."""
     chain: list[BaseException] = []
     e: BaseException | None = err
     while e is not None and e not in chain:
         chain.append(e)
         e = e.__cause__ or e.__context__
-    for e in chain:  # the outermost first: the kernel's own line, not a helper's
-        if isinstance(e, CompilationError) and getattr(e.node, "lineno", None) and e.src:
+    return chain
+
+
+def front_end_location(source: str, chain: list[BaseException], *, innermost: bool):
+    """(line, column, error) of a Triton front-end CompilationError in the generated module, or
+    None. Triton parses each jit function from its own text (`e.src`), so an AST node's line
+    counts from the function's `def`. The outermost error names the kernel's own line (the
+    call of a helper), the innermost the failing node inside the helper."""
+    from triton.compiler.errors import CompilationError
+
+    for e in reversed(chain) if innermost else chain:
+        if isinstance(e, CompilationError) and getattr(e, "src", None) and getattr(e.node, "lineno", None):
             at = source.find(e.src)
             if at >= 0:
-                return source.count("\n", 0, at) + e.node.lineno
+                return source.count("\n", 0, at) + e.node.lineno, e.node.col_offset + 1, e
+    return None
+
+
+def error_line(source: str, path: Path | str, err: BaseException) -> int | None:
+    """The generated line an exception points at: a Triton CompilationError carries the AST
+    node and the source of the function it was compiling; other errors may name the file."""
+    chain = exception_chain(err)
+    found = front_end_location(source, chain, innermost=False)
+    if found:
+        return found[0]
     for e in chain:
         for frame in _traceback_lines(e, str(path)):
             return frame
@@ -144,15 +140,7 @@ def _traceback_lines(err: BaseException, path: str) -> list[int]:
 def compile_diagnostic(lowered: Lowered, message: str, line: int | None) -> Diagnostic:
     """A `lower.compile` diagnostic for an error Triton raised on the generated code, located
     at the KIR op of the generated line (at the kernel when no line is known)."""
-    text = lowered.source.split("\n")[line - 1].strip() if line else ""
-    where = f" at generated line {line} (`{text}`)" if line else ""
-    return Diagnostic(
-        "lower.compile",
-        "error",
-        lowered.span_for_line(line) if line else lowered.program.span(),
-        f"Triton could not compile the code generated for this op{where}: {_last_line(message)}",
-        "this is a bug of the Triton backend, not of the program: please report it with the program",
-    )
+    return compile_error(lowered, line, _last_line(message))
 
 
 # Exceptions of a launch that mean "the generated code is wrong" (Triton's front end raises
@@ -200,7 +188,7 @@ def _target(arch: str):
     return GPUTarget(*ARCHS[arch])
 
 
-def _report_path(lowered: Lowered, arch: str) -> Path:
+def _key(lowered: Lowered, arch: str) -> str:
     import triton
 
     key = json.dumps(
@@ -211,21 +199,27 @@ def _report_path(lowered: Lowered, arch: str) -> Path:
             lowered.options["signature"],
             lowered.options["constexprs"],
             triton.__version__,
+            code_version(__file__),
         ],
         sort_keys=True,
     )
-    return cache_dir() / "reports" / f"{source_hash(key)}.json"
+    return source_hash(key)[:24]
 
 
 def compile_lowered(lowered: Lowered, arch: str = "sm_90", *, use_cache: bool = True) -> CompileReport:
-    """Compile a lowered program for `arch` and read the report (cached by content hash).
+    """Compile a lowered program for `arch` and read the report (cached by content hash; a
+    failure is not cached).
 
     Compiling needs triton imported in its compiling mode; in a process that imported it for
     its interpreter (`TRITON_INTERPRET=1`), the compile runs in a child process instead."""
     _target(arch)  # an unknown arch is refused before anything runs
-    cached = _report_path(lowered, arch)
-    if use_cache and cached.exists():
-        return CompileReport(**(json.loads(cached.read_text()) | {"diagnostics": []}))
+    start = time.monotonic()
+    key = _key(lowered, arch)
+    cached = cache_dir("triton") / "reports" / f"{key}.json"
+    report = load_report(cached) if use_cache else None
+    if report is not None:
+        report.diagnostics = resource_warnings(lowered, report)
+        return report
     job = {
         "source": lowered.source,
         "entry": lowered.entry,
@@ -233,18 +227,18 @@ def compile_lowered(lowered: Lowered, arch: str = "sm_90", *, use_cache: bool = 
         "num_warps": lowered.num_warps,
         "signature": lowered.options["signature"],
         "constexprs": lowered.options["constexprs"],
+        "out": str(cache_dir("triton") / "artifacts" / key),
     }
     result = _compile_in_child(job) if _interpreter_process() else compile_job(job)
     error = result.pop("error", None)
-    report = CompileReport(**result)
+    report = CompileReport.from_json(result)
+    report.seconds = time.monotonic() - start
     if error is not None:
         report.diagnostics.append(compile_diagnostic(lowered, error["message"], error["line"]))
         return report
     if use_cache:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(report.to_json()))
-        tmp.replace(cached)
+        save_report(cached, report)
+    report.diagnostics = resource_warnings(lowered, report)
     return report
 
 
@@ -255,10 +249,12 @@ def compile_job(job: dict) -> dict:
     from triton.compiler import ASTSource
 
     target = _target(job["arch"])
-    report = CompileReport("triton", job["arch"], ok=False)
+    path = source_path(job["source"], job["entry"])
+    report = CompileReport(
+        "triton", job["arch"], ok=False, entry=job["entry"], num_warps=job["num_warps"], source_path=str(path)
+    )
     signature = job["signature"]
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(signature) if signature[name].startswith("*")}
-    path = source_path(job["source"], job["entry"])
     with _interpret_env(False):
         try:
             fn = getattr(load_module(job["source"], job["entry"], interpret=False), job["entry"])
@@ -274,11 +270,10 @@ def compile_job(job: dict) -> dict:
             }
             return out
     report.ok = True
-    report.shared_bytes = int(compiled.metadata.shared)
     if target.backend == "cuda":
-        _read_nvidia(report, compiled, target.arch)
+        read_nvidia(report, compiled, target.arch, Path(job["out"]))
     else:
-        _read_amd(report, compiled)
+        _read_amd(report, compiled, Path(job["out"]))
     return report.to_json()
 
 
@@ -294,22 +289,16 @@ def _compile_in_child(job: dict) -> dict:
         timeout=600,
     )
     if done.returncode != 0:
-        return CompileReport("triton", job["arch"], ok=False, log=done.stderr[-4000:]).to_json() | {
-            "error": {"type": "RuntimeError", "message": done.stderr[-300:], "line": None}
-        }
+        failed = CompileReport("triton", job["arch"], ok=False, entry=job["entry"], log=done.stderr[-4000:])
+        return failed.to_json() | {"error": {"type": "RuntimeError", "message": done.stderr[-300:], "line": None}}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _read_nvidia(report: CompileReport, compiled, capability: int) -> None:
+def ptxas_log(ptx: str, capability: int) -> str:
+    """`ptxas -v` on a kernel's PTX with Triton's own ptxas and flags (Triton throws the log of
+    its own run away)."""
     from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
 
-    ptx = compiled.asm["ptx"]
-    report.instructions = {name: bool(re.search(rx, ptx)) for name, rx in NVIDIA_MARKS.items()}
-    report.details["binary"] = "cubin"
-    report.details["binary_bytes"] = len(compiled.asm["cubin"])
-    m = re.search(r"\.maxnreg\s+(\d+)", ptx)
-    report.details["maxnreg"] = int(m.group(1)) if m else None
-    # Triton throws ptxas's -v log away; run ptxas again on the same PTX with the same flags.
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "kernel.ptx"
         src.write_text(ptx)
@@ -324,55 +313,48 @@ def _read_nvidia(report: CompileReport, compiled, capability: int) -> None:
         ]
         try:
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-            log = out.stdout + out.stderr
+            return out.stdout + out.stderr
         except (OSError, subprocess.SubprocessError) as err:
-            log = f"ptxas could not run: {err}"
-    report.log = log
-    m = re.search(r"Used (\d+) registers", log)
-    report.registers = int(m.group(1)) if m else None
-    m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
-    if m:
-        report.local_bytes, report.spills = int(m.group(1)), int(m.group(2))
-        report.details["spill_loads"] = int(m.group(3))
-    missing = [k for k in ("registers", "spills", "local_bytes") if getattr(report, k) is None]
-    if missing:
-        report.details["unavailable"] = missing
+            return f"ptxas could not run: {err}"
 
 
-def _read_amd(report: CompileReport, compiled) -> None:
+def read_nvidia(report: CompileReport, compiled, capability: int, out: Path) -> None:
+    """Fill `report` from a kernel Triton (or Gluon) compiled for NVIDIA: the cubin written to
+    `out`, the launch's shared memory, the PTX and SASS with their instructions, `ptxas -v`."""
+    ptx = compiled.asm["ptx"]
+    binary = out / "kernel.cubin"
+    write_atomic(binary, compiled.asm["cubin"])
+    report.binary = str(binary)
+    report.dynamic_shared_bytes = int(compiled.metadata.shared)
+    m = re.search(r"\.maxnreg\s+(\d+)", ptx)
+    report.extra["maxnreg"] = int(m.group(1)) if m else None
+    read_nvidia_texts(report, ptx, binary)
+    report.log = ptxas_log(ptx, capability)
+    read_ptxas(report.log, report)
+
+
+def _read_amd(report: CompileReport, compiled, out: Path) -> None:
     asm = compiled.asm["amdgcn"]
-    report.instructions = {name: bool(re.search(rx, asm)) for name, rx in AMD_MARKS.items()}
-    report.details["binary"] = "hsaco"
-    report.details["binary_bytes"] = len(compiled.asm["hsaco"])
+    binary = out / "kernel.hsaco"
+    write_atomic(binary, compiled.asm["hsaco"])
+    report.binary = str(binary)
+    report.asm = asm
+    report.instructions = count_instructions(asm, AMD_MARKS)
 
     def meta(key: str) -> int | None:
         m = re.search(rf"^\s*\.{re.escape(key)}:\s*(\d+)", asm, re.M)
         return int(m.group(1)) if m else None
 
     report.registers = meta("vgpr_count")
+    report.sgprs = meta("sgpr_count")
     vgpr_spills = meta("vgpr_spill_count")
-    report.spills = None if vgpr_spills is None else 4 * vgpr_spills
+    report.spill_stores = None if vgpr_spills is None else 4 * vgpr_spills
     report.local_bytes = meta("private_segment_fixed_size")
-    report.details.update(
-        sgprs=meta("sgpr_count"),
-        agprs=meta("agpr_count"),
-        sgpr_spills=meta("sgpr_spill_count"),
-        lds_bytes=meta("group_segment_fixed_size"),
-    )
+    report.static_shared_bytes = meta("group_segment_fixed_size")
+    report.dynamic_shared_bytes = int(compiled.metadata.shared)  # LDS asked for at launch, as on NVIDIA
+    report.extra.update(agprs=meta("agpr_count"), sgpr_spills=meta("sgpr_spill_count"))
     report.log = "\n".join(line.strip() for line in asm.splitlines() if re.match(r"^\s*\.(vgpr|sgpr|agpr)_", line))
-    missing = [k for k in ("registers", "spills", "local_bytes") if getattr(report, k) is None]
-    if missing:
-        report.details["unavailable"] = missing
-
-
-def compile_triton(program: Program, arch: str = "sm_90", params: dict[str, int] | None = None) -> CompileReport:
-    """Lower `program` with the Triton backend and compile it for `arch`; a program the
-    backend refuses gives a report with `ok = False` and the refusal's diagnostics."""
-    try:
-        lowered = lower(program, "triton", params)
-    except KirError as err:
-        return CompileReport("triton", arch, ok=False, diagnostics=list(err.diagnostics))
-    return compile_lowered(lowered, arch)
+    note_unavailable(report)
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--job"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -47,4 +48,35 @@ def test_unknown_backend_is_a_diagnostic():
 def test_compile_reports_hgmma_for_the_explicit_gemm():
     result = kir("compile", str(EXAMPLES / "gemm_hopper_ws.kir"), "--to", "cuda")
     assert result.exit_code == 0, result.output
-    assert "has_hgmma: True" in result.output and "spills: 0" in result.output
+    assert "instructions: " in result.output and "HGMMA " in result.output
+    assert "spill_stores: 0" in result.output and "spills: 0" in result.output and "registers: 168" in result.output
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_compile_json_carries_the_report():
+    result = kir("compile", str(EXAMPLES / "gemm_hopper_ws.kir"), "--to", "cuda", "-p", "BN=128", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    report = data["report"]
+    assert report["backend"] == "cuda" and report["arch"] == "sm_90a" and report["ok"] is True
+    assert report["entry"] == "gemm_hopper_ws" and report["registers"] == 168
+    assert report["spill_stores"] == report["spill_loads"] == report["local_bytes"] == 0
+    assert report["static_shared_bytes"] + report["dynamic_shared_bytes"] == report["shared_bytes"] > 0
+    assert report["instructions"]["HGMMA"] > 0 and report["binary"].endswith(".cubin")
+    assert len(report["sass"]) <= 4003 and "diagnostics" not in report and data["diagnostics"] == []
+
+
+def test_compile_json_of_a_refused_program_is_a_failed_report():
+    result = kir("compile", str(EXAMPLES / "gemm_hopper_ws.kir"), "--to", "triton", "--json")
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    assert data["report"]["ok"] is False and data["report"]["backend"] == "triton"
+    assert "lower.level" in {d["rule"] for d in data["diagnostics"]}
+
+
+def test_compile_json_of_an_unknown_arch_has_no_report():
+    result = kir("compile", str(EXAMPLES / "vector_add.kir"), "--to", "gluon", "--arch", "gfx942", "--json")
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    assert data["report"] is None and [d["rule"] for d in data["diagnostics"]] == ["lower.arch"]

@@ -17,10 +17,11 @@ import pytest
 
 from kir.diagnostics import KirError
 from kir.parser import parse, parse_file
-from lowering.compile_cuda import compile_cuda, find_tool
+from lowering.compile_cuda import compile_lowered
 from lowering.emit.base import lower
 from lowering.emit.cbase import CExprs
 from lowering.emit.cuda import CUDA, CudaEmitter
+from lowering.report import find_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -464,7 +465,7 @@ def test_register_budgets_beyond_the_sm_are_refused():
 @needs_nvcc
 @pytest.mark.parametrize("name", ALL)
 def test_example_compiles_for_sm90a(name):
-    report = compile_cuda(lower(example(name), "cuda"), sass=False)
+    report = compile_lowered(lower(example(name), "cuda"), sass=False)
     assert report.ok, report.log
     assert report.registers is not None and report.registers <= 255
     assert not [d for d in report.diagnostics if d.is_error]
@@ -473,15 +474,16 @@ def test_example_compiles_for_sm90a(name):
 @needs_nvcc
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_compiles_for_sm90a(name):
-    report = compile_cuda(lower(program(name), "cuda"), sass=False)
+    report = compile_lowered(lower(program(name), "cuda"), sass=False)
     assert report.ok, report.log
 
 
 @needs_nvcc
 def test_gemm_sass_holds_hgmma_without_spills():
-    report = compile_cuda(lower(example("gemm_hopper_ws"), "cuda", BN128))
+    report = compile_lowered(lower(example("gemm_hopper_ws"), "cuda", BN128))
     assert report.ok, report.log
-    assert report.has_hgmma and "HGMMA.64x128x16.F32.BF16" in report.sass
+    assert report.instructions["HGMMA"] and "HGMMA.64x128x16.F32.BF16" in report.sass
+    assert report.instructions["wgmma"] and report.instructions["tma"] and report.instructions["UTMALDG"]
     assert "UTMALDG.2D" in report.sass and "SYNCS.PHASECHK" in report.sass  # TMA and mbarrier waits
     assert report.spills == 0 and report.local_bytes == 0
     assert report.registers == 168  # __launch_bounds__(384, 1); the roles then setmaxnreg 40 / 232
@@ -493,7 +495,7 @@ def test_gemm_sass_holds_hgmma_without_spills():
 def test_a_compile_error_points_at_the_kir_op():
     lowered = lower(example("gemm_hopper_ws"), "cuda", BN128)
     line = generated_line(lowered, "kir_mbar_expect(")
-    report = compile_cuda(lowered, corrupt_line=line)
+    report = compile_lowered(lowered, corrupt_line=line)
     assert not report.ok
     d = report.diagnostics[0]
     assert d.rule == "lower.compile" and d.severity == "error"

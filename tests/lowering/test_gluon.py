@@ -271,19 +271,20 @@ def compile_report(program, params=None, **kwargs):
 def test_gemm_compiles_to_sm90_with_wgmma():
     report = compile_report(gemm())
     assert report.ok, report.log
-    assert report.has_wgmma and report.num_warps == 12
+    assert report.instructions["wgmma"] and report.num_warps == 12
     assert report.shared_bytes == 147528  # 4 stages of 16 KB + 16 KB, two 8 KB layout scratches, barriers
-    ptx = Path(report.ptx_path).read_text()
+    ptx = report.ptx
     assert ".target sm_90a" in ptx and "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in ptx
     assert "cp.async.bulk.tensor.2d" in ptx  # the TMA loads
-    assert {"dec 40", "inc 232"} <= set(report.registers["setmaxnreg"])  # the load and mma budgets
-    assert Path(report.cubin_path).stat().st_size > 0
+    assert {"dec 40", "inc 232"} <= set(report.extra["setmaxnreg"])  # the load and mma budgets
+    assert Path(report.binary).stat().st_size > 0 and report.instructions["HGMMA"]  # in the SASS
+    assert report.registers and report.spills == 0 and report.local_bytes == 0  # ptxas -v
 
 
 def test_bn256_fits_four_stages_and_five_do_not():
     ok = compile_report(gemm(), {"BN": 256, "S": 4})
-    assert ok.ok and ok.has_wgmma and ok.shared_bytes <= 232448
-    assert "m64n256k16" in Path(ok.ptx_path).read_text()
+    assert ok.ok and ok.instructions["wgmma"] and ok.shared_bytes <= 232448
+    assert "m64n256k16" in ok.ptx
     too_big = compile_report(gemm(), {"BN": 256, "S": 5})
     assert not too_big.ok
     (d,) = too_big.diagnostics
@@ -293,8 +294,8 @@ def test_bn256_fits_four_stages_and_five_do_not():
 def test_single_warpgroup_tma_store_compiles():
     report = compile_report(parse(TMA_STORE_TEXT, file="gemm_tma_store.kir"))
     assert report.ok, report.log
-    assert report.has_wgmma and report.num_warps == 4
-    assert "cp.async.bulk.tensor.2d.global.shared" in Path(report.ptx_path).read_text()  # the TMA store
+    assert report.instructions["wgmma"] and report.num_warps == 4
+    assert "cp.async.bulk.tensor.2d.global.shared" in report.ptx  # the TMA store
 
 
 def test_single_warp_roles_and_masked_blocks_compile():

@@ -30,7 +30,8 @@ from kir.diagnostics import KirError
 from kir.interp import run
 from kir.parser import parse, parse_file
 from lowering import lower
-from lowering.compile_triton import compile_lowered, compile_triton, replace_line
+from lowering.compile import compile_program
+from lowering.compile_triton import compile_lowered, replace_line
 from lowering.emit.base import program_level
 from lowering.runtime_triton import run_lowered, run_triton
 from tests.examples.references import CASES, Case
@@ -651,10 +652,12 @@ def test_compile_error_under_the_interpreter_points_at_the_kir_op():
 @pytest.mark.parametrize("arch", ["sm_90", "gfx942"])
 @pytest.mark.parametrize("case", TILE_CASES, ids=[c.example for c in TILE_CASES])
 def test_example_compiles_ahead_of_time(case: Case, arch: str):
-    report = compile_triton(_example(case.example), arch, case.params)
+    report = compile_program(_example(case.example), "triton", arch, case.params)
     assert report.ok, [d.message for d in report.diagnostics]
     assert report.registers and report.registers > 0 and report.spills == 0 and report.local_bytes == 0
-    assert report.details["binary"] == ("cubin" if arch == "sm_90" else "hsaco") and report.details["binary_bytes"] > 0
+    binary = Path(report.binary)
+    assert binary.suffix == (".cubin" if arch == "sm_90" else ".hsaco") and binary.stat().st_size > 0
+    assert report.entry == case.example and report.num_warps and not report.diagnostics
     if case.example == "gemm_bias_gelu":  # bf16 operands: tensor cores / matrix cores
         assert report.instructions["mma" if arch == "sm_90" else "mfma"]
         assert report.shared_bytes > 0
@@ -665,7 +668,7 @@ def test_example_compiles_ahead_of_time(case: Case, arch: str):
 @pytest.mark.parametrize("name", list(CORPUS))
 def test_corpus_compiles_ahead_of_time(name: str, arch: str):
     text, _, _, params = CORPUS[name]
-    report = compile_triton(parse(text), arch, params)
+    report = compile_program(parse(text), "triton", arch, params)
     assert report.ok, [d.message for d in report.diagnostics]
     assert report.registers and report.registers > 0
 
@@ -674,11 +677,17 @@ def test_corpus_compiles_ahead_of_time(name: str, arch: str):
 def test_the_report_reads_the_hardware_facts():
     """A 128 x 128 f32 accumulator on 4 warps is 128 registers a thread before the epilogue:
     wgmma, the register ceiling, and spills, as ptxas reports them."""
-    report = compile_triton(_example("gemm_bias_gelu"), "sm_90", {"BM": 128, "BN": 128, "BK": 64})
-    assert report.ok and report.instructions["wgmma"]
+    report = compile_program(_example("gemm_bias_gelu"), "triton", "sm_90", {"BM": 128, "BN": 128, "BK": 64})
+    assert report.ok and report.instructions["wgmma"] and report.instructions["HGMMA"]  # in the PTX and the SASS
     assert f"Used {report.registers} registers" in report.log and report.registers == 255
-    assert report.spills > 0 and report.details["spill_loads"] > 0
+    assert report.spills > 0 and report.spill_stores > 0 and report.spill_loads > 0
+    assert "compile.spills" in {d.rule for d in report.diagnostics}  # a warning at the kernel
+    assert all(d.severity == "warning" and d.span == report_kernel_span() for d in report.diagnostics)
     assert report.shared_bytes >= (128 * 64 + 64 * 128) * 2  # at least one stage of A and B tiles
-    small = compile_triton(_example("gemm_bias_gelu"), "sm_90", {"BM": 64, "BN": 64, "BK": 32})
-    assert small.spills == 0 and small.registers < report.registers
-    assert report.to_json()["arch"] == "sm_90"
+    small = compile_program(_example("gemm_bias_gelu"), "triton", "sm_90", {"BM": 64, "BN": 64, "BK": 32})
+    assert small.spills == 0 and small.registers < report.registers and small.diagnostics == []
+    assert report.to_json()["arch"] == "sm_90" and report.to_json()["spills"] == report.spills
+
+
+def report_kernel_span():
+    return _example("gemm_bias_gelu").span()
