@@ -681,5 +681,76 @@ def main() -> None:  # pragma: no cover - the console script calls `app`
     app()
 
 
+
+
+TaskOpt = Annotated[
+    str, typer.Option("--task", "-t", metavar="TASK", help="A task folder, a KernelBench .py file, or a suite task name.")
+]
+
+
+@app.command("run")
+def run_cmd(
+    file: FileArg,
+    task: TaskOpt,
+    backend: Annotated[
+        str, typer.Option("--backend", "-b", help="interp, triton-interp, triton, gluon or cuda.")
+    ] = "interp",
+    preset: Annotated[str, typer.Option("--preset", help="The task's shape preset: test or bench.")] = "test",
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", "-p", metavar="NAME=VALUE", help="Override a parameter (repeatable).", show_default=False),
+    ] = None,
+    seed: Annotated[
+        list[int] | None, typer.Option("--seed", help="A seed (repeatable); default: three fresh ones.", show_default=False)
+    ] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds before the run is killed.")] = 600.0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check a program against a task's reference: the harness's correctness protocol (fresh
+    seeds, poisoned outputs, inputs checked unchanged, a higher-precision reference), in a child
+    process with a timeout. Parameters come from the task's entry for this file, then --param.
+    With --json: the harness's record {"ok", "stage", "diagnostics", "metrics", "log_tail"}."""
+    overrides, usage = parse_param_specs(param or [])
+    if usage:
+        _finish(Outcome(file, usage), json_out)
+    from agent.cli import describe, run_command
+
+    record, source = run_command(file, task, backend, preset, overrides, seed, timeout, None)
+    if json_out:
+        _emit(json.dumps(record, indent=2))
+    else:
+        diags = [Diagnostic.from_json(d) for d in record["diagnostics"]]
+        if diags:
+            _emit(_render(diags, source))
+        _emit(describe(record, file, task, backend, preset))
+        if not record["ok"] and record.get("log_tail"):
+            _emit(record["log_tail"])
+    if record["ok"]:
+        raise typer.Exit(0)
+    raise typer.Exit(2 if record["stage"] == "usage" else 1)
+
+
+@app.command("bench")
+def bench_cmd(
+    tasks: Annotated[list[str] | None, typer.Argument(metavar="TASK...", help="Suite task names (default: all).")] = None,
+    backend: Annotated[
+        list[str] | None, typer.Option("--backend", "-b", help="Backends (repeatable; default: by the program's level).")
+    ] = None,
+    program: Annotated[
+        list[str] | None, typer.Option("--program", help="Which of each task's programs (repeatable; default: all).")
+    ] = None,
+    preset: Annotated[str, typer.Option("--preset", help="The shape preset.")] = "bench",
+    out: Annotated[str | None, typer.Option("--out", "-o", help="Results folder (default: benchmarks/results/<gpu>-<date>).")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Correctness checks run in parallel.")] = 4,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per child process.")] = 600.0,
+    runs: Annotated[int, typer.Option("--runs", help="Timed runs per figure (at most).")] = 50,
+) -> None:
+    """Run the benchmark suite on the GPU against PyTorch eager and torch.compile: a table of
+    times and ratios, written as JSON and markdown under benchmarks/results/."""
+    from agent.cli import bench_command
+
+    raise typer.Exit(bench_command(tasks or [], backend, program, preset, out, jobs, timeout, runs))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
