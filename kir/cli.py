@@ -192,16 +192,28 @@ def check(
             show_default=False,
         ),
     ] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", "-p", metavar="NAME=VALUE", help="Override a parameter (repeatable).", show_default=False),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Parse and verify a program; print its diagnostics."""
+    """Parse and verify a program (with --param: as those parameter values make it); print its
+    diagnostics."""
 
     def body(out: Outcome) -> None:
         usage = target_diagnostics(target)
+        overrides, bad = parse_param_specs(param or [])
+        if usage or bad:
+            out.fail(usage + bad)
+            return
+        program = _parse(out)
+        usage = unknown_params(program, overrides)
         if usage:
             out.fail(usage)
             return
-        program = _parse(out)
+        if overrides:
+            program = program.with_params(**overrides)
         out.diagnostics += check_program(program, target)
         out.lines.append(f"{out.file}: ok (kernel {program.name}, {op_count(program)} ops)")
 
@@ -469,6 +481,16 @@ def compile_cmd(
         list[str] | None,
         typer.Option("--param", "-p", metavar="NAME=VALUE", help="Override a parameter (repeatable).", show_default=False),
     ] = None,
+    shape: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--shape",
+            "-s",
+            metavar="SYMBOL=VALUE",
+            help="A shape value to specialize for, as the launch would (Triton: multiples of 16).",
+            show_default=False,
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Compile ahead of time (no GPU needed) and report registers, spills, shared memory and the
@@ -488,7 +510,11 @@ def compile_cmd(
         if usage:
             outcome.fail(usage)
             return
-        report = compile_program(program, to, arch, overrides)
+        symbols, bad = parse_param_specs(shape or [])
+        if bad:
+            outcome.fail(bad)
+            return
+        report = compile_program(program, to, arch, overrides, symbols=symbols)
         outcome.diagnostics += list(report.diagnostics)
         record.update(report.to_json(max_text=4000))
         record.pop("diagnostics")

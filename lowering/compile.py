@@ -34,6 +34,8 @@ def compile_program(
         lowered = lower(program, to, params)
     except KirError as err:
         return CompileReport(to, arch, ok=False, diagnostics=list(err.diagnostics), log=str(err))
+    if to != "triton":
+        options.pop("symbols", None)  # only Triton specializes on shape values
     driver = importlib.import_module(DRIVERS[to])
     if to == "cuda":
         arch = driver.ARCH  # sm_90 and sm_90a both compile for sm_90a (wgmma and setmaxnreg need it)

@@ -43,6 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from kir import symexpr as sx
 from kir.diagnostics import Diagnostic, KirError
 from lowering.emit.base import Lowered
 from lowering.report import (
@@ -188,7 +189,7 @@ def _target(arch: str):
     return GPUTarget(*ARCHS[arch])
 
 
-def _key(lowered: Lowered, arch: str) -> str:
+def _key(lowered: Lowered, arch: str, divisible: list[str]) -> str:
     import triton
 
     key = json.dumps(
@@ -198,6 +199,7 @@ def _key(lowered: Lowered, arch: str) -> str:
             lowered.num_warps,
             lowered.options["signature"],
             lowered.options["constexprs"],
+            divisible,
             triton.__version__,
             code_version(__file__),
         ],
@@ -206,15 +208,39 @@ def _key(lowered: Lowered, arch: str) -> str:
     return source_hash(key)[:24]
 
 
-def compile_lowered(lowered: Lowered, arch: str = "sm_90", *, use_cache: bool = True) -> CompileReport:
+def divisible_symbols(lowered: Lowered, symbols: dict[str, int] | None = None) -> list[str]:
+    """The shape symbols known to be multiples of 16, which Triton's JIT would specialize on
+    (`tt.divisibility`) when it launches: those with a value given in `symbols` that is one, and
+    those a `where N % k == 0` constraint makes one (k a multiple of 16 with the parameters)."""
+    found = {name for name, value in (symbols or {}).items() if value % 16 == 0}
+    for w in lowered.program.kernel.where.data:
+        c = w.data
+        if isinstance(c, sx.Bin) and c.op == "==" and c.rhs == sx.Int(0) and isinstance(c.lhs, sx.Bin):
+            rem = c.lhs
+            if rem.op == "%" and isinstance(rem.lhs, sx.Sym):
+                try:
+                    k = rem.rhs.evaluate(dict(lowered.params))
+                except (KeyError, ZeroDivisionError):
+                    continue
+                if k % 16 == 0:
+                    found.add(rem.lhs.name)
+    return sorted(found & set(lowered.shape_symbols))
+
+
+def compile_lowered(
+    lowered: Lowered, arch: str = "sm_90", *, use_cache: bool = True, symbols: dict[str, int] | None = None
+) -> CompileReport:
     """Compile a lowered program for `arch` and read the report (cached by content hash; a
-    failure is not cached).
+    failure is not cached). `symbols` (shape values, e.g. the bench shape) specializes the
+    compile as the launch would: a shape symbol that is a multiple of 16 is compiled as one, which
+    decides the width of vector loads (see `divisible_symbols`).
 
     Compiling needs triton imported in its compiling mode; in a process that imported it for
     its interpreter (`TRITON_INTERPRET=1`), the compile runs in a child process instead."""
     _target(arch)  # an unknown arch is refused before anything runs
     start = time.monotonic()
-    key = _key(lowered, arch)
+    divisible = divisible_symbols(lowered, symbols)
+    key = _key(lowered, arch, divisible)
     cached = cache_dir("triton") / "reports" / f"{key}.json"
     report = load_report(cached) if use_cache else None
     if report is not None:
@@ -227,6 +253,7 @@ def compile_lowered(lowered: Lowered, arch: str = "sm_90", *, use_cache: bool = 
         "num_warps": lowered.num_warps,
         "signature": lowered.options["signature"],
         "constexprs": lowered.options["constexprs"],
+        "divisible": divisible,
         "out": str(cache_dir("triton") / "artifacts" / key),
     }
     result = _compile_in_child(job) if _interpreter_process() else compile_job(job)
@@ -254,7 +281,12 @@ def compile_job(job: dict) -> dict:
         "triton", job["arch"], ok=False, entry=job["entry"], num_warps=job["num_warps"], source_path=str(path)
     )
     signature = job["signature"]
-    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(signature) if signature[name].startswith("*")}
+    divisible = set(job.get("divisible", ()))
+    attrs = {
+        (i,): [["tt.divisibility", 16]]
+        for i, name in enumerate(signature)
+        if signature[name].startswith("*") or name in divisible
+    }
     with _interpret_env(False):
         try:
             fn = getattr(load_module(job["source"], job["entry"], interpret=False), job["entry"])

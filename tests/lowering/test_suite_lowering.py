@@ -1,0 +1,53 @@
+"""Every program of every benchmark task lowers to each backend that accepts its level, and the
+tuned ones compile ahead of time for sm_90: Triton (or Gluon) with their bench parameters, and
+nvcc for CUDA (where it is installed) with their test parameters: the CUDA emitter unrolls a
+tile-level dot fully, and nvcc takes minutes on the bench tiles of the GEMMs."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agent.tasks import load_suite
+from kir.parser import parse_file
+from lowering.emit.base import lower, program_level
+
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks"
+PROGRAMS = [(task, name) for task in load_suite(SUITE) for name in task.programs]
+BACKENDS = {"tile": ("triton", "cuda"), "explicit": ("gluon", "cuda")}
+
+
+def _id(case) -> str:
+    return f"{case[0].name}-{case[1]}"
+
+
+@pytest.mark.parametrize("case", PROGRAMS, ids=_id)
+def test_every_suite_program_lowers_to_each_backend_of_its_level(case):
+    task, name = case
+    spec = task.programs[name]
+    program = parse_file(spec.file)
+    for preset in ("test", "bench"):
+        for backend in BACKENDS[program_level(program)]:
+            lowered = lower(program, backend, spec.params_for(preset))
+            assert lowered.source and lowered.entry in lowered.source
+
+
+TUNED = [case for case in PROGRAMS if case[1] != "seed"]
+
+
+@pytest.mark.parametrize("case", TUNED, ids=_id)
+def test_tuned_programs_compile_for_sm_90(case):
+    from lowering.compile import compile_program
+
+    task, name = case
+    spec = task.programs[name]
+    program = parse_file(spec.file)
+    backends = ["triton"] if program_level(program) == "tile" else ["gluon"]
+    if shutil.which("nvcc"):
+        backends.append("cuda")
+    for backend in backends:
+        params = spec.params_for("test" if backend == "cuda" else "bench")
+        report = compile_program(program, backend, "sm_90a" if backend == "cuda" else "sm_90", params)
+        assert report.ok, [d.render() for d in report.diagnostics]
