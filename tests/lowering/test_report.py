@@ -110,3 +110,24 @@ def test_spills_and_local_memory_are_warnings_at_the_kernel():
     local = resource_warnings(lowered, CompileReport("cuda", "sm_90a", ok=True, spill_stores=0, local_bytes=64))
     assert [d.rule for d in local] == ["compile.local-memory"]
     assert resource_warnings(lowered, CompileReport("cuda", "sm_90a", ok=True, spill_stores=0, local_bytes=0)) == []
+
+
+def test_triton_specializes_shape_symbols_that_are_multiples_of_16_as_the_launch_does():
+    import re
+    from pathlib import Path
+
+    from kir.parser import parse, parse_file
+    from lowering.compile import compile_program
+
+    root = Path(__file__).resolve().parents[2]
+    program = parse_file(root / "benchmarks" / "tasks" / "softmax" / "tuned.kir")
+
+    def loads(report):
+        return sorted(set(re.findall(r"ld\.global[.\w]*", report.ptx)))
+
+    assert loads(compile_program(program, "triton", "sm_90", {"BLOCK": 8192})) == ["ld.global.b16"]
+    wide = compile_program(program, "triton", "sm_90", {"BLOCK": 8192}, symbols={"N": 8192})
+    assert loads(wide) == ["ld.global.v4.b32"]
+    # a `where N % 16 == 0` constraint says the same without a shape value
+    constrained = parse(program.text().replace("where N <= BLOCK", "where N <= BLOCK, N % 16 == 0"))
+    assert loads(compile_program(constrained, "triton", "sm_90", {"BLOCK": 8192})) == ["ld.global.v4.b32"]
