@@ -5,6 +5,7 @@ it through one backend.
 | --- | --- | --- |
 | `interp` | CPU | the reference interpreter (`kir.interp.run`) |
 | `triton-interp` | CPU | the Triton lowering under `TRITON_INTERPRET=1` |
+| `mtia-sim` | CPU | the simulated accelerator (`lowering.runtime_mtia`): g++-built, with simulated cycles |
 | `triton`, `gluon`, `cuda` | GPU | the lowering's launchers over torch tensors |
 
 Every backend writes into the tensors the harness gives it: the CPU backends copy every
@@ -27,7 +28,7 @@ from kir.dialect.types import shape_of
 from kir.dtypes import DTYPES
 from kir.program import Program
 
-CPU_BACKENDS = ("interp", "triton-interp")
+CPU_BACKENDS = ("interp", "triton-interp", "mtia-sim")
 GPU_BACKENDS = ("triton", "gluon", "cuda")
 BACKENDS = CPU_BACKENDS + GPU_BACKENDS
 
@@ -189,6 +190,10 @@ class KirCandidate:
             from lowering.runtime_cuda import build
 
             self._cache["cuda"] = build(lowered)
+        if self.backend == "mtia-sim":
+            from lowering.runtime_mtia import build
+
+            build(lowered)
 
     def launcher(self, tensors: dict[str, Any]) -> Callable[[], None]:
         """A function that runs the kernel once on these tensors (writing its outputs)."""
@@ -216,6 +221,12 @@ class KirCandidate:
             from kir.interp import run
 
             out = run(self.program, arrays, self.params)
+        elif self.backend == "mtia-sim":
+            from lowering.runtime_mtia import run_lowered
+
+            result = run_lowered(self.lowered(), arrays)
+            out = result.outputs
+            self._cache["cycles"] = result.cycles  # the simulated time of the last run
         else:
             from lowering.runtime_triton import run_lowered
 

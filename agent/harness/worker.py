@@ -130,6 +130,8 @@ def evaluate(job: dict[str, Any]) -> dict[str, Any]:
         except Exception as err:  # noqa: BLE001 - the candidate's own failure (a Python error, a launch error)
             return _internal("run", err, "harness.candidate-error")
     metrics = {"seeds": verdict.seeds, "max_error": verdict.max_error}
+    if kir is not None and "cycles" in kir._cache:
+        metrics["cycles"] = kir._cache["cycles"]  # mtia-sim: simulated cycles of the last run
     if not verdict.ok:
         return _record(False, "correctness", verdict.diagnostics, **metrics)
     if job.get("warm"):
