@@ -778,5 +778,67 @@ def bench_cmd(
     raise typer.Exit(bench_command(tasks or [], backend, program, preset, out, jobs, timeout, runs))
 
 
+# ---- kir cost: the cost model's estimate (imported at run time: `kir` does not depend on it) ----
+
+
+@app.command("cost")
+def cost_cmd(
+    file: FileArg,
+    target: Annotated[
+        str | None,
+        typer.Option("--target", "-t", metavar="TARGET", help="A KIR target (sm_90, gfx942, mtia-sim) or a chip table (h100).", show_default=False),
+    ] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", "-p", metavar="NAME=VALUE", help="Override a parameter (repeatable).", show_default=False),
+    ] = None,
+    shape: Annotated[
+        list[str] | None,
+        typer.Option("--shape", "-s", metavar="SYMBOL=VALUE", help="A shape symbol's value (repeatable; default: the task's preset).", show_default=False),
+    ] = None,
+    preset: Annotated[str, typer.Option("--preset", help="For a task program: the preset whose shapes and parameters to use.")] = "bench",
+    calibration: Annotated[str | None, typer.Option("--calibration", help="A saved calibration (CostModel.save).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the estimate and its hints as JSON.")] = False,
+) -> None:
+    """Estimate a program's time on a chip: the bottleneck, a breakdown tied to the ops that cause
+    it, and performance hints as diagnostics."""
+    record: dict = {}
+
+    def body(outcome: Outcome) -> None:
+        from costmodel.cli import run_cost
+        from costmodel.spec import chip
+
+        overrides, bad = parse_param_specs(param or [])
+        symbols, bad_shapes = parse_param_specs(shape or [])
+        if bad or bad_shapes:
+            outcome.fail(bad + bad_shapes)
+            return
+        if target is not None:
+            try:
+                chip(target)
+            except KeyError:
+                outcome.fail(target_diagnostics(target) or [Diagnostic("cli.target", "error", None, f"no chip table '{target}'")])
+                return
+        program = _parse(outcome)
+        usage = unknown_params(program, overrides)
+        if usage:
+            outcome.fail(usage)
+            return
+        est, lines = run_cost(program, target, overrides, symbols, preset, calibration)
+        outcome.diagnostics += est.hints
+        outcome.lines += lines
+        record.update(est.to_json())
+
+    outcome = _guarded(file, body, "estimating the cost")
+    if json_out:
+        diags = [d.to_json() for d in outcome.diagnostics]
+        _emit(json.dumps({"estimate": record or None, "diagnostics": diags}, indent=2, default=str))
+        raise typer.Exit(exit_code(outcome.diagnostics))
+    if not outcome.has_errors and outcome.diagnostics:
+        outcome.text = "\n".join(outcome.lines) + "\n\n"
+        outcome.lines = []
+    _finish(outcome, False)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,27 @@
+"""The cost model: a predicted time, bottleneck and breakdown for a KIR program on a chip.
+
+Four verbs, as TVM MetaSchedule's cost model: `predict`, `update`, `save`, `load` (`model.py`).
+One file per concern:
+
+| file | concern |
+| --- | --- |
+| `spec.py` | the chip: rates and sizes from the target tables (`kir/targets/*.toml`, `[cost]`) |
+| `counting.py` | per program: bytes of each global access, shared-memory traffic, flops per unit, trip counts, registers, shared memory |
+| `occupancy.py` | blocks per SM and what limits them |
+| `model.py` | L2 reuse between the programs of a wave, the estimate and its breakdown |
+| `timing.py` | waves, tail, overlap of memory with compute, launch: the seconds |
+| `calibration.py` | per-target correction factors fitted to measured times |
+| `hints.py` | performance hints as diagnostics (`cost.*`) |
+
+    from costmodel import CostModel
+    est = CostModel().predict(program, "sm_90", params={"BM": 128}, shapes={"M": 4096, "N": 4096, "K": 4096})
+    print(est.time_s, est.bottleneck)
+    for term in est.breakdown: print(term.name, term.seconds, term.span, term.note)
+
+`kir cost FILE --target T --shape M=4096` prints the same (`costmodel/cli.py`).
+"""
+
+from costmodel.model import CostModel, Estimate, Term, analyze, predict
+from costmodel.spec import Chip, chip
+
+__all__ = ["CostModel", "Estimate", "Term", "analyze", "predict", "Chip", "chip"]

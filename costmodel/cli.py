@@ -1,0 +1,81 @@
+"""The body of `kir cost`: bind parameters and shapes, predict, and render the estimate.
+
+Shapes come from `--shape NAME=VALUE`, else from the task the file belongs to (a
+`benchmarks/tasks/<task>/` folder: the preset's shape values and the program's parameters for
+that preset), so `kir cost benchmarks/tasks/gemm/tuned.kir --target sm_90` needs nothing more.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from costmodel.model import CostModel, Estimate
+from kir.program import Program
+
+
+def task_bindings(file: str | Path, preset: str = "bench") -> tuple[dict[str, int], dict[str, int]]:
+    """(parameters, shape values) of a task program's preset; empty when the file is not one."""
+    path = Path(file).resolve()
+    toml = path.parent / "task.toml"
+    if not toml.exists():
+        return {}, {}
+    meta = tomllib.loads(toml.read_text())
+    shapes = {k: v for k, v in meta.get("presets", {}).get(preset, {}).items() if isinstance(v, int)}
+    params: dict[str, int] = {}
+    for spec in meta.get("programs", {}).values():
+        if (path.parent / spec.get("file", "")).resolve() == path:
+            params = dict(spec.get("params", {}).get(preset, {}))
+    return params, shapes
+
+
+def _si(x: float, unit: str) -> str:
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g} {prefix}{unit}"
+    return f"{x:.3g} {unit}"
+
+
+def _time(s: float) -> str:
+    return f"{s * 1e3:.3f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} us"
+
+
+def estimate_lines(program: Program, est: Estimate, chip_name: str) -> list[str]:
+    occ = est.occupancy
+    c = est.counts
+    lines = [
+        f"{program.file}: {program.name} on {chip_name}: {_time(est.time_s)}, bound by {est.bottleneck}",
+        f"  programs {c['programs']}, {est.waves:.2f} waves of {est.raw.concurrent} "
+        f"({occ.blocks_per_sm} blocks/SM, limited by {occ.limiter}; {occ.registers} regs/thread, "
+        f"{occ.smem_bytes} B shared/block)",
+        f"  DRAM {_si(c['dram_bytes'], 'B')} (ideal {_si(c['ideal_dram_bytes'], 'B')}), L2 {_si(c['l2_bytes'], 'B')}, "
+        f"shared {_si(c['smem_bytes'], 'B')}; matmul {_si(c['matmul_flops'], 'FLOP')}, ALU {_si(c['alu_ops'], 'op')}, "
+        f"int {_si(c['int_ops'], 'op')}, SFU {_si(c['sfu_ops'], 'op')}",
+        "  resources: "
+        + ", ".join(f"{r} {_time(s)}" for r, s in sorted(est.resources.items(), key=lambda kv: -kv[1]) if s > 0),
+        "  breakdown:",
+    ]
+    for t in est.breakdown[:12]:
+        where = f" at line {t.span.line}" if t.span else ""
+        note = f" ({t.note})" if t.note else ""
+        lines.append(f"    {_time(t.seconds):>11}  {t.name}{where}{note}")
+    return lines
+
+
+def run_cost(
+    program: Program,
+    target: str | None,
+    params: dict[str, int],
+    shapes: dict[str, int],
+    preset: str = "bench",
+    calibration: str | None = None,
+) -> tuple[Estimate, list[str]]:
+    task_params, task_shapes = task_bindings(program.file, preset)
+    params = {k: v for k, v in {**task_params, **params}.items() if k in program.params}
+    shapes = {**{k: v for k, v in task_shapes.items() if k not in program.params}, **shapes}
+    model = CostModel.load(calibration) if calibration else CostModel()
+    from costmodel.spec import chip
+
+    target = target or program.kernel.target.data
+    est = model.predict(program, target, params, shapes)
+    return est, estimate_lines(program, est, chip(target).chip)

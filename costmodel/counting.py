@@ -1,0 +1,609 @@
+"""Counting: what one program of a kernel moves and computes, op by op, at given shapes.
+
+Everything is counted per program and tied to the op (and so the source span) that causes it:
+
+- **global accesses** (`load`, `store`, atomics, `tma.load`, `tma.store`, `cp.async`): the bytes of
+  the block or gather, times the trip counts of the enclosing loops. A gather whose innermost
+  index is data-dependent (loaded, reduced) is *scattered*: each lane is its own 32-byte sector
+  through L1. Accesses keep the per-program index of their first element, which the model uses
+  to find how many programs of a wave read the same tile (reuse in L2).
+- **shared memory**: explicit `smem` loads and stores, TMA and cp.async writes, wgmma operand
+  reads, and the operand staging of a tile-level `dot` (its operands pass through shared memory once, as
+  Triton stages them for the tensor cores).
+- **operations** per unit: matrix products (`dot`, `wgmma`: 2·M·N·K on the tensor cores by
+  operand dtype, or on the FMA pipes for an f32 dot, which lowers as IEEE f32), elementwise
+  float work (ALU lanes), integer work (weighted: i64 and division cost several instructions),
+  special functions (SFU), reductions.
+
+Run-time scalars (program ids, loop bounds, tile positions) are evaluated with numpy over a
+sample of program ids at once, C semantics for `/` and `%`. A loop's trip count is the mean over
+the sample, so a causal loop `for j in 0 .. m0 / BN` counts its average length. A bound that
+depends on data is taken at its static upper bound (`minimum(n, K)` counts K trips) and marked.
+A tile's value is tracked as its first element ("base"): enough to tell two programs' tiles
+apart (`pid * BM + arange(0, BM)` has base `pid * BM`) and to see data-dependent indices (None).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.ir import Block, Operation, SSAValue
+
+from kir import symexpr as sx
+from kir.diagnostics import Span
+from kir.dialect import explicit as ex
+from kir.dialect import structure as st
+from kir.dialect import tile as tl
+from kir.dialect.types import GlobalType, SmemType, TileType, dtype_of, shape_of
+from kir.dtypes import DTYPES
+from kir.program import Program, span_of
+
+SECTOR = 32  # bytes: the unit of a scattered access
+SFU_FNS = {"exp": 1, "exp2": 1, "log": 1, "log2": 1, "sqrt": 1, "rsqrt": 1, "erf": 2, "sigmoid": 2, "tanh": 1}
+SFU_ALU = {"exp": 1, "log": 1, "erf": 10, "sigmoid": 3, "sin": 8, "cos": 8}  # extra ALU work around the MUFU
+SIN_COS_SFU = {"sin": 1, "cos": 1}
+
+
+class CountError(Exception):
+    """A program the model cannot count (a size it cannot evaluate)."""
+
+
+@dataclass
+class Access:
+    """One op's traffic to global memory, per program (loop trips included)."""
+
+    op: Operation
+    span: Span | None
+    tensor: str
+    kind: str  # load, store, atomic, tma.load, tma.store, cp.async
+    write: bool
+    bytes: float  # per program, all trips
+    elements: float
+    trips: float
+    tensor_bytes: int  # the whole tensor
+    scattered: bool  # data-dependent innermost index: one sector per lane
+    data_dependent: bool  # some index is data-dependent: no reuse between programs is known
+    in_loop: Operation | None  # the innermost enclosing loop
+    bytes_per_trip: float = 0.0
+    indices: list[SSAValue] = field(default_factory=list)
+
+
+@dataclass
+class Work:
+    """One op's computation, per program (loop trips included)."""
+
+    op: Operation
+    span: Span | None
+    unit: str  # tensor, fma, alu, int, sfu
+    amount: float  # flops (tensor, fma: 2 per multiply-add) or lane operations
+    dtype: str
+    what: str
+
+
+@dataclass
+class LoopInfo:
+    op: st.ForOp
+    span: Span | None
+    trips: float
+    stages: int
+    bound_is_upper: bool  # the bound depends on data: counted at its static upper bound
+    load_bytes_per_trip: float = 0.0
+
+
+@dataclass
+class Counts:
+    """A program's counts and the launch they belong to."""
+
+    program: Program
+    env: dict[str, int]  # parameters and shape symbols
+    grid: tuple[int, ...]
+    programs: int
+    threads: int
+    warps: int
+    accesses: list[Access] = field(default_factory=list)
+    work: list[Work] = field(default_factory=list)
+    loops: list[LoopInfo] = field(default_factory=list)
+    smem_bytes: float = 0.0  # shared-memory traffic per program
+    smem_alloc: int = 0  # bytes one block allocates (explicit buffers, pipeline stages, dot staging)
+    registers: int = 0  # estimated per thread
+    role_regs: list[tuple[str, int, int, Span | None]] = field(default_factory=list)  # (role, threads, regs, span)
+    roles: int = 0
+    max_stages: int = 1
+    straight_load_bytes: float = 0.0  # global loads issued outside loops, per program
+
+    def unit_total(self, unit: str) -> float:
+        return sum(w.amount for w in self.work if w.unit == unit)
+
+    @property
+    def flops(self) -> float:
+        return sum(w.amount for w in self.work if w.unit in ("tensor", "fma") or w.what == "flop")
+
+    def global_bytes(self, write: bool | None = None) -> float:
+        return sum(a.bytes for a in self.accesses if write is None or a.write == write)
+
+
+# ---- run-time scalars over a sample of programs ------------------------------------------------
+
+
+def _cdiv_trunc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    b = np.where(b == 0, 1, b)
+    q = np.abs(a) // np.abs(b)
+    return np.where((a >= 0) == (b >= 0), q, -q)
+
+
+_INT_BIN = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": _cdiv_trunc,
+    "rem": lambda a, b: a - np.where(b == 0, 1, b) * _cdiv_trunc(a, b),
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+    "shl": lambda a, b: np.left_shift(a, np.clip(b, 0, 62)),
+    "shr": lambda a, b: np.right_shift(a, np.clip(b, 0, 62)),
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+}
+_CMP = {
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "eq": np.equal,
+    "ne": np.not_equal,
+}
+
+
+def _is_int(t) -> bool:
+    try:
+        return not DTYPES[dtype_of(t)].is_float
+    except Exception:
+        return False
+
+
+class Evaluator:
+    """Values (scalars, or a tile's first element) of every integer op, for many programs at
+    once: `values[v]` is an int64 array over the sample, or None where the value depends on data.
+    `upper` marks values that are upper bounds (a `minimum` with a data-dependent side)."""
+
+    def __init__(self, kernel: st.KernelOp, env: dict[str, int], grid: tuple[int, ...], linear: np.ndarray):
+        self.env = env
+        self.values: dict[SSAValue, np.ndarray | None] = {}
+        self.upper: set[SSAValue] = set()
+        g = [max(1, x) for x in (*grid, 1, 1)]
+        self.pid = [linear % g[0], (linear // g[0]) % g[1], linear // (g[0] * g[1])]
+        self.grid = grid
+        self.n = len(linear)
+        self._block(kernel.body.block)
+
+    def static(self, e: sx.SymExpr) -> int:
+        return e.evaluate(self.env)
+
+    def get(self, v: SSAValue | None) -> np.ndarray | None:
+        return None if v is None else self.values.get(v)
+
+    def _full(self, x: int) -> np.ndarray:
+        return np.full(self.n, int(x), dtype=np.int64)
+
+    def _block(self, block: Block) -> None:
+        for op in block.ops:
+            self._op(op)
+
+    def _op(self, op: Operation) -> None:  # noqa: C901 - one case per op kind
+        val: np.ndarray | None = None
+        if isinstance(op, tl.ProgramIdOp):
+            val = self.pid[op.axis.data].astype(np.int64)
+        elif isinstance(op, tl.NumProgramsOp):
+            a = op.axis.data
+            val = self._full(self.grid[a] if a < len(self.grid) else 1)
+        elif isinstance(op, tl.SymValueOp):
+            name = op.symbol.data
+            val = self._full(self.env[name]) if name in self.env else None
+        elif isinstance(op, tl.ConstOp):
+            if _is_int(op.res.type):
+                val = self._full(int(op.number))
+        elif isinstance(op, tl.ArangeOp):
+            val = self._full(self.static(op.start.data))
+        elif isinstance(op, tl.ZerosOp):
+            val = self._full(0) if _is_int(op.res.type) else None
+        elif isinstance(op, tl.FullOp):
+            val = self.get(op.value) if _is_int(op.res.type) else None
+        elif isinstance(op, tl.BinaryOp):
+            a, b = self.get(op.lhs), self.get(op.rhs)
+            fn = op.fn.data
+            if fn == "minimum" and (a is None) != (b is None):
+                val = a if a is not None else b
+                self.upper.add(op.res)
+            elif a is not None and b is not None and fn in _INT_BIN and _is_int(op.res.type):
+                with np.errstate(all="ignore"):
+                    val = _INT_BIN[fn](a, b).astype(np.int64)
+                if op.lhs in self.upper or op.rhs in self.upper:
+                    self.upper.add(op.res)
+        elif isinstance(op, tl.CompareOp):
+            a, b = self.get(op.lhs), self.get(op.rhs)
+            if a is not None and b is not None:
+                val = _CMP[op.predicate.data](a, b).astype(np.int64)
+        elif isinstance(op, tl.WhereOp):
+            c, a, b = self.get(op.cond), self.get(op.lhs), self.get(op.rhs)
+            if c is not None and a is not None and b is not None:
+                val = np.where(c != 0, a, b)
+        elif isinstance(op, tl.CastOp):
+            if _is_int(op.res.type) and _is_int(op.operand.type):
+                val = self.get(op.operand)
+        elif isinstance(op, tl.ExpandDimsOp | tl.BroadcastOp | tl.ReshapeOp | tl.TransOp):
+            val = self.get(op.operand)
+        elif isinstance(op, tl.UnaryOp):
+            a = self.get(op.operand)
+            if a is not None and op.fn.data == "neg":
+                val = -a
+            elif a is not None and op.fn.data == "abs":
+                val = np.abs(a)
+        elif isinstance(op, st.RoleRankOp):
+            val = self._full(0)
+        elif isinstance(op, st.ForOp):
+            block = op.body.block
+            self.values[block.args[0]] = self.get(op.lower)
+            for arg in block.args[1:]:
+                self.values[arg] = None
+            self._block(block)
+            for r in op.res:
+                self.values[r] = None
+        elif isinstance(op, st.IfOp):
+            self._block(op.then_body.block)
+            self._block(op.else_body.block)
+        elif isinstance(op, st.RoleOp):
+            self._block(op.body.block)
+        for r in op.results:
+            self.values.setdefault(r, val)
+
+    def trips(self, loop: st.ForOp) -> tuple[np.ndarray, bool]:
+        lo, hi, step = self.get(loop.lower), self.get(loop.upper), self.get(loop.step)
+        upper = loop.upper in self.upper
+        if lo is None or hi is None:
+            return np.ones(self.n), True
+        step = step if step is not None else np.ones(self.n, dtype=np.int64)
+        step = np.where(step <= 0, 1, step)
+        return np.maximum(0, -(-(hi - lo) // step)).astype(np.float64), upper
+
+    def index_keys(self, indices) -> np.ndarray | None:
+        """The first element of each index of an access, per program (rows: programs)."""
+        cols = []
+        for v in indices:
+            x = self.get(v)
+            if x is None:
+                return None
+            cols.append(x)
+        if not cols:
+            return np.zeros((self.n, 1), dtype=np.int64)
+        return np.stack(cols, axis=1)
+
+
+def sample_ids(programs: int, limit: int) -> np.ndarray:
+    """Evenly spread program ids (all of them when there are at most `limit`)."""
+    if programs <= limit:
+        return np.arange(programs, dtype=np.int64)
+    return np.unique(np.linspace(0, programs - 1, limit).astype(np.int64))
+
+
+# ---- counting ----------------------------------------------------------------------------------
+
+
+def _static(e: sx.SymExpr, env: dict[str, int], what: str) -> int:
+    try:
+        return e.evaluate(env)
+    except KeyError as err:
+        raise CountError(f"{what} `{e}` needs a value for {err.args[0]} (give it with --shape or --param)") from None
+    except ZeroDivisionError:
+        raise CountError(f"{what} `{e}` divides by zero at these values") from None
+
+
+def _elements(shape, env: dict[str, int], what: str) -> int:
+    return math.prod(_static(d, env, what) for d in shape)
+
+
+def _tile_elems(t, env) -> int:
+    return _elements(shape_of(t), env, "a tile size") if isinstance(t, TileType) else 1
+
+
+def _name(v: SSAValue) -> str:
+    return v.name_hint or "a tensor"
+
+
+def _dtype_bytes(t) -> int:
+    return DTYPES[dtype_of(t)].nbytes
+
+
+_INT_WEIGHT = {"div": 20, "rem": 20, "mul": 1}
+
+
+def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tuple[Counts, Evaluator]:
+    """Count one program of `program` with parameters and shape symbols bound by `env`."""
+    kernel = program.kernel
+    grid = tuple(max(0, _static(g.data, env, "the grid")) for g in kernel.grid.data)
+    programs = math.prod(grid) if grid else 1
+    threads = kernel.threads
+    counts = Counts(program, env, grid, programs, threads, max(1, threads // 32))
+    ev = Evaluator(kernel, env, grid, sample_ids(max(1, programs), sample_limit))
+    loads_into_dots = _dot_operand_loads(kernel)
+
+    def access(op, mem, indices, access_attr, kind, write, mult, loop, shape_override=None):
+        t = mem.type
+        shape = shape_override if shape_override is not None else tl.access_shape(t, access_attr.data, list(indices))
+        elems = _elements(shape, env, "an access extent")
+        b = _dtype_bytes(t)
+        if isinstance(t, SmemType):
+            counts.smem_bytes += elems * b * mult
+            return
+        tensor_elems = _elements(shape_of(t), env, "a tensor dimension")
+        elems = min(elems, tensor_elems) if tensor_elems else elems
+        keys = [ev.get(v) for v in indices]
+        dependent = any(k is None for k in keys)
+        scattered = bool(indices) and isinstance(indices[-1].type, TileType) and keys[-1] is None
+        nbytes = elems * (SECTOR if scattered and not write else b)
+        counts.accesses.append(
+            Access(
+                op,
+                span_of(op),
+                _name(mem),
+                kind,
+                write,
+                nbytes * mult,
+                elems * mult,
+                mult,
+                tensor_elems * b,
+                scattered,
+                dependent,
+                loop,
+                nbytes,
+                list(indices),
+            )  # fmt: skip
+        )
+
+    def work(op, unit, amount, dtype, what, mult):
+        if amount:
+            counts.work.append(Work(op, span_of(op), unit, amount * mult, dtype, what))
+
+    def elementwise(op, res, mult):
+        t = res.type
+        if not isinstance(t, TileType):
+            return
+        n = _tile_elems(t, env)
+        dt = dtype_of(t)
+        if isinstance(op, tl.UnaryOp):
+            fn = op.fn.data
+            src = dtype_of(op.operand.type)
+            if fn in SFU_FNS or fn in SIN_COS_SFU:
+                work(op, "sfu", n * SFU_FNS.get(fn, 1), src, fn, mult)
+                work(op, "alu", n * SFU_ALU.get(fn, 0), src, fn, mult)
+            else:
+                work(op, "alu" if DTYPES[src].is_float else "int", n, src, fn, mult)
+            return
+        if isinstance(op, tl.BinaryOp):
+            fn = op.fn.data
+            src = dtype_of(op.lhs.type)
+            if DTYPES[src].is_float:
+                if fn == "div":
+                    work(op, "sfu", n, src, "div", mult)
+                    work(op, "alu", 2 * n, src, "flop", mult)
+                elif fn == "pow":
+                    work(op, "sfu", 2 * n, src, "pow", mult)
+                else:
+                    work(op, "alu", n, src, "flop", mult)
+            else:
+                wide = 4 if DTYPES[src].nbytes == 8 else 1
+                work(op, "int", n * _INT_WEIGHT.get(fn, 1) * wide, src, fn, mult)
+            return
+        if isinstance(op, tl.CompareOp | tl.WhereOp | tl.CastOp):
+            src = dtype_of(op.operands[-1].type) if not isinstance(op, tl.CastOp) else dtype_of(op.operand.type)
+            unit = "alu" if DTYPES[src].is_float or DTYPES[dt].is_float else "int"
+            wide = 2 if DTYPES[src].nbytes == 8 or DTYPES[dt].nbytes == 8 else 1
+            work(op, unit, n * wide, dt, op.name.removeprefix("kir."), mult)
+
+    def visit(block: Block, mult: float, loop: st.ForOp | None) -> None:
+        for op in block.ops:
+            if isinstance(op, st.ForOp):
+                trips_arr, upper = ev.trips(op)
+                trips = float(trips_arr.mean()) if len(trips_arr) else 0.0
+                stages = _static(op.stages.data, env, "pipeline stages") if op.stages is not None else 1
+                info = LoopInfo(op, span_of(op), trips, max(1, stages), upper)
+                counts.loops.append(info)
+                counts.max_stages = max(counts.max_stages, info.stages)
+                visit(op.body.block, mult * trips, op)
+                continue
+            if isinstance(op, st.IfOp):
+                visit(op.then_body.block, mult, loop)
+                visit(op.else_body.block, mult, loop)
+                continue
+            if isinstance(op, st.RoleOp):
+                counts.roles += 1
+                units = len(op.id_list)
+                visit(op.body.block, mult * units, loop)
+                continue
+            if isinstance(op, tl.LoadOp):
+                access(op, op.mem, list(op.indices), op.access, "load", False, mult, loop)
+            elif isinstance(op, tl.StoreOp):
+                access(op, op.mem, list(op.indices), op.access, "store", True, mult, loop)
+            elif isinstance(op, tl.AtomicOp):
+                access(op, op.mem, list(op.indices), op.access, "atomic", True, mult, loop)
+                access(op, op.mem, list(op.indices), op.access, "atomic", False, mult, loop)
+            elif isinstance(op, ex.TmaLoadOp | ex.CpAsyncOp):
+                kind = "tma.load" if isinstance(op, ex.TmaLoadOp) else "cp.async"
+                access(op, op.src, list(op.src_indices), op.src_access, kind, False, mult, loop)
+                access(op, op.dst, list(op.dst_indices), op.dst_access, kind, True, mult, loop)
+            elif isinstance(op, ex.TmaStoreOp):
+                access(op, op.src, list(op.src_indices), op.src_access, "tma.store", False, mult, loop)
+                access(op, op.dst, list(op.dst_indices), op.dst_access, "tma.store", True, mult, loop)
+            elif isinstance(op, ex.WgmmaOp):
+                a = tl.access_shape(op.a.type, op.a_access.data, list(op.a_indices))
+                b = tl.access_shape(op.b.type, op.b_access.data, list(op.b_indices))
+                m, k = (_static(d, env, "a wgmma operand") for d in a)
+                n = _static(b[1], env, "a wgmma operand")
+                dt = dtype_of(op.a.type)
+                work(op, "tensor", 2 * m * n * k, dt, "wgmma", mult)
+                counts.smem_bytes += (m * k + k * n) * DTYPES[dt].nbytes * mult
+            elif isinstance(op, tl.DotOp):
+                m, k = (_static(d, env, "a dot operand") for d in shape_of(op.lhs.type))
+                n = _static(shape_of(op.rhs.type)[1], env, "a dot operand")
+                dt = dtype_of(op.lhs.type)
+                work(op, "tensor", 2 * m * n * k, dt, "dot", mult)
+                counts.smem_bytes += (m * k + k * n) * DTYPES[dt].nbytes * mult
+            elif isinstance(op, tl.ReduceOp | tl.ArgReduceOp | tl.ScanOp):
+                n = _tile_elems(op.operand.type, env)
+                dt = dtype_of(op.operand.type)
+                factor = 2 if isinstance(op, tl.ArgReduceOp) else 1
+                work(op, "alu" if DTYPES[dt].is_float else "int", n * factor, dt, op.name.removeprefix("kir."), mult)
+            elif isinstance(op, tl.TopKOp):
+                n = _tile_elems(op.operand.type, env)
+                k = _static(op.k.data, env, "topk's k")
+                work(
+                    op, "alu", n * max(1, math.ceil(math.log2(max(2, k)))) * 2, dtype_of(op.operand.type), "topk", mult
+                )
+            else:
+                for r in op.results:
+                    elementwise(op, r, mult)
+
+    visit(kernel.body.block, 1.0, None)
+
+    for info in counts.loops:
+        info.load_bytes_per_trip = sum(
+            a.bytes_per_trip for a in counts.accesses if a.in_loop is info.op and not a.write
+        )
+    counts.straight_load_bytes = sum(a.bytes for a in counts.accesses if a.in_loop is None and not a.write)
+    counts.smem_alloc = _smem_alloc(kernel, env, counts, loads_into_dots)
+    counts.registers, counts.role_regs = _registers(program, env, loads_into_dots)
+    return counts, ev
+
+
+def _dot_operand_loads(kernel: st.KernelOp) -> set[SSAValue]:
+    """Global tile loads whose only uses are dot operands (possibly through a cast or trans):
+    Triton copies them into shared memory, so they hold no registers."""
+    out: set[SSAValue] = set()
+    for op in kernel.walk():
+        if isinstance(op, tl.LoadOp) and isinstance(op.mem.type, GlobalType) and isinstance(op.res.type, TileType):
+            if _feeds_only_dots(op.res, 3):
+                out.add(op.res)
+    return out
+
+
+def _feeds_only_dots(v: SSAValue, depth: int) -> bool:
+    uses = list(v.uses)
+    if not uses or depth == 0:
+        return False
+    for use in uses:
+        user = use.operation
+        if isinstance(user, tl.DotOp) and use.index < 2:
+            continue
+        if isinstance(user, tl.TransOp | tl.CastOp) and _feeds_only_dots(user.results[0], depth - 1):
+            continue
+        return False
+    return True
+
+
+def _smem_alloc(kernel: st.KernelOp, env: dict[str, int], counts: Counts, dot_loads: set[SSAValue]) -> int:
+    """Bytes of shared memory one block allocates: explicit buffers and mbarriers, the stages of
+    pipelined loads, and the staging of dot operands loaded outside a pipelined loop."""
+    total = 0
+    for op in kernel.walk():
+        if isinstance(op, ex.SmemAllocOp):
+            t = op.res.type
+            total += _elements(shape_of(t), env, "a shared buffer") * _dtype_bytes(t)
+        elif isinstance(op, ex.MBarrierAllocOp):
+            total += 8 * _static(op.res.type.size.data, env, "an mbarrier count")
+    for info in counts.loops:
+        if info.stages >= 2:
+            total += info.stages * sum(
+                a.bytes_per_trip for a in counts.accesses if a.in_loop is info.op and not a.write and not a.scattered
+            )
+    staged = 0
+    for op in kernel.walk():
+        if isinstance(op, tl.DotOp):
+            loop = op.parent_op()
+            pipelined = isinstance(loop, st.ForOp) and loop.stages is not None
+            if not pipelined:
+                m, k = (_static(d, env, "a dot operand") for d in shape_of(op.lhs.type))
+                n = _static(shape_of(op.rhs.type)[1], env, "a dot operand")
+                staged = max(staged, (m * k + k * n) * DTYPES[dtype_of(op.lhs.type)].nbytes)
+    return total + staged
+
+
+# ---- registers ---------------------------------------------------------------------------------
+
+BASE_REGISTERS = 24  # addresses, indices, loop counters, masks
+
+
+def _tile_regs(v: SSAValue, env: dict[str, int], threads: int, free: set[SSAValue]) -> int:
+    t = v.type
+    if not isinstance(t, TileType) or v in free:
+        return 0
+    n = _tile_elems(t, env)
+    return -(-n * _dtype_bytes(t) // (4 * threads))
+
+
+def _block_peak(block: Block, env, threads: int, outer: int, free: set[SSAValue]) -> int:
+    ops = list(block.ops)
+    index = {op: i for i, op in enumerate(ops)}
+    defs: dict[SSAValue, int] = {a: -1 for a in block.args}
+    for i, op in enumerate(ops):
+        for r in op.results:
+            defs[r] = i
+    last: dict[SSAValue, int] = {}
+    for v in defs:
+        for use in v.uses:
+            op = use.operation
+            while op is not None and op.parent_block() is not block:
+                op = op.parent_op()
+            if op is not None and op in index:
+                last[v] = max(last.get(v, -1), index[op])
+    cost = {v: _tile_regs(v, env, threads, free) for v in defs}
+    best = outer
+    for i, op in enumerate(ops):
+        live = sum(c for v, c in cost.items() if c and defs[v] < i <= last.get(v, -1))
+        fresh = 0 if op.regions else sum(cost.get(r, 0) for r in op.results)
+        dying = sum(c for v, c in cost.items() if c and defs[v] < i and last.get(v, -1) == i)
+        here = outer + live - dying + max(fresh, dying)
+        best = max(best, here)
+        if isinstance(op, st.RoleOp):
+            continue
+        through = outer + sum(c for v, c in cost.items() if c and defs[v] < i < last.get(v, -1) + 1)
+        for region in op.regions:
+            for b in region.blocks:
+                best = max(best, _block_peak(b, env, threads, through, free))
+    return best
+
+
+def _index_tiles(kernel: st.KernelOp) -> set[SSAValue]:
+    """Integer and mask tiles computed from aranges and scalars only (offsets, masks): the
+    compiler recomputes them where they are used rather than keeping them in registers."""
+    cheap: set[SSAValue] = set()
+    for op in kernel.walk():
+        if isinstance(op, tl.ArangeOp):
+            cheap.add(op.res)
+        elif isinstance(op, tl.BinaryOp | tl.CompareOp | tl.ExpandDimsOp | tl.BroadcastOp | tl.CastOp):
+            res = op.results[0]
+            if isinstance(res.type, TileType) and _is_int(res.type):
+                tiles = [v for v in op.operands if isinstance(v.type, TileType)]
+                if all(v in cheap for v in tiles):
+                    cheap.add(res)
+    return cheap
+
+
+def _registers(program: Program, env, free: set[SSAValue]) -> tuple[int, list]:
+    """Registers per thread: the largest set of live tiles (values a loop uses live through it)
+    spread over the threads that hold them, plus a base for addresses and counters. Roles have
+    their own threads and their `regs(N)` budget when they give one."""
+    kernel = program.kernel
+    threads = kernel.threads
+    body = kernel.body.block
+    free = free | _index_tiles(kernel)
+    top = BASE_REGISTERS + _block_peak(body, env, threads, 0, free)
+    roles = []
+    for op in body.ops:
+        if isinstance(op, st.RoleOp):
+            unit = 128 if op.unit.data == "warpgroups" else 32
+            estimate = BASE_REGISTERS + _block_peak(op.body.block, env, unit, 0, free)
+            regs = op.regs.data or estimate
+            roles.append((op.role_name.data, unit * len(op.id_list), regs, span_of(op)))
+    return top, roles

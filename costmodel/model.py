@@ -1,0 +1,406 @@
+"""The cost model's interface: predict, update, save, load (as TVM MetaSchedule's cost model).
+
+    from costmodel import CostModel
+    model = CostModel()                          # or CostModel.load("calibration.json")
+    est = model.predict(program, "sm_90", params={"BM": 128}, shapes={"M": 4096})
+    est.time_s, est.bottleneck, est.breakdown, est.hints
+    model.update(measurements)                   # fit per-target corrections from measured runs
+    model.save("calibration.json")
+
+`predict` counts the program (`counting.py`), finds its occupancy (`occupancy.py`), models L2
+reuse between the programs of a wave (here), and times it wave by wave (`timing.py`); the
+calibration (`calibration.py`) multiplies each resource's time by a fitted per-target factor.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from costmodel import calibration, hints
+from costmodel.counting import Access, CountError, Counts, Evaluator, count
+from costmodel.occupancy import Occupancy, occupancy
+from costmodel.spec import Chip, chip
+from costmodel.timing import COMPUTE, RESOURCES, Raw, overlap
+from kir.diagnostics import Diagnostic, KirError, Span
+from kir.dialect import explicit as ex
+from kir.program import Program
+
+WAVE_SAMPLE_LIMIT = 8192
+L2_RESIDENT = 0.75  # a tensor up to this share of L2 stays there once read  # programs of the first wave whose tiles are compared for reuse
+
+UNIT_NAMES = {
+    "dram": "DRAM",
+    "l2": "L2",
+    "tensor": "tensor cores",
+    "fma": "FMA (f32 dot)",
+    "alu": "ALU",
+    "int": "integer ALU",
+    "sfu": "special functions",
+    "l1": "shared memory / L1",
+}
+
+
+@dataclass(frozen=True)
+class Term:
+    """One line of the breakdown: a cost and the op (span) that causes it."""
+
+    name: str
+    seconds: float
+    amount: float  # bytes or operations (all programs)
+    unit: str  # "bytes", "flops", "ops", "s"
+    span: Span | None = None
+    note: str = ""
+    resource: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.span
+        return {
+            "name": self.name,
+            "seconds": self.seconds,
+            "amount": self.amount,
+            "unit": self.unit,
+            "resource": self.resource,
+            "note": self.note,
+            "span": None if s is None else {"file": s.file, "line": s.line, "col": s.col},
+        }
+
+
+@dataclass
+class Estimate:
+    time_s: float
+    bottleneck: str
+    breakdown: list[Term]
+    counts: dict[str, float]
+    occupancy: Occupancy
+    waves: float
+    hints: list[Diagnostic] = field(default_factory=list)
+    resources: dict[str, float] = field(default_factory=dict)  # seconds per resource over all waves
+    uncalibrated_s: float = 0.0
+    target: str = ""
+    raw: Raw | None = field(default=None, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "time_s": self.time_s,
+            "uncalibrated_s": self.uncalibrated_s,
+            "bottleneck": self.bottleneck,
+            "waves": self.waves,
+            "occupancy": self.occupancy.to_json(),
+            "counts": self.counts,
+            "resources": self.resources,
+            "breakdown": [t.to_json() for t in self.breakdown],
+            "hints": [d.to_json() for d in self.hints],
+        }
+
+
+def bind_env(program: Program, params: dict[str, int] | None, shapes: dict[str, int] | None) -> dict[str, int]:
+    env = {**program.params, **(params or {}), **(shapes or {})}
+    missing = [s for s in program.kernel.shape_symbols if s not in env]
+    if missing:
+        raise KirError(
+            Diagnostic(
+                "cost.shape",
+                "error",
+                program.span(),
+                f"the cost of {program.name} depends on shape symbols with no value: {', '.join(missing)}",
+                "give them: --shape " + " --shape ".join(f"{m}=..." for m in missing),
+            )
+        )
+    return env
+
+
+def _reuse(counts: Counts, ev_wave: Evaluator | None, wave: int, c: Chip) -> list[tuple[Access, float, float]]:
+    """(access, DRAM bytes, ideal bytes) over all programs. A tile that several programs of one
+    wave read comes from DRAM once per wave (they run together, so it is still in L2); a tensor
+    small enough to stay in L2 comes from DRAM once; data-dependent reads get no reuse."""
+    out = []
+    p = counts.programs
+    for a in counts.accesses:
+        requested = a.bytes * p
+        ideal = min(requested, a.tensor_bytes) if not a.write else requested
+        if a.write:
+            out.append((a, requested, ideal))
+            continue
+        dram = requested
+        if not a.data_dependent and ev_wave is not None and wave > 1:
+            keys = ev_wave.index_keys(a.indices)
+            if keys is not None and len(keys):
+                distinct = len(np.unique(keys, axis=0))
+                dram = requested * distinct / len(keys)
+        dram = max(dram, ideal)
+        if a.tensor_bytes <= L2_RESIDENT * c.l2_bytes:
+            dram = min(dram, a.tensor_bytes)
+        out.append((a, dram, ideal))
+    return out
+
+
+L1_RESIDENT = 65536  # bytes: a tensor this small stays in L1 after a program's first touch
+
+
+def _l2_bytes(a: Access) -> float:
+    """Bytes one program requests from L2 for an access: a small tensor read over and over (the
+    boundaries of a binary search) is served by L1 after the first touch."""
+    if not a.write and a.tensor_bytes <= L1_RESIDENT:
+        return min(a.bytes, a.tensor_bytes)
+    return a.bytes
+
+
+def _ring_stages(program: Program, env: dict[str, int]) -> int:
+    """The depth of an explicit shared-memory ring (the leading dimension of its buffers)."""
+    best = 1
+    for op in program.kernel.walk():
+        if isinstance(op, ex.SmemAllocOp) and len(op.res.type.shape.data) >= 3:
+            try:
+                best = max(best, op.res.type.shape.data[0].data.evaluate(env))
+            except (KeyError, ZeroDivisionError):
+                pass
+    return best
+
+
+def analyze(
+    program: Program,
+    target: str,
+    params: dict[str, int] | None = None,
+    shapes: dict[str, int] | None = None,
+    registers: int | None = None,
+    smem_bytes: int | None = None,
+) -> tuple[Raw, Counts, Occupancy, list, Chip]:
+    """Everything before calibration: the raw timing inputs, counts, occupancy, DRAM per access."""
+    c = chip(target)
+    env = bind_env(program, params, shapes)
+    try:
+        counts, _ = count(program, env)
+    except CountError as err:
+        raise KirError(Diagnostic("cost.count", "error", program.span(), str(err))) from None
+    occ = occupancy(counts, c, registers, smem_bytes)
+    concurrent = occ.blocks_per_sm * c.sms
+    wave = min(counts.programs, concurrent, WAVE_SAMPLE_LIMIT)
+    ev_wave = Evaluator(program.kernel, env, counts.grid, np.arange(wave, dtype=np.int64)) if wave > 1 else None
+    dram = _reuse(counts, ev_wave, wave, c)
+    p = max(1, counts.programs)
+
+    per_program: dict[str, float] = {r: 0.0 for r in COMPUTE}
+    for w in counts.work:
+        if w.unit == "tensor":
+            _, rate = c.tc_rate(w.dtype)
+            unit = "tensor" if c.tc_rate(w.dtype)[0] == "tensor" else "fma"
+            per_program[unit] += w.amount / (rate / c.sms)
+        elif w.unit == "alu":
+            per_program["alu"] += w.amount / c.alu_ops_per_sm
+        elif w.unit == "int":
+            per_program["int"] += w.amount / c.int_ops_per_sm
+        elif w.unit == "sfu":
+            per_program["sfu"] += w.amount / c.sfu_ops_per_sm
+    l1_bytes = counts.smem_bytes + sum(a.bytes for a in counts.accesses if a.scattered)
+    per_program["l1"] = l1_bytes / c.smem_bps_per_sm
+
+    stages = counts.max_stages
+    if counts.roles >= 2:
+        stages = max(stages, _ring_stages(program, env))
+    loop_inflight = [
+        info.load_bytes_per_trip * max(1, info.stages - 1 if info.stages >= 2 else 1) for info in counts.loops
+    ]
+    inflight = max([counts.straight_load_bytes, *loop_inflight]) if counts.accesses else 0.0
+    if counts.roles >= 2:
+        inflight *= max(1, stages - 1)
+    raw = Raw(
+        programs=counts.programs,
+        sms=c.sms,
+        blocks_per_sm=occ.blocks_per_sm,
+        per_program_s=per_program,
+        dram_bytes=sum(d for _, d, _ in dram) / p,
+        l2_bytes=sum(_l2_bytes(a) for a in counts.accesses),
+        dram_bps=c.dram_bps,
+        l2_bps=c.l2_bps,
+        inflight_bytes=inflight,
+        latency_s=c.dram_latency_s,
+        overlap=overlap(occ.blocks_per_sm, stages, counts.roles),
+        cta_overhead_s=c.cta_overhead_s,
+        launch_s=c.launch_s,
+        extra={"stages": stages},
+    )
+    return raw, counts, occ, dram, c
+
+
+def _bottleneck(totals: dict[str, float]) -> str:
+    main = max(RESOURCES, key=lambda r: totals.get(r, 0.0))
+    busy = max(totals.get(r, 0.0) for r in RESOURCES)
+    if totals.get("launch", 0.0) > busy:
+        return "launch"
+    if main == "dram" and totals.get("dram_latency_bound"):
+        return "dram-latency"
+    return main
+
+
+def _breakdown(counts: Counts, dram: list, totals: dict[str, float], c: Chip, env) -> list[Term]:
+    p = counts.programs
+    terms: list[Term] = []
+    all_dram = sum(d for _, d, _ in dram) or 1.0
+    for a, d, ideal in dram:
+        share = d / all_dram
+        note = ""
+        if not a.write and ideal and d > 1.5 * ideal:
+            note = f"{d / ideal:.1f}x the ideal {ideal / 1e6:.3g} MB: tile reuse between programs is low"
+        elif a.scattered:
+            note = "scattered: one 32-byte sector per lane"
+        elif a.data_dependent:
+            note = "data-dependent index: no reuse between programs assumed"
+        what = "store to" if a.write else "load of"
+        terms.append(Term(f"{a.kind}: {what} `{a.tensor}`", totals["dram"] * share, d, "bytes", a.span, note, "dram"))
+    unit_totals: dict[str, float] = {}
+    for w in counts.work:
+        key = (
+            "tensor"
+            if w.unit == "tensor" and c.tc_rate(w.dtype)[0] == "tensor"
+            else ("fma" if w.unit == "tensor" else w.unit)
+        )
+        unit_totals[key] = unit_totals.get(key, 0.0) + w.amount
+    for w in counts.work:
+        key = (
+            "tensor"
+            if w.unit == "tensor" and c.tc_rate(w.dtype)[0] == "tensor"
+            else ("fma" if w.unit == "tensor" else w.unit)
+        )
+        share = w.amount / unit_totals[key] if unit_totals[key] else 0.0
+        unit = "flops" if w.unit == "tensor" else "ops"
+        seconds = totals.get(key, 0.0) * share
+        if seconds < 1e-3 * max(totals.get(r, 0.0) for r in RESOURCES):
+            continue
+        terms.append(Term(f"{UNIT_NAMES[key]}: {w.what} ({w.dtype})", seconds, w.amount * p, unit, w.span, "", key))
+    if counts.smem_bytes:
+        terms.append(
+            Term("shared memory traffic", totals.get("l1", 0.0), counts.smem_bytes * p, "bytes", None, "", "l1")
+        )
+    if totals.get("tail"):
+        terms.append(Term("tail wave", totals["tail"], 0, "s", None, "the last, partial wave", "waves"))
+    terms.append(Term("launch", totals["launch"], 0, "s", None, "", "launch"))
+    terms.sort(key=lambda t: -t.seconds)
+    return terms
+
+
+class CostModel:
+    """An analytic cost model with per-target correction factors (1.0 until `update`)."""
+
+    def __init__(self, corrections: dict[str, dict[str, float]] | None = None):
+        self.corrections: dict[str, dict[str, float]] = corrections or {}
+
+    def factors(self, target: str) -> dict[str, float]:
+        return self.corrections.get(chip(target).name, {})
+
+    def predict(
+        self,
+        program: Program,
+        target: str | None = None,
+        params: dict[str, int] | None = None,
+        shapes: dict[str, int] | None = None,
+        report=None,
+        with_hints: bool = True,
+    ) -> Estimate:
+        """The estimate of `program` on `target` (default: its own) with parameters and shape
+        symbols bound. `report` (a lowering CompileReport) replaces the register and shared
+        memory estimates with the compiler's figures."""
+        target = target or program.kernel.target.data
+        regs = getattr(report, "registers", None) if report is not None else None
+        smem = getattr(report, "shared_bytes", None) if report is not None else None
+        raw, counts, occ, dram, c = analyze(program, target, params, shapes, regs, smem)
+        base_s, _ = raw.time()
+        seconds, totals = raw.time(self.factors(target))
+        bottleneck = _bottleneck(totals)
+        env = bind_env(program, params, shapes)
+        p = counts.programs
+        tensor_flops = sum(w.amount for w in counts.work if w.unit == "tensor") * p
+        summary = {
+            "programs": p,
+            "dram_bytes": sum(d for _, d, _ in dram),
+            "ideal_dram_bytes": sum(i for _, _, i in dram),
+            "l2_bytes": counts.global_bytes() * p,
+            "global_read_bytes": counts.global_bytes(False) * p,
+            "global_write_bytes": counts.global_bytes(True) * p,
+            "smem_bytes": counts.smem_bytes * p,
+            "matmul_flops": tensor_flops,
+            "alu_ops": counts.unit_total("alu") * p,
+            "int_ops": counts.unit_total("int") * p,
+            "sfu_ops": counts.unit_total("sfu") * p,
+            "registers": occ.registers,
+            "smem_alloc_bytes": occ.smem_bytes,
+            "stages": raw.extra["stages"],
+            "overlap": raw.overlap,
+        }
+        est = Estimate(
+            time_s=seconds,
+            bottleneck=bottleneck,
+            breakdown=_breakdown(counts, dram, totals, c, env),
+            counts=summary,
+            occupancy=occ,
+            waves=raw.waves,
+            resources={r: totals[r] for r in RESOURCES},
+            uncalibrated_s=base_s,
+            target=target,
+            raw=raw,
+        )
+        if with_hints:
+            est.hints = hints.hints(program, est, counts, dram, c)
+        return est
+
+    # ---- calibration -------------------------------------------------------------------------
+
+    def update(self, measurements: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+        """Fit per-target correction factors from measured runs. A measurement is
+        {"target", "text" (KIR source) or "file", "params", "shapes", "seconds"} and optionally
+        "registers" and "smem_bytes" from the compile report. Returns the new factors."""
+        by_target: dict[str, list[tuple[Raw, float]]] = {}
+        for m in measurements:
+            raw = measurement_raw(m)
+            by_target.setdefault(chip(m["target"]).name, []).append((raw, float(m["seconds"])))
+        for name, pairs in by_target.items():
+            self.corrections[name] = calibration.fit(pairs, self.corrections.get(name))
+        return self.corrections
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(
+            json.dumps({"version": 1, "corrections": self.corrections}, indent=1, sort_keys=True) + "\n"
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> CostModel:
+        data = json.loads(Path(path).read_text())
+        return cls({k: {f: float(v) for f, v in d.items()} for k, d in data.get("corrections", {}).items()})
+
+
+_RAW_CACHE: dict[tuple, Raw] = {}
+
+
+def measurement_raw(m: dict[str, Any]) -> Raw:
+    """The uncalibrated timing inputs of one measurement (cached by its content)."""
+    from kir.parser import parse, parse_file
+
+    key = (
+        m.get("text") or m.get("file"),
+        m["target"],
+        json.dumps(m.get("params") or {}, sort_keys=True),
+        json.dumps(m.get("shapes") or {}, sort_keys=True),
+        m.get("registers"),
+        m.get("smem_bytes"),
+    )
+    if key not in _RAW_CACHE:
+        program = parse(m["text"]) if m.get("text") else parse_file(m["file"])
+        raw, *_ = analyze(
+            program, m["target"], m.get("params"), m.get("shapes"), m.get("registers"), m.get("smem_bytes")
+        )
+        _RAW_CACHE[key] = raw
+    return _RAW_CACHE[key]
+
+
+def predict(program: Program, target: str | None = None, params=None, shapes=None, report=None) -> Estimate:
+    """The uncalibrated estimate (a fresh `CostModel().predict`)."""
+    return CostModel().predict(program, target, params, shapes, report)
+
+
+def span_text(span: Span | None) -> str:
+    return "" if span is None else f"{Path(span.file).name}:{span.line}"

@@ -1,0 +1,119 @@
+"""The chip as the cost model sees it: rates and sizes read from the target tables.
+
+There is one table per chip (`kir/targets/*.toml`), shared with the verifier: the verifier reads
+`[arch]`, the cost model reads `[arch]`, `[rates]` and its own `[cost]` section. A chip is
+selected by KIR target (`sm_90` is the H200 we measure on) or by table name (`h100`, `a100`),
+so a chip that is not a target of its own (the H100) can still be costed.
+
+Everything here is in base units: bytes, seconds, operations per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+
+from kir.targets import TargetSpec, spec
+
+# Operand dtypes a tensor core multiplies at the f32 rate of its table: a KIR f32 dot lowers
+# to FMAs on NVIDIA (input_precision="ieee"), to MFMA f32 on AMD.
+_FMA_DOT_VENDORS = {"nvidia"}
+
+
+@dataclass(frozen=True)
+class Chip:
+    name: str  # table name: h200, h100, a100, mi250x, mi300x, mtia_sim
+    target: str  # KIR target of the table
+    chip: str  # what the table calls the chip
+    sms: int
+    clock_hz: float
+    dram_bps: float
+    l2_bps: float
+    l2_bytes: int
+    dram_latency_s: float
+    smem_per_sm: int
+    max_smem_per_block: int
+    registers_per_sm: int
+    max_registers_per_thread: int
+    register_granularity: int
+    max_blocks_per_sm: int
+    max_warps_per_sm: int  # KIR warps of 32 threads
+    max_threads_per_block: int
+    smem_bps_per_sm: float
+    alu_ops_per_sm: float  # f32 lane operations per second per SM
+    int_ops_per_sm: float
+    sfu_ops_per_sm: float
+    issue_per_sm: float  # warp instructions per second per SM
+    launch_s: float
+    cta_overhead_s: float
+    tc_flops: dict[str, float] = field(default_factory=dict)  # operand dtype -> flop/s, whole chip
+    fma_flops: dict[str, float] = field(default_factory=dict)
+    vendor: str = "nvidia"
+    single_thread: bool = False  # mtia-sim: one thread of control per PE
+
+    def tc_rate(self, dtype: str) -> tuple[str, float]:
+        """(unit, flop/s) of a matrix product with this operand dtype."""
+        if dtype == "f32" and self.vendor in _FMA_DOT_VENDORS:
+            return "fma", self.fma_flops.get("f32", self.alu_ops_per_sm * 2 * self.sms)
+        if dtype in self.tc_flops:
+            return "tensor", self.tc_flops[dtype]
+        if dtype in self.fma_flops:
+            return "fma", self.fma_flops[dtype]
+        return "fma", self.fma_flops.get("f32", self.alu_ops_per_sm * 2 * self.sms)
+
+    @property
+    def ridge_flops_per_byte(self) -> float:
+        """Arithmetic intensity (bf16 tensor-core flops per DRAM byte) where the roofline turns."""
+        return self.tc_flops.get("bf16", max(self.tc_flops.values(), default=1.0)) / self.dram_bps
+
+
+def chip_names() -> list[str]:
+    return ["h200", "h100", "a100", "mi250x", "mi300x", "mtia_sim"]
+
+
+@cache
+def chip(target: str) -> Chip:
+    """The chip of a KIR target (`sm_90`, `gfx942`, `mtia-sim`) or of a table (`h100`)."""
+    s: TargetSpec = spec(target)
+    rates = s.raw.get("rates", {})
+    cost = s.raw.get("cost", {})
+    clock = float(rates.get("clock_ghz", 1.0)) * 1e9
+    sms = s.sms
+    dram = float(rates.get("hbm_gbps", 1.0)) * 1e9
+    fma = {k: float(v) * 1e12 for k, v in cost.get("fma_tflops", {}).items()}
+    fma.setdefault("f32", float(rates.get("f32_tflops", 1.0)) * 1e12)
+    tc = {k: float(v) * 1e12 for k, v in cost.get("tc_tflops", {}).items()}
+    for key in ("bf16", "f16", "fp8"):
+        if f"{key}_tflops" in rates:
+            tc.setdefault(key if key != "fp8" else "f8e4m3", float(rates[f"{key}_tflops"]) * 1e12)
+    alu = float(cost.get("alu_ops_per_clk", fma["f32"] / 2 / sms / clock)) * clock
+    return Chip(
+        name=s.name,
+        target=s.target,
+        chip=s.raw.get("chip", s.name),
+        sms=sms,
+        clock_hz=clock,
+        dram_bps=dram,
+        l2_bps=float(cost.get("l2_gbps", rates.get("l2_gbps", dram / 1e9))) * 1e9,
+        l2_bytes=int(cost.get("l2_bytes", 0)),
+        dram_latency_s=float(cost.get("dram_latency_ns", 700.0)) * 1e-9,
+        smem_per_sm=s.smem_per_sm,
+        max_smem_per_block=s.max_smem_per_block,
+        registers_per_sm=s.registers_per_sm,
+        max_registers_per_thread=s.max_registers_per_thread,
+        register_granularity=max(1, s.register_alloc_granularity),
+        max_blocks_per_sm=int(cost.get("max_blocks_per_sm", 32)),
+        max_warps_per_sm=int(cost.get("max_warps_per_sm", 64)),
+        max_threads_per_block=s.max_threads_per_block,
+        smem_bps_per_sm=float(cost.get("smem_bytes_per_clk", 128)) * clock,
+        alu_ops_per_sm=alu,
+        int_ops_per_sm=float(cost.get("int_ops_per_clk", 64)) * clock,
+        sfu_ops_per_sm=float(cost.get("sfu_ops_per_clk", 16)) * clock,
+        issue_per_sm=float(cost.get("issue_per_clk", 4)) * clock,
+        launch_s=float(cost.get("launch_us", rates.get("launch_us", 3.0))) * 1e-6,
+        cta_overhead_s=float(cost.get("cta_overhead_ns", 400.0)) * 1e-9,
+        tc_flops=tc,
+        fma_flops=fma,
+        vendor=s.vendor,
+        single_thread=s.warp_size == 1,
+    )

@@ -1,0 +1,109 @@
+"""Timing: from per-program work and occupancy to seconds, wave by wave.
+
+Resources, and where their rate comes from (`costmodel/spec.py`):
+
+| resource | work | rate |
+| --- | --- | --- |
+| `dram` | bytes from HBM (after L2 reuse) | `hbm_gbps`, lowered by Little's law when too few bytes are in flight |
+| `l2` | bytes requested from L2 (every global access) | `l2_gbps` |
+| `tensor` | matrix-product flops by operand dtype | `[cost.tc_tflops]` (an f32 dot: the FMA rate on NVIDIA) |
+| `alu`, `int`, `sfu` | float lane operations, integer operations (weighted), special functions | per SM per clock |
+| `l1` | shared-memory bytes and scattered sectors | `smem_bytes_per_clk` per SM |
+
+A wave is the programs resident at once (blocks per SM x SMs). The per-SM resources of a wave
+take the work of the busiest SM's programs at that SM's rate; DRAM and L2 are shared by the chip.
+Within a wave, memory and compute overlap by a factor that grows with the programs per SM and the
+pipeline stages (`overlap = 1 - 1 / (blocks per SM x stages)`):
+
+    wave = max(memory, compute) + (1 - overlap) * min(memory, compute) + block overhead
+    time = full waves x wave(C) + wave(tail programs) + launch
+
+`Raw` holds every figure this needs, so calibration can re-time a program cheaply with other
+correction factors (`Raw.time(factors)`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+MEMORY = ("dram", "l2")
+COMPUTE = ("tensor", "fma", "alu", "int", "sfu", "l1")
+RESOURCES = MEMORY + COMPUTE
+FACTORS = (*RESOURCES, "overhead")
+
+
+@dataclass(frozen=True)
+class Raw:
+    programs: int
+    sms: int
+    blocks_per_sm: int
+    per_program_s: dict[str, float]  # per-SM resources: seconds of one program on one SM
+    dram_bytes: float  # per program (average), after L2 reuse
+    l2_bytes: float  # per program
+    dram_bps: float
+    l2_bps: float
+    inflight_bytes: float  # global-load bytes one program keeps in flight
+    latency_s: float
+    overlap: float
+    cta_overhead_s: float
+    launch_s: float
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def concurrent(self) -> int:
+        return self.blocks_per_sm * self.sms
+
+    @property
+    def waves(self) -> float:
+        return self.programs / self.concurrent if self.concurrent else 0.0
+
+    def wave(self, p: int, factors: dict[str, float]) -> dict[str, float]:
+        """Each resource's seconds for a wave of p programs, and the wave's time."""
+        f = factors
+        per_sm = math.ceil(p / self.sms)
+        active = min(p, self.sms)
+        out = {r: per_sm * self.per_program_s.get(r, 0.0) * f.get(r, 1.0) for r in COMPUTE}
+        inflight = active * per_sm * self.inflight_bytes
+        dram_bw = self.dram_bps
+        if self.latency_s > 0 and inflight > 0:
+            dram_bw = min(dram_bw, inflight / self.latency_s)
+        out["dram"] = p * self.dram_bytes / dram_bw * f.get("dram", 1.0)
+        out["l2"] = p * self.l2_bytes / (self.l2_bps * active / self.sms) * f.get("l2", 1.0)
+        out["dram_latency_bound"] = float(dram_bw < 0.9 * self.dram_bps)
+        memory = max(out[r] for r in MEMORY)
+        compute = max(out[r] for r in COMPUTE)
+        out["wave"] = max(memory, compute) + (1 - self.overlap) * min(memory, compute)
+        out["wave"] += self.cta_overhead_s * f.get("overhead", 1.0)
+        return out
+
+    def time(self, factors: dict[str, float] | None = None) -> tuple[float, dict[str, float]]:
+        """(seconds, seconds per resource summed over the waves, plus `tail`, `launch`, `overlap_saved`)."""
+        factors = factors or {}
+        c = max(1, self.concurrent)
+        full, tail = divmod(self.programs, c)
+        totals = {r: 0.0 for r in RESOURCES}
+        seconds = 0.0
+        tail_s = 0.0
+        latency_bound = 0.0
+        for p, n in ((c, full), (tail, 1 if tail else 0)):
+            if not n:
+                continue
+            w = self.wave(p, factors)
+            for r in RESOURCES:
+                totals[r] += n * w[r]
+            seconds += n * w["wave"]
+            latency_bound = max(latency_bound, w["dram_latency_bound"])
+            if p == tail:
+                tail_s = w["wave"]
+        launch = self.launch_s * factors.get("overhead", 1.0)
+        seconds += launch
+        seconds *= factors.get("scale", 1.0)
+        totals.update(tail=tail_s, launch=launch, dram_latency_bound=latency_bound)
+        return seconds, totals
+
+
+def overlap(blocks_per_sm: int, stages: int, roles: int) -> float:
+    """The share of the shorter of memory and compute hidden behind the longer."""
+    concurrency = max(1, blocks_per_sm) * max(1, stages) * (2 if roles >= 2 else 1)
+    return 1.0 - 1.0 / concurrency

@@ -1,0 +1,254 @@
+"""The cost model: hand-counted bytes and flops, the roofline flip, hints, every suite program
+on every target, save/load, and calibration."""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from costmodel import CostModel, chip, predict
+from costmodel.calibration import loss
+from costmodel.cli import task_bindings
+from costmodel.model import measurement_raw
+from kir.parser import parse_file
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((ROOT / "examples").glob("*.kir"))
+TASK_PROGRAMS = sorted((ROOT / "benchmarks" / "tasks").glob("*/*.kir"))
+# One value per shape symbol of the examples, inside their `where` constraints.
+EXAMPLE_SHAPES = {
+    "M": 1024,
+    "N": 1024,
+    "K": 1024,
+    "B": 1000,
+    "R": 10000,
+    "D": 128,
+    "NB": 512,
+    "L": 32,
+    "P": 4096,
+    "C": 256,
+}
+TARGETS = ["sm_90", "gfx942", "mtia-sim"]
+
+
+def example(name: str):
+    return parse_file(ROOT / "examples" / f"{name}.kir")
+
+
+def shapes_for(program, values=EXAMPLE_SHAPES):
+    return {s: values[s] for s in program.kernel.shape_symbols}
+
+
+# ---- hand-counted figures ----------------------------------------------------------------------
+
+
+def test_vector_add_counts():
+    p = example("vector_add")
+    n = 1 << 20
+    est = predict(p, "sm_90", shapes={"N": n})
+    c = est.counts
+    assert c["programs"] == n // 1024
+    assert c["global_read_bytes"] == 2 * n * 4  # x and y, f32
+    assert c["global_write_bytes"] == n * 4
+    assert c["alu_ops"] == n  # one add per element
+    assert c["matmul_flops"] == 0
+    assert c["dram_bytes"] == 3 * n * 4  # streamed once, no reuse to find
+
+
+def test_gemm_bias_gelu_counts():
+    p = example("gemm_bias_gelu")  # BM = BN = 64, BK = 32
+    m = n = k = 256
+    est = predict(p, "sm_90", shapes={"M": m, "N": n, "K": k})
+    c = est.counts
+    programs = (m // 64) * (n // 64)
+    assert c["programs"] == programs
+    assert c["matmul_flops"] == 2 * m * n * k
+    # each program reads a BM x K panel of a and a K x BN panel of b, and BN of the bias (bf16)
+    assert c["global_read_bytes"] == programs * (64 * k * 2 + k * 64 * 2 + 64 * 2)
+    assert c["global_write_bytes"] == m * n * 2
+    # ideal DRAM reads: each input once
+    assert c["ideal_dram_bytes"] == m * k * 2 + k * n * 2 + n * 2 + m * n * 2
+
+
+def test_softmax_counts():
+    p = example("softmax")
+    est = predict(p, "sm_90", shapes={"M": 128, "N": 1024})
+    c = est.counts
+    assert c["global_read_bytes"] == 128 * 1024 * 2
+    assert c["global_write_bytes"] == 128 * 1024 * 2
+    assert c["sfu_ops"] == 2 * 128 * 1024  # exp and the division's reciprocal, per element
+
+
+def test_hopper_ws_counts_roles_and_tma():
+    p = example("gemm_hopper_ws")  # BM = 128, BN = 256, BK = 64, two consumer warpgroups
+    m = n = k = 1024
+    est = predict(p, "sm_90", shapes={"M": m, "N": n, "K": k})
+    c = est.counts
+    programs = (m // 128) * (n // 256)
+    assert c["programs"] == programs
+    assert c["matmul_flops"] == 2 * m * n * k  # both consumers' halves
+    assert c["global_read_bytes"] == programs * (128 * k * 2 + k * 256 * 2)
+    assert c["global_write_bytes"] == m * n * 2
+    # TMA writes both tiles to shared memory; each consumer's wgmma reads its half of a and all of b
+    writes = 128 * k * 2 + k * 256 * 2
+    reads = 2 * (64 * k * 2 + k * 256 * 2)
+    assert c["smem_bytes"] == programs * (writes + reads)
+
+
+def test_embedding_bag_gather_counts():
+    p = example("embedding_bag")  # BL = 32, BD = 128
+    est = predict(p, "sm_90", shapes={"R": 10000, "D": 128, "NB": 64, "L": 32})
+    c = est.counts
+    assert c["global_read_bytes"] == 64 * (32 * 8 + 32 * 128 * 2)  # indices (i64), then the rows
+    assert c["global_write_bytes"] == 64 * 128 * 2
+
+
+def test_loop_trip_count_follows_program_id():
+    # the tuned causal attention's first loop runs m0 / BN times: 0 .. S / BM - 1 blocks, on average half
+    p = parse_file(ROOT / "benchmarks/tasks/causal_attention/tuned.kir")
+    shapes = {"B": 1, "H": 1, "S": 1024}
+    params = {"BM": 128, "BN": 128, "HD": 128, "STAGES": 2}
+    est = predict(p, "sm_90", params=params, shapes=shapes)
+    blocks = 1024 // 128
+    # below the diagonal: sum over query blocks of their index; the diagonal: one block each
+    pairs = blocks * (blocks - 1) / 2 + blocks
+    assert est.counts["matmul_flops"] == pytest.approx(pairs * 2 * (2 * 128 * 128 * 128))
+
+
+# ---- the roofline --------------------------------------------------------------------------------
+
+
+def test_bottleneck_flips_at_the_ridge_point():
+    p = example("gemm_hopper_ws")
+    ridge = chip("sm_90").ridge_flops_per_byte
+    seen = []
+    for k in (64, 128, 256, 1024, 4096, 16384):
+        est = predict(p, "sm_90", shapes={"M": 4096, "N": 4096, "K": k})
+        intensity = est.counts["matmul_flops"] / est.counts["dram_bytes"]
+        seen.append((intensity, est.bottleneck))
+    memory = [i for i, b in seen if b in ("dram", "dram-latency", "l2")]
+    compute = [i for i, b in seen if b == "tensor"]
+    assert memory and compute
+    assert max(memory) < min(compute)  # one flip, from memory to compute
+    assert min(memory) < ridge < max(compute)
+
+
+# ---- hints ---------------------------------------------------------------------------------------
+
+
+def rules(est):
+    return {d.rule for d in est.hints}
+
+
+def test_hint_reuse_points_at_the_load():
+    p = parse_file(ROOT / "benchmarks/tasks/gemm/seed.kir")
+    est = predict(p, "sm_90", params={"BM": 64, "BN": 64, "BK": 32}, shapes={"M": 8192, "N": 8192, "K": 8192})
+    reuse = [d for d in est.hints if d.rule == "cost.reuse"]
+    assert reuse and "loads of `a`" in reuse[0].message
+    assert reuse[0].span.line == 18  # at = load(a[...])
+    # the breakdown ties the same bytes to the same span
+    term = next(t for t in est.breakdown if "`a`" in t.name)
+    assert term.span.line == 18 and "ideal" in term.note
+
+
+def test_hint_tail_and_occupancy():
+    p = example("gemm_hopper_ws")
+    est = predict(p, "sm_90", shapes={"M": 4096, "N": 4096, "K": 4096})
+    assert {"cost.tail", "cost.occupancy"} <= rules(est)
+    occ = next(d for d in est.hints if d.rule == "cost.occupancy")
+    assert "role `mma`" in occ.message
+
+
+def test_hint_stages_on_memory_bound_loop():
+    p = parse_file(ROOT / "benchmarks/tasks/rmsnorm_backward/seed.kir")
+    est = predict(p, "sm_90", params={"BLOCK": 8192}, shapes={"M": 8192, "N": 8192, "G": 256})
+    assert est.bottleneck in ("dram", "dram-latency")
+    stages = [d for d in est.hints if d.rule == "cost.stages"]
+    assert stages
+    loop_line = (ROOT / "benchmarks/tasks/rmsnorm_backward/seed.kir").read_text().splitlines()[stages[0].span.line - 1]
+    assert loop_line.strip().startswith("for i in")  # the row loop
+
+
+# ---- every program, every target --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_examples_estimate(path, target):
+    p = parse_file(path)
+    est = predict(p, target, shapes=shapes_for(p))
+    assert est.time_s > 0 and math.isfinite(est.time_s)
+    assert est.bottleneck and est.breakdown
+    json.dumps(est.to_json())
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("path", TASK_PROGRAMS, ids=lambda p: f"{p.parent.name}-{p.stem}")
+def test_task_programs_estimate(path, target):
+    p = parse_file(path)
+    params, shapes = task_bindings(path, "bench")
+    params = {k: v for k, v in params.items() if k in p.params}
+    shapes = {k: v for k, v in shapes.items() if k not in p.params}
+    est = predict(p, target, params=params, shapes=shapes)
+    assert est.time_s > 0 and math.isfinite(est.time_s)
+
+
+def test_h100_is_selectable_by_chip_name():
+    p = example("vector_add")
+    h100 = predict(p, "h100", shapes={"N": 1 << 26})
+    h200 = predict(p, "sm_90", shapes={"N": 1 << 26})
+    assert h100.time_s > h200.time_s  # less HBM bandwidth, same SMs
+
+
+# ---- save, load, update -------------------------------------------------------------------------
+
+
+def test_save_load_round_trip(tmp_path):
+    model = CostModel({"h200": {"dram": 1.3, "tensor": 0.8, "scale": 1.1}})
+    path = tmp_path / "cal.json"
+    model.save(path)
+    again = CostModel.load(path)
+    assert again.corrections == model.corrections
+    p = example("vector_add")
+    assert again.predict(p, "sm_90", shapes={"N": 4096}).time_s == model.predict(p, "sm_90", shapes={"N": 4096}).time_s
+
+
+def _synthetic_measurements():
+    """Times from a 'true' chip whose DRAM is 1.6x slower and tensor cores 1.3x faster."""
+    truth = {"dram": 1.6, "tensor": 1 / 1.3, "scale": 1.05}
+    out = []
+    for k in (64, 256, 1024, 4096):
+        for name, shapes in (
+            ("gemm_hopper_ws", {"M": 2048, "N": 2048, "K": k}),
+            ("vector_add", {"N": 1 << 16 << (k // 512)}),
+        ):
+            text = (ROOT / "examples" / f"{name}.kir").read_text()
+            shapes = {s: v for s, v in shapes.items()}
+            m = {"target": "sm_90", "text": text, "params": {}, "shapes": shapes}
+            m["seconds"] = measurement_raw(m).time(truth)[0]
+            out.append(m)
+    return out
+
+
+def test_update_reduces_error():
+    ms = _synthetic_measurements()
+    pairs = [(measurement_raw(m), m["seconds"]) for m in ms]
+    before = loss(pairs, {})
+    model = CostModel()
+    factors = model.update(ms)["h200"]
+    after = loss(pairs, factors)
+    assert after < before / 4
+    assert factors["dram"] > 1.2  # found the slower memory
+    p = example("vector_add")
+    assert model.predict(p, "sm_90", shapes={"N": 1 << 20}).time_s > predict(p, "sm_90", shapes={"N": 1 << 20}).time_s
+
+
+def test_task_bindings_reads_the_preset():
+    params, shapes = task_bindings(ROOT / "benchmarks/tasks/gemm/tuned.kir", "bench")
+    meta = tomllib.loads((ROOT / "benchmarks/tasks/gemm/task.toml").read_text())
+    assert shapes == meta["presets"]["bench"]
+    assert params == meta["programs"]["tuned"]["params"]["bench"]
