@@ -1,6 +1,6 @@
 """One entry point over the compile drivers: `compile_program(program, to, arch, params)`.
 
-Every driver (`compile_triton`, `compile_gluon`, `compile_cuda`: each a `compile_lowered(lowered,
+Every driver (`compile_triton`, `compile_gluon`, `compile_cuda`, `compile_hip`: each a `compile_lowered(lowered,
 arch, ...)`) fills the one `lowering.report.CompileReport`; `report.to_json()` is its plain data.
 A program the backend refuses to lower comes back as a failed report with the refusal's
 diagnostics, as a compile failure does.
@@ -15,8 +15,13 @@ from kir.program import Program
 from lowering.emit.base import lower
 from lowering.report import CompileReport
 
-ARCHS = {"triton": ("sm_90", "gfx942"), "gluon": ("sm_90",), "cuda": ("sm_90", "sm_90a")}
-DRIVERS = {"triton": "lowering.compile_triton", "gluon": "lowering.compile_gluon", "cuda": "lowering.compile_cuda"}
+ARCHS = {"triton": ("sm_90", "gfx942"), "gluon": ("sm_90",), "cuda": ("sm_90", "sm_90a"), "hip": ("gfx90a",)}
+DRIVERS = {
+    "triton": "lowering.compile_triton",
+    "gluon": "lowering.compile_gluon",
+    "cuda": "lowering.compile_cuda",
+    "hip": "lowering.compile_hip",
+}
 
 
 def compile_program(

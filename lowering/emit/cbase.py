@@ -1,4 +1,4 @@
-"""What the C++ emitters (CUDA now, HIP later) share: the table of names that differ between
+"""What the C++ emitters (CUDA and HIP) share: the table of names that differ between
 the two languages, the element semantics of KIR as C++ expressions, and the code generator of
 the tile level.
 
@@ -485,7 +485,7 @@ class KernelGen:
         except KeyError as err:
             raise Unsupported(
                 self.current_op,
-                f"{what} `{expr}` depends on the shape symbol `{err.args[0]}`; the cuda backend needs it known at compile time",
+                f"{what} `{expr}` depends on the shape symbol `{err.args[0]}`; the {self.dialect.name} backend needs it known at compile time",
                 "make the size a parameter (a compile-time constant), with a `where` constraint tying it to the shape",
             ) from None
         except ZeroDivisionError:
@@ -811,7 +811,7 @@ class KernelGen:
     def emit_op(self, op: Operation) -> None:
         handler = self.handlers.get(type(op))
         if handler is None:
-            raise Unsupported(op, f"the cuda backend cannot lower `{op.name}` here")
+            raise Unsupported(op, f"the {self.dialect.name} backend cannot lower `{op.name}` here")
         prev, self.current_op = self.current_op, op
         try:
             handler(op)
@@ -1373,7 +1373,7 @@ class KernelGen:
         if DTYPES[dt].nbytes < 2:
             raise Unsupported(
                 op,
-                f"atomic_{op.fn.data} on {dt} (1-byte elements) is not supported by the cuda backend",
+                f"atomic_{op.fn.data} on {dt} (1-byte elements) is not supported by the {self.dialect.name} backend",
                 "use a 16-, 32- or 64-bit dtype",
             )
         if not shape:

@@ -1,0 +1,229 @@
+"""Compile a HIP `Lowered` with hipcc to a gfx90a code object and report on it. There is no AMD
+GPU here: this is how the HIP backend is verified (the kernels are never run).
+
+    from lowering import lower
+    from lowering.compile_hip import compile_lowered
+    report = compile_lowered(lower(program, "hip"))
+    report.ok, report.registers, report.sgprs, report.occupancy, report.instructions["mfma"]
+
+The compiler is Debian's `hipcc` package (HIP 5.2 over clang 15; `apt-get install hipcc`), run
+with `HIP_PLATFORM=amd` (without it, hipcc picks nvcc where one is installed) as
+`hipcc -O3 --offload-arch=gfx90a --cuda-device-only -c --save-temps`: the device side only,
+keeping the GCN assembly (`.s`) and the linked code object (`.out`, an hsaco). Its clang
+knows gfx90a but not gfx942; gfx942 is compiled through Triton (`lowering.compile_triton`).
+
+What the `CompileReport` (lowering.report) reads, all from the assembly:
+
+| field | from |
+| --- | --- |
+| `registers` | `.vgpr_count` of the kernel's metadata (arch VGPRs and AGPRs together, as allocated) |
+| `sgprs` | `.sgpr_count` |
+| `spill_stores` | `.vgpr_spill_count` x 4 bytes per lane (SGPR spills, which go to VGPR lanes, in `extra`) |
+| `static_shared_bytes` | `.group_segment_fixed_size`: the LDS, all static (the emitter declares it) |
+| `dynamic_shared_bytes` | 0: the HIP backend asks for no LDS at launch |
+| `local_bytes` | `.private_segment_fixed_size`: scratch per lane |
+| `occupancy` | the `; Occupancy:` comment: waves per SIMD the compiler expects |
+| `instructions` | `v_mfma`, buffer and global loads, LDS reads in the assembly (`lowering.report.AMD_MARKS`) |
+| `extra` | AGPRs (`.agpr_count`), SGPR spills, arch VGPRs (`; NumVgprs:`) |
+
+Diagnostics: an error in emitted code is a bug of ours, reported as `lower.compile` at the KIR op
+that produced the line (clang's `kernel.hip:LINE:COL: error: ...`). Spills and scratch are
+warnings at the kernel. Results are cached on disk by the hash of the source, the flags and the
+hipcc version (`$KIR_CACHE_DIR`, default `~/.cache/kir`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from functools import lru_cache
+from pathlib import Path
+
+from kir.diagnostics import Diagnostic
+from lowering.emit.base import Lowered
+from lowering.report import (
+    AMD_MARKS,
+    CompileReport,
+    cache_dir,
+    code_version,
+    compile_error,
+    count_instructions,
+    load_report,
+    note_unavailable,
+    resource_warnings,
+    save_report,
+)
+
+ARCH = "gfx90a"
+FLAGS = ("-O3", f"--offload-arch={ARCH}", "--cuda-device-only", "-std=c++17")
+SOURCE_NAME = "kernel.hip"
+
+
+# ---- tools ---------------------------------------------------------------------------------------
+
+
+def find_hipcc() -> str | None:
+    """hipcc on the PATH, or under $ROCM_PATH/bin or /opt/rocm/bin."""
+    found = shutil.which("hipcc")
+    if found:
+        return found
+    for root in (os.environ.get("ROCM_PATH"), os.environ.get("HIP_PATH"), "/opt/rocm"):
+        if root and (Path(root) / "bin" / "hipcc").exists():
+            return str(Path(root) / "bin" / "hipcc")
+    return None
+
+
+def hip_env() -> dict[str, str]:
+    # without HIP_PLATFORM, hipcc compiles for NVIDIA where it finds nvcc
+    return {**os.environ, "HIP_PLATFORM": "amd"}
+
+
+@lru_cache(maxsize=1)
+def hipcc_version() -> str:
+    hipcc = find_hipcc()
+    if hipcc is None:
+        return ""
+    out = subprocess.run([hipcc, "--version"], capture_output=True, text=True, check=False, env=hip_env()).stdout
+    return " ".join(line.strip() for line in out.splitlines() if "version" in line.lower())
+
+
+def run_hipcc(args: list[str], cwd: Path, timeout: float = 600) -> tuple[int, str]:
+    hipcc = find_hipcc()
+    if hipcc is None:
+        return 127, "hipcc not found (apt-get install hipcc, or put ROCm's hipcc on the PATH)"
+    try:
+        proc = subprocess.run(
+            [hipcc, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False, env=hip_env()
+        )
+    except subprocess.TimeoutExpired:
+        return 124, f"hipcc timed out after {timeout:g} s"
+    # hipcc hands its host link flags to a device-only compile, and clang says they are unused
+    log = "\n".join(
+        line for line in (proc.stdout + proc.stderr).splitlines() if "-Wunused-command-line-argument" not in line
+    )
+    return proc.returncode, log
+
+
+# ---- the assembly ----------------------------------------------------------------------------------
+
+
+def read_amd_asm(report: CompileReport, asm: str) -> None:
+    """Registers, LDS, scratch, spills, occupancy and instruction counts from GCN assembly."""
+
+    def meta(key: str) -> int | None:
+        m = re.search(rf"^\s*-?\s*\.{re.escape(key)}:\s*(\d+)", asm, re.M)
+        return int(m.group(1)) if m else None
+
+    def comment(key: str) -> int | None:
+        m = re.search(rf"^; {re.escape(key)}: (\d+)", asm, re.M)
+        return int(m.group(1)) if m else None
+
+    report.asm = asm
+    report.instructions = count_instructions(asm, AMD_MARKS)
+    report.registers = meta("vgpr_count")
+    report.sgprs = meta("sgpr_count")
+    spills = meta("vgpr_spill_count")
+    report.spill_stores = None if spills is None else 4 * spills
+    report.spill_loads = None if spills is None else 0
+    report.static_shared_bytes = meta("group_segment_fixed_size")
+    report.local_bytes = meta("private_segment_fixed_size")
+    report.occupancy = comment("Occupancy")
+    report.extra.update(agprs=meta("agpr_count"), sgpr_spills=meta("sgpr_spill_count"), arch_vgprs=comment("NumVgprs"))
+    note_unavailable(report)
+
+
+# ---- hipcc's errors, at the KIR op ----------------------------------------------------------------
+
+_CLANG_ERROR = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+): (?:fatal )?error: (?P<msg>.*)$")
+
+
+def error_diagnostics(lowered: Lowered, log: str, path: str | None = None) -> list[Diagnostic]:
+    """One `lower.compile` diagnostic per error clang reports in the generated file; one at the
+    kernel when none can be read (a failure of the backend, the linker, or a missing hipcc)."""
+    diags = []
+    for raw in log.splitlines():
+        m = _CLANG_ERROR.match(raw.strip())
+        if m and m.group("file").endswith(SOURCE_NAME):
+            line, col = int(m.group("line")), int(m.group("col"))
+            diags.append(
+                compile_error(lowered, line, m.group("msg"), where=f"{SOURCE_NAME}:{line}:{col}", column=col, path=path)
+            )
+    if not diags:
+        last = (log.strip().splitlines() or ["no output"])[-1]
+        diags.append(compile_error(lowered, None, f"hipcc failed: {last}", where=SOURCE_NAME, path=path))
+    return diags
+
+
+# ---- compiling -----------------------------------------------------------------------------------
+
+
+def corrupt(source: str, line: int) -> str:
+    """The test hook: a source whose line `line` (1-based) holds a statement clang rejects."""
+    lines = source.split("\n")
+    lines[line - 1] = lines[line - 1] + " kir_corrupted_by_test_hook();"
+    return "\n".join(lines)
+
+
+def source_key(source: str, flags: tuple[str, ...]) -> str:
+    h = hashlib.sha256()
+    for part in (source, "\0".join(flags), hipcc_version()):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def compile_lowered(
+    lowered: Lowered,
+    arch: str = ARCH,
+    *,
+    corrupt_line: int | None = None,
+    use_cache: bool = True,
+    extra_flags: tuple[str, ...] = (),
+) -> CompileReport:
+    """Compile to a gfx90a code object (the only arch: `arch` names it); never raises for a
+    compile failure (the report says so). `corrupt_line` is the test hook of error locations."""
+    start = time.monotonic()
+    source = lowered.source if corrupt_line is None else corrupt(lowered.source, corrupt_line)
+    if corrupt_line is not None:
+        lowered = Lowered(**{**lowered.__dict__, "source": source})
+    flags = (*FLAGS, *extra_flags)
+    key = source_key(source, (*flags, code_version(__file__)))
+    folder = cache_dir("hip") / key
+    saved = folder / "report.json"
+    report = load_report(saved) if use_cache else None
+    if report is None:
+        report = _compile(lowered, source, flags, folder)
+        report.seconds = time.monotonic() - start
+        if use_cache and "hipcc not found" not in report.log:
+            save_report(saved, report)
+    report.diagnostics = (
+        resource_warnings(lowered, report) if report.ok else error_diagnostics(lowered, report.log, report.source_path)
+    )
+    return report
+
+
+def _compile(lowered: Lowered, source: str, flags: tuple[str, ...], folder: Path) -> CompileReport:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / SOURCE_NAME).write_text(source)
+    report = CompileReport(
+        "hip", ARCH, ok=False, entry=lowered.entry, num_warps=lowered.num_warps, source_path=str(folder / SOURCE_NAME)
+    )
+    with tempfile.TemporaryDirectory(prefix="kir-hipcc-") as tmp:
+        work = Path(tmp)
+        (work / SOURCE_NAME).write_text(source)
+        rc, report.log = run_hipcc([*flags, "-c", "--save-temps", "-o", "kernel.co", SOURCE_NAME], work)
+        asm = next(iter(work.glob(f"*-{ARCH}.s")), None)
+        code_object = next(iter(work.glob(f"*-{ARCH}.out")), None)
+        report.ok = rc == 0 and asm is not None and code_object is not None
+        if not report.ok:
+            return report
+        shutil.copy(code_object, folder / "kernel.hsaco")
+        read_amd_asm(report, asm.read_text())
+    report.binary = str(folder / "kernel.hsaco")
+    report.dynamic_shared_bytes = int(lowered.options.get("smem_bytes", 0))
+    return report
