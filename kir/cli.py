@@ -427,7 +427,7 @@ def run_program(
 
 
 BackendOpt = Annotated[
-    str, typer.Option("--to", metavar="BACKEND", help="triton, gluon or cuda.", show_default=False)
+    str, typer.Option("--to", metavar="BACKEND", help="triton, gluon, cuda or hip.", show_default=False)
 ]
 
 
@@ -444,7 +444,7 @@ def lower_cmd(
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Lower a program to target source (Triton, Gluon or CUDA C++) and print or write it."""
+    """Lower a program to target source (Triton, Gluon, CUDA or HIP C++) and print or write it."""
 
     def body(outcome: Outcome) -> None:
         from lowering import lower
@@ -476,7 +476,7 @@ def lower_cmd(
 def compile_cmd(
     file: FileArg,
     to: BackendOpt,
-    arch: Annotated[str, typer.Option("--arch", help="sm_90 (or gfx942 for triton).")] = "sm_90",
+    arch: Annotated[str, typer.Option("--arch", help="sm_90 (gfx942 for triton, gfx90a for hip).")] = "sm_90",
     param: Annotated[
         list[str] | None,
         typer.Option("--param", "-p", metavar="NAME=VALUE", help="Override a parameter (repeatable).", show_default=False),
