@@ -332,7 +332,10 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
     def access(op, mem, indices, access_attr, kind, write, mult, loop, shape_override=None):
         t = mem.type
         shape = shape_override if shape_override is not None else tl.access_shape(t, access_attr.data, list(indices))
-        elems = _elements(shape, env, "an access extent")
+        extents = [_static(d, env, "an access extent") for d in shape]
+        if isinstance(t, GlobalType):
+            _clamp_gather(extents, indices, t, env)
+        elems = math.prod(extents)
         b = _dtype_bytes(t)
         if isinstance(t, SmemType):
             counts.smem_bytes += elems * b * mult
@@ -475,6 +478,22 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
     counts.smem_alloc = _smem_alloc(kernel, env, counts, loads_into_dots)
     counts.registers, counts.role_regs = _registers(program, env, loads_into_dots)
     return counts, ev
+
+
+def _clamp_gather(extents: list[int], indices, t: GlobalType, env: dict[str, int]) -> None:
+    """A gather axis driven by one index tile along one tensor dimension touches at most that
+    dimension's extent (`x[row, cols]` with BLOCK > N: the lanes past N are masked off)."""
+    if not any(isinstance(v.type, TileType) for v in indices):
+        return
+    rank = len(extents)
+    dims = shape_of(t)
+    for i, v in enumerate(indices):
+        if not isinstance(v.type, TileType):
+            continue
+        shape = [_static(d, env, "an index tile") for d in shape_of(v.type)]
+        axes = [rank - len(shape) + j for j, e in enumerate(shape) if e != 1]
+        if len(axes) == 1 and i < len(dims):
+            extents[axes[0]] = min(extents[axes[0]], _static(dims[i], env, "a tensor dimension"))
 
 
 def _dot_operand_loads(kernel: st.KernelOp) -> set[SSAValue]:
