@@ -65,10 +65,9 @@ class MtiaKernel:
         ]
 
     def launch(self, arrays: dict[str, np.ndarray], symbols: dict[str, int]) -> tuple[int, dict[str, Any]]:
-        args = [arrays[a.name] for a in self.lowered.args]
-        for a in args:
-            if not a.flags.c_contiguous:
-                raise ValueError("mtia-sim runs on contiguous arrays")
+        # Device memory: every tensor starts on a 4096-byte boundary (as the device allocator
+        # gives), so that bursts and DMA alignment depend on the program, never on the host.
+        args = [_device_copy(arrays[a.name]) for a in self.lowered.args]
         ptrs = (ctypes.c_void_p * max(1, len(args)))(*[a.ctypes.data for a in args])
         syms = [int(symbols[s]) for s in self.lowered.shape_symbols]
         csyms = (ctypes.c_longlong * max(1, len(syms)))(*syms)
@@ -76,6 +75,8 @@ class MtiaKernel:
         err = ctypes.create_string_buffer(1024)
         with _LOCK:
             rc = self.fn(ptrs, csyms, out, err, len(err))
+        for a, dev in zip(self.lowered.args, args, strict=True):
+            arrays[a.name][...] = dev
         if rc != 0:
             raise KirError(self.error(err.value.decode(errors="replace"), int(ctypes.c_longlong(out[0]).value),
                                       int(ctypes.c_longlong(out[1]).value)))  # fmt: skip
@@ -99,6 +100,14 @@ class MtiaKernel:
             related=related,
             counterexample={"call": call},
         )
+
+
+def _device_copy(arr: np.ndarray) -> np.ndarray:
+    raw = np.empty(arr.nbytes + 4096, np.uint8)
+    at = (-raw.ctypes.data) % 4096
+    dev = raw[at : at + arr.nbytes].view(arr.dtype).reshape(arr.shape)
+    dev[...] = arr
+    return dev
 
 
 _BUILT: dict[str, MtiaKernel] = {}

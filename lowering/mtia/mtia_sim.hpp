@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mtia {
@@ -201,10 +202,14 @@ class Pe {
 
     // -- programs (the grid runs program after program on each PE)
     void begin(uint64_t start) {
+        start_ = start;
+        moved_ = 0;
         issue_ = start;
         port_ = start;
+        out_ = start;
         writes_ = start;
         for (auto& e : engine_) e = start;
+        for (auto& b : busy_) b.clear();
         top_ = 0;
         open_ = 0;
         committed_.clear();
@@ -244,8 +249,7 @@ class Pe {
     void dma_start(const DmaCopy& c, uint64_t ready) {
         issue_ += 1;
         if (c.mem.bytes == 0) return;
-        uint64_t start = std::max({issue_, port_, ready});
-        port_ = start + cdiv_d((double)(c.mem.bursts * kBurst), rate_);
+        port_ = transfer(port_, c.mem.bursts, ready);
         inflight_.push_back(InFlight{c.lo, c.hi, port_ + kMemLatency, c.call, open_});
         stats_.dma_bytes += c.mem.bytes;
     }
@@ -278,8 +282,7 @@ class Pe {
     uint64_t load(const Access& a, uint64_t ready) {
         issue_ += 1;
         if (a.bytes == 0) return issue_;
-        uint64_t start = std::max({issue_, port_, ready});
-        port_ = start + cdiv_d((double)(a.bursts * kBurst), rate_);
+        port_ = transfer(port_, a.bursts, ready);
         uint64_t done = port_ + kMemLatency;
         stats_.direct_bytes += a.bytes;
         stats_.stall += done - issue_;
@@ -289,17 +292,15 @@ class Pe {
     void store(const Access& a, uint64_t ready) {
         issue_ += 1;
         if (a.bytes == 0) return;
-        uint64_t start = std::max({issue_, port_, ready});
-        port_ = start + cdiv_d((double)(a.bursts * kBurst), rate_);
-        writes_ = std::max(writes_, port_ + kMemLatency);
+        out_ = transfer(out_, a.bursts, ready);
+        writes_ = std::max(writes_, out_ + kMemLatency);
         stats_.store_bytes += a.bytes;
     }
     // read-modify-write in device memory: a load and a store of every burst, blocking
     uint64_t atomic(const Access& a, uint64_t ready) {
         issue_ += 1;
         if (a.bytes == 0) return issue_;
-        uint64_t start = std::max({issue_, port_, ready});
-        port_ = start + 2 * cdiv_d((double)(a.bursts * kBurst), rate_);
+        port_ = transfer(port_, 2 * a.bursts, ready);
         uint64_t done = port_ + 2 * kMemLatency;
         stats_.stall += done - issue_;
         issue_ = done;
@@ -321,11 +322,10 @@ class Pe {
         uint64_t blocks = cdiv(m, kDpeTile) * cdiv(n, kDpeTile) * cdiv(k, kDpeTile);
         return exec(DPE, blocks * (wide ? kDpeCycles32 : kDpeCycles16), kDpeLatency, ready);
     }
-    // the control processor itself: scalar arithmetic, and waiting for a value it branches on
-    uint64_t scalar(uint64_t ready) {
-        issue_ = std::max(issue_, ready) + 1;
-        return issue_;
-    }
+    // scalar arithmetic on values the engines produced runs on the vector unit (one lane, one
+    // cycle) without stalling the control processor; `need` is the stall for a value that decides
+    // control flow (a branch, a loop bound)
+    uint64_t scalar(uint64_t ready) { return exec(VEC, 1, 1, ready); }
     void need(uint64_t ready) {
         if (ready > issue_) {
             stats_.stall += ready - issue_;
@@ -336,12 +336,36 @@ class Pe {
   private:
     static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
     static uint64_t cdiv_d(double bytes, double rate) { return (uint64_t)std::ceil(bytes / rate); }
+    // One transfer on a queue of the port (reads: DMA, loads, atomics; writes: stores), which
+    // starts when issued, its queue is free and its data is ready, and ends no earlier than the
+    // port could have moved every burst issued so far on both queues: the two queues overlap,
+    // but the PE never moves more than its share of device-memory bandwidth.
+    uint64_t transfer(uint64_t queue, uint64_t bursts, uint64_t ready) {
+        uint64_t start = std::max({issue_, queue, ready});
+        moved_ += bursts * kBurst;
+        return std::max(start + cdiv_d((double)(bursts * kBurst), rate_), start_ + cdiv_d((double)moved_, rate_));
+    }
+    // An engine runs each command as soon as the command is issued, its operands are ready and
+    // the engine has a free slot that long: commands whose operands are ready dispatch ahead of
+    // earlier ones still waiting (the engine's scoreboard), never two at once.
     uint64_t exec(Engine e, uint64_t busy, uint64_t latency, uint64_t ready) {
         issue_ += 1;
-        uint64_t start = std::max({issue_, engine_[e], ready});
-        engine_[e] = start + busy;
+        auto& slots = busy_[e];
+        size_t keep = 0;  // nothing can start before issue_ any more: drop what ended
+        for (auto& iv : slots)
+            if (iv.second > issue_) slots[keep++] = iv;
+        slots.resize(keep);
+        uint64_t t = std::max(issue_, ready);
+        size_t at = 0;
+        for (; at < slots.size(); ++at) {
+            if (slots[at].second <= t) continue;
+            if (t + busy <= slots[at].first) break;
+            t = std::max(t, slots[at].second);
+        }
+        slots.insert(slots.begin() + at, {t, t + busy});
+        engine_[e] = std::max(engine_[e], t + busy);
         stats_.busy[e] += busy;
-        return start + busy + latency;
+        return t + busy + latency;
     }
     void check_pending(uint64_t lo, uint64_t hi, int call, const char* what) {
         for (auto& f : inflight_)
@@ -355,8 +379,10 @@ class Pe {
 
     double rate_;
     std::vector<unsigned char> sram_;
-    uint64_t issue_ = 0, port_ = 0, writes_ = 0, top_ = 0;
-    uint64_t engine_[ENGINES] = {0, 0, 0, 0};
+    uint64_t start_ = 0, moved_ = 0;     // this program's first cycle, bytes through the port
+    uint64_t issue_ = 0, port_ = 0, out_ = 0, writes_ = 0, top_ = 0;
+    uint64_t engine_[ENGINES] = {0, 0, 0, 0};  // when each engine's last command ends
+    std::vector<std::pair<uint64_t, uint64_t>> busy_[ENGINES];  // its commands not yet ended
     int open_ = 0;
     std::vector<int> committed_;
     std::vector<InFlight> inflight_;
