@@ -54,9 +54,12 @@ class Row:
 
 
 def default_backends(program_file: Path) -> list[str]:
-    """The compiled backends a program's level can take (tile: triton; explicit: gluon, cuda)."""
+    """The compiled backends a program's level can take (tile: triton; explicit: gluon, cuda);
+    a program written for mtia-sim runs on the simulator."""
     from lowering.emit.base import program_level
 
+    if parse_file(program_file).kernel.target.data == "mtia-sim":
+        return ["mtia-sim"]
     return ["triton"] if program_level(parse_file(program_file)) == "tile" else ["gluon", "cuda"]
 
 
