@@ -212,7 +212,8 @@ def time_candidates(job: dict[str, Any], task, candidates: list) -> dict[str, An
     inst = instances[0]
     tensors = [x for x in inst.inputs if isinstance(x, torch.Tensor)] + list(native[0])
     tensors += [p for p in inst.model.parameters()] + [b for b in inst.model.buffers()]
-    result["bytes"] = sum(t.numel() * t.element_size() for t in tensors)
+    counted = task.counted_bytes(preset)
+    result["bytes"] = counted if counted is not None else sum(t.numel() * t.element_size() for t in tensors)
     result["flops"] = task.counted_flops(preset)
     return result
 

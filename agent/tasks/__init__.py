@@ -11,6 +11,9 @@ A task is a folder (benchmarks/tasks/<name>/) holding
       dtype = "bf16"              # floating inputs, weights and outputs are made in this dtype
       reference_precision = "f64"  # the precision of the reference the outputs are compared to
       flops = "5 * M * N"          # counted flops (an expression over the preset's variables)
+      bytes = "2 * NB * L * D * 2" # counted bytes, where the tensors' sizes are not the traffic
+                                   # (a gather reads rows many times; default: the sizes of the
+                                   # inputs, outputs and parameters)
       tolerance = { rtol = 2e-2, atol = 2e-2 }   # overrides the dtype's default
 
       [presets.test]               # module-level variables of reference.py, overridden

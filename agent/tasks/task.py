@@ -74,6 +74,7 @@ class Task:
     dtype: str | None = None  # None: inputs as get_inputs() makes them
     reference_precision: str = "f64"
     flops: str = "0"
+    bytes: str | None = None  # None: the sizes of the inputs, outputs and parameters
     tolerance: dict[str, float] = field(default_factory=dict)
     presets: dict[str, Preset] = field(default_factory=dict)
     bind: dict[str, Binding] = field(default_factory=dict)
@@ -111,6 +112,15 @@ class Task:
             raise _error(
                 "task.flops", f"cannot evaluate flops `{self.flops}`: {err}", self._toml, _line_of(self._toml, "flops")
             ) from None
+
+    def counted_bytes(self, preset: str) -> float | None:
+        """The task's own count of the bytes a kernel must move (None: count the tensors)."""
+        if self.bytes is None:
+            return None
+        try:
+            return float(_evaluate(self.bytes, self.variables(preset)))
+        except (ValueError, KeyError, ZeroDivisionError) as err:
+            raise _error("task.bytes", f"cannot evaluate bytes `{self.bytes}`: {err}", self._toml, _line_of(self._toml, "bytes")) from None
 
     def _apply(self, preset: Preset) -> None:
         for key, value in self._defaults.items():
@@ -229,6 +239,7 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
         "dtype",
         "reference_precision",
         "flops",
+        "bytes",
         "tolerance",
         "presets",
         "bind",
@@ -254,6 +265,7 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
     task.dtype = text("dtype", DTYPES)
     task.reference_precision = text("reference_precision", PRECISIONS) or "f64"
     task.flops = text("flops") or "0"
+    task.bytes = text("bytes")
     tolerance = meta.get("tolerance", {})
     if (
         not isinstance(tolerance, dict)
