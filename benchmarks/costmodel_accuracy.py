@@ -65,6 +65,23 @@ def pairs_right(predicted: list[float], measured: list[float]) -> float | None:
     return right / total if total else None
 
 
+NOISE = 0.05  # measured times closer than this (relative) are within the timing noise
+
+
+def pairs_right_apart(predicted: list[float], measured: list[float], apart: float = NOISE) -> float | None:
+    """`pairs_right` over the pairs whose measured times differ by more than `apart` (relative to
+    the faster): a second figure, beside the required one, that leaves out near-ties."""
+    right = total = 0
+    for i in range(len(measured)):
+        for j in range(i + 1, len(measured)):
+            lo, hi = sorted((measured[i], measured[j]))
+            if hi <= lo * (1 + apart):
+                continue
+            total += 1
+            right += (predicted[i] - predicted[j]) * (measured[i] - measured[j]) > 0
+    return right / total if total else None
+
+
 def median_abs_err(predicted: list[float], measured: list[float]) -> float | None:
     errs = [abs(p - m) / m for p, m in zip(predicted, measured, strict=True) if m]
     return statistics.median(errs) if errs else None
@@ -73,6 +90,7 @@ def median_abs_err(predicted: list[float], measured: list[float]) -> float | Non
 def figures(predicted: list[float], measured: list[float]) -> dict:
     return {
         "pairs_right": pairs_right(predicted, measured),
+        "pairs_right_apart_5pct": pairs_right_apart(predicted, measured),
         "spearman": spearman(predicted, measured),
         "median_abs_err": median_abs_err(predicted, measured),
     }
@@ -86,6 +104,7 @@ def measurement(v: dict) -> dict:
         "shapes": v.get("shapes") or {},
         "registers": v.get("registers"),
         "smem_bytes": v.get("smem_bytes"),
+        "spills": v.get("spills"),
         "seconds": v["measured_s"],
     }
 
@@ -137,12 +156,16 @@ def evaluate(variants: list[dict]) -> dict:
         "calibrated": {
             "median_abs_err": median_abs_err(calibrated, measured_all),
             "mean_pairs_right": share_right("pairs_right", out_tasks),
+            "mean_pairs_right_apart_5pct": share_right("pairs_right_apart_5pct", out_tasks),
             "min_pairs_right": min((t["pairs_right"] for t in out_tasks if t["pairs_right"] is not None), default=None),
             "mean_spearman": share_right("spearman", out_tasks),
         },
         "uncalibrated": {
             "median_abs_err": median_abs_err(base, measured_all),
             "mean_pairs_right": share_right("pairs_right", [t["uncalibrated"] for t in out_tasks]),
+            "mean_pairs_right_apart_5pct": share_right(
+                "pairs_right_apart_5pct", [t["uncalibrated"] for t in out_tasks]
+            ),
             "min_pairs_right": min(
                 (t["uncalibrated"]["pairs_right"] for t in out_tasks if t["uncalibrated"]["pairs_right"] is not None),
                 default=None,
@@ -157,6 +180,7 @@ def evaluate(variants: list[dict]) -> dict:
             "params": v.get("params"),
             "registers": v.get("registers"),
             "smem_bytes": v.get("smem_bytes"),
+            "spills": v.get("spills"),
             "measured_s": v["measured_s"],
             "predicted_s": base[i],
             "calibrated_s": calibrated[i],
@@ -185,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         u = t["uncalibrated"]
         print(
             f"{t['task']:18s} n={t['variants']:2d}  pairs {t['pairs_right'] or 0:.2f} (uncal {u['pairs_right'] or 0:.2f})  "
+            f">5% apart {t['pairs_right_apart_5pct'] or 0:.2f} ({u['pairs_right_apart_5pct'] or 0:.2f})  "
             f"spearman {t['spearman'] or 0:+.2f} ({u['spearman'] or 0:+.2f})  err {t['median_abs_err'] or 0:.2f} ({u['median_abs_err'] or 0:.2f})"
         )
     print(json.dumps(result["summary"], indent=1))

@@ -42,6 +42,7 @@ UNIT_NAMES = {
     "int": "integer ALU",
     "sfu": "special functions",
     "l1": "shared memory / L1",
+    "spill": "register spills (local memory)",
 }
 
 
@@ -170,6 +171,7 @@ def analyze(
     shapes: dict[str, int] | None = None,
     registers: int | None = None,
     smem_bytes: int | None = None,
+    spills: int | None = None,
 ) -> tuple[Raw, Counts, Occupancy, list, Chip]:
     """Everything before calibration: the raw timing inputs, counts, occupancy, DRAM per access."""
     c = chip(target)
@@ -223,6 +225,7 @@ def analyze(
         overlap=overlap(occ.blocks_per_sm, stages, counts.roles),
         cta_overhead_s=c.cta_overhead_s,
         launch_s=c.launch_s,
+        spill_s=(spills or 0) / c.spill_bytes_per_latency * c.dram_latency_s,
         extra={"stages": stages},
     )
     return raw, counts, occ, dram, c
@@ -308,7 +311,8 @@ class CostModel:
         target = target or program.kernel.target.data
         regs = getattr(report, "registers", None) if report is not None else None
         smem = getattr(report, "shared_bytes", None) if report is not None else None
-        raw, counts, occ, dram, c = analyze(program, target, params, shapes, regs, smem)
+        spills = getattr(report, "spills", None) if report is not None else None
+        raw, counts, occ, dram, c = analyze(program, target, params, shapes, regs, smem, spills)
         base_s, _ = raw.time()
         seconds, totals = raw.time(self.factors(target))
         bottleneck = _bottleneck(totals)
@@ -353,7 +357,7 @@ class CostModel:
     def update(self, measurements: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
         """Fit per-target correction factors from measured runs. A measurement is
         {"target", "text" (KIR source) or "file", "params", "shapes", "seconds"} and optionally
-        "registers" and "smem_bytes" from the compile report. Returns the new factors."""
+        "registers", "smem_bytes" and "spills" (bytes per thread) from the compile report. Returns the new factors."""
         by_target: dict[str, list[tuple[Raw, float]]] = {}
         for m in measurements:
             raw = measurement_raw(m)
@@ -387,11 +391,18 @@ def measurement_raw(m: dict[str, Any]) -> Raw:
         json.dumps(m.get("shapes") or {}, sort_keys=True),
         m.get("registers"),
         m.get("smem_bytes"),
+        m.get("spills"),
     )
     if key not in _RAW_CACHE:
         program = parse(m["text"]) if m.get("text") else parse_file(m["file"])
         raw, *_ = analyze(
-            program, m["target"], m.get("params"), m.get("shapes"), m.get("registers"), m.get("smem_bytes")
+            program,
+            m["target"],
+            m.get("params"),
+            m.get("shapes"),
+            m.get("registers"),
+            m.get("smem_bytes"),
+            m.get("spills"),
         )
         _RAW_CACHE[key] = raw
     return _RAW_CACHE[key]

@@ -46,6 +46,7 @@ class Chip:
     issue_per_sm: float  # warp instructions per second per SM
     launch_s: float
     cta_overhead_s: float
+    spill_bytes_per_latency: float  # bytes of spill code a thread gets through per memory latency
     tc_flops: dict[str, float] = field(default_factory=dict)  # operand dtype -> flop/s, whole chip
     fma_flops: dict[str, float] = field(default_factory=dict)
     vendor: str = "nvidia"
@@ -112,6 +113,7 @@ def chip(target: str) -> Chip:
         issue_per_sm=float(cost.get("issue_per_clk", 4)) * clock,
         launch_s=float(cost.get("launch_us", rates.get("launch_us", 3.0))) * 1e-6,
         cta_overhead_s=float(cost.get("cta_overhead_ns", 400.0)) * 1e-9,
+        spill_bytes_per_latency=float(cost.get("spill_bytes_per_latency", 6.0)),
         tc_flops=tc,
         fma_flops=fma,
         vendor=s.vendor,

@@ -18,6 +18,11 @@ pipeline stages (`overlap = 1 - 1 / (blocks per SM x stages)`):
     wave = max(memory, compute) + (1 - overlap) * min(memory, compute) + block overhead
     time = full waves x wave(C) + wave(tail programs) + launch
 
+Register spills (`spill`: the compile report's bytes of spill stores and loads per thread) are
+a memory resource of their own: a spilled value is stored and reloaded on its thread's critical
+path, through L1 to L2 or DRAM, with a few bytes in flight per thread, so a wave takes about a
+memory latency per `spill_bytes_per_latency` bytes of spill code (`costmodel/spec.py`).
+
 `Raw` holds every figure this needs, so calibration can re-time a program cheaply with other
 correction factors (`Raw.time(factors)`).
 """
@@ -27,7 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-MEMORY = ("dram", "l2")
+MEMORY = ("dram", "l2", "spill")
 COMPUTE = ("tensor", "fma", "alu", "int", "sfu", "l1")
 RESOURCES = MEMORY + COMPUTE
 FACTORS = (*RESOURCES, "overhead")
@@ -48,6 +53,7 @@ class Raw:
     overlap: float
     cta_overhead_s: float
     launch_s: float
+    spill_s: float = 0.0  # per wave: each thread's spill stores and reloads, on its critical path
     extra: dict = field(default_factory=dict)
 
     @property
@@ -70,6 +76,7 @@ class Raw:
             dram_bw = min(dram_bw, inflight / self.latency_s)
         out["dram"] = p * self.dram_bytes / dram_bw * f.get("dram", 1.0)
         out["l2"] = p * self.l2_bytes / (self.l2_bps * active / self.sms) * f.get("l2", 1.0)
+        out["spill"] = self.spill_s * f.get("spill", 1.0) if p else 0.0
         out["dram_latency_bound"] = float(dram_bw < 0.9 * self.dram_bps)
         memory = max(out[r] for r in MEMORY)
         compute = max(out[r] for r in COMPUTE)
