@@ -96,9 +96,44 @@ class PythonRun(Candidate):
     def run(self, inst: Instance, outputs: list) -> list:
         from agent.harness.instance import as_outputs
 
-        result = as_outputs(self.fn(*inst.inputs))
+        result = as_outputs(self.callable_for(inst)())
         _synchronize(inst.device)
         return result
+
+    def callable_for(self, inst: Instance) -> Callable[[], object]:
+        """The call to time on this instance's inputs."""
+        return lambda: self.fn(*inst.inputs)
+
+
+class ModuleRun(PythonRun):
+    """A KernelBench solution: `ModelNew(*get_init_inputs())`, built for each instance under the
+    seed its `Model` was built with (so parameters created in the same order are equal, as
+    KernelBench assumes), in the task's dtype and on its device."""
+
+    def __init__(self, cls: type):
+        self.cls = cls
+        self._models: dict[tuple[int, str], Any] = {}
+
+    def model(self, inst: Instance):
+        import torch
+
+        from agent.harness.instance import torch_dtype
+
+        key = (inst.seed, inst.device)
+        if key not in self._models:
+            task = inst.task
+            task._apply(task.preset(inst.preset))
+            torch.manual_seed(inst.seed)
+            init = task.call("get_init_inputs()", task.module.get_init_inputs)
+            model = self.cls(*init).to(inst.device)
+            if task.dtype:
+                model = model.to(torch_dtype(task.dtype))
+            self._models[key] = model.eval()
+        return self._models[key]
+
+    def callable_for(self, inst: Instance) -> Callable[[], object]:
+        model = self.model(inst)
+        return lambda: model(*inst.inputs)
 
 
 def _output_names(program, task, count: int) -> list[str]:

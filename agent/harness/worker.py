@@ -45,7 +45,7 @@ def _internal(stage: str, err: BaseException, rule: str = "harness.internal") ->
 
 def _candidate(job: dict[str, Any], task):
     """(Candidate for the correctness check, a factory of launchers for timing) or a record."""
-    from agent.harness.correctness import KirRun, PythonRun
+    from agent.harness.correctness import KirRun, ModuleRun
 
     spec = job["candidate"]
     if spec["kind"] == "python":
@@ -54,11 +54,7 @@ def _candidate(job: dict[str, Any], task):
         module_spec = importlib.util.spec_from_file_location("kir_solution", spec["file"])
         module = importlib.util.module_from_spec(module_spec)
         module_spec.loader.exec_module(module)
-        init = task.module.get_init_inputs()
-        model = module.ModelNew(*init)
-        if job.get("device", "cpu") != "cpu":
-            model = model.to(job["device"])
-        return PythonRun(model), None
+        return ModuleRun(module.ModelNew), None
     from agent.harness.backends import KirCandidate
     from kir.parser import parse, parse_file
 
@@ -192,7 +188,7 @@ def time_candidates(job: dict[str, Any], task, candidates: list) -> dict[str, An
                     tensors = bind(kir.program, task, inst.inputs, [poisoned_like(o, 0) for o in outs], inst.model)
                     fns.append(kir.launcher(tensors))
             else:
-                fns = [lambda inst=inst, run=run: run.fn(*inst.inputs) for inst in instances]
+                fns = [run.callable_for(inst) for inst in instances]
             timed = timer.time(fns, runs=runs)
             result["candidates"].append({"ms": timed.median_ms, "timing": timed.to_json()})
         except Exception as err:  # noqa: BLE001 - one candidate's failure does not stop the others
