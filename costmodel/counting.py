@@ -317,6 +317,16 @@ def _dtype_bytes(t) -> int:
 
 
 _INT_WEIGHT = {"div": 20, "rem": 20, "mul": 1}
+# Division by a compile-time constant is a multiply-high, a shift and (for `%`) a multiply and
+# subtract: LLVM never emits the ~20-instruction division loop for it.
+_INT_WEIGHT_CONST = {"div": 3, "rem": 4}
+
+
+def _is_const(v: SSAValue) -> bool:
+    op = v.owner
+    while isinstance(op, tl.BroadcastOp | tl.ExpandDimsOp | tl.FullOp | tl.CastOp):
+        op = op.operands[0].owner if op.operands else None
+    return isinstance(op, tl.ConstOp)
 
 
 def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tuple[Counts, Evaluator]:
@@ -397,7 +407,8 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
                     work(op, "alu", n, src, "flop", mult)
             else:
                 wide = 4 if DTYPES[src].nbytes == 8 else 1
-                work(op, "int", n * _INT_WEIGHT.get(fn, 1) * wide, src, fn, mult)
+                weight = _INT_WEIGHT_CONST.get(fn) if _is_const(op.rhs) else None
+                work(op, "int", n * (weight or _INT_WEIGHT.get(fn, 1)) * wide, src, fn, mult)
             return
         if isinstance(op, tl.CompareOp | tl.WhereOp | tl.CastOp):
             src = dtype_of(op.operands[-1].type) if not isinstance(op, tl.CastOp) else dtype_of(op.operand.type)
