@@ -28,7 +28,7 @@ def summarize(runs: list[dict]) -> tuple[list[dict], list[str]]:
                 if latest[row["task"]][0] == i:
                     latest[row["task"]][1].append(row)
     best = []
-    for task, (i, rows) in sorted(latest.items()):
+    for _task, (i, rows) in sorted(latest.items()):
         row = min((r for r in rows if r["correct"]), key=lambda r: r["ms"])
         ceilings = runs[i]["ceilings"]
         bound = "memory"
