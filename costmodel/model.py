@@ -309,6 +309,10 @@ class CostModel:
         symbols bound. `report` (a lowering CompileReport) replaces the register and shared
         memory estimates with the compiler's figures."""
         target = target or program.kernel.target.data
+        if chip(target).name == "mtia_sim":  # a PE's engines, port and one thread of control
+            from costmodel import mtia  # noqa: PLC0415
+
+            return mtia.estimate(program, target, params, shapes, self.factors(target))
         regs = getattr(report, "registers", None) if report is not None else None
         smem = getattr(report, "shared_bytes", None) if report is not None else None
         spills = getattr(report, "spills", None) if report is not None else None

@@ -12,9 +12,10 @@ runs one program at a time with one thread of control, so its mechanisms are dif
 - **the port**: reads (DMA, direct loads) and writes (stores) of one PE share its share of device
   memory, `min(64, 1600 / active PEs)` bytes per cycle, in 32-byte bursts;
 - **DMA overlap only when the program double-buffers**: a loop that issues `cp.async` and waits
-  with `cp.async.wait(n >= 1)` keeps a copy in flight while the engines work, so a trip costs the
-  largest of the engines, the port and the commands; with `wait(0)` (or direct loads) the control
-  processor also pays each transfer and its latency in every trip;
+  with `cp.async.wait(n >= 1)` keeps n + 1 copies in flight while the engines work, so a trip
+  costs the largest of the engines, the port, the commands and (Little's law) a copy's transfer
+  and latency over n + 1; with `wait(0)` (or direct loads) the control processor also pays each
+  transfer and its latency in every trip;
 - **programs on a PE run one after the other**: the kernel is the launch plus the busiest PE's
   `ceil(programs / 64)` programs.
 
@@ -27,6 +28,7 @@ accumulator that waits for its own DPE result). The loop adds one pass of its wh
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -122,15 +124,21 @@ class Span_:
     read_bytes: float = 0.0  # port bytes, in whole bursts
     write_bytes: float = 0.0
     dma: bool = False  # a cp.async is issued here
+    dma_bytes: float = 0.0
     waits: list[int] = field(default_factory=list)  # cp.async.wait's pending counts
     chain: float = 0.0  # the longest dependent path (busy + latency), fill and drain
+    latency: float = 0.0  # device-memory latency (a copy lands this long after its last burst)
+    sid: int = field(default_factory=itertools.count().__next__)  # ready times are per span
 
     def time(self, rate: float, with_latency: bool) -> float:
+        """Cycles of the span once (`with_latency`: until its copies have landed) or of one trip
+        of a loop in steady state (the latency of a copy in flight is hidden)."""
         port = (self.read_bytes + self.write_bytes) / rate
         ctrl = self.issue + self.stall
-        if with_latency and self.read_bytes:
-            port += 0.0
-        return max(ctrl, port, self.chain, *self.busy.values())
+        if not with_latency:
+            return max(ctrl, port, *self.busy.values())
+        landed = self.read_bytes / rate + self.latency if self.dma else 0.0
+        return max(ctrl, port, self.chain, landed, *self.busy.values())
 
 
 @dataclass
@@ -164,8 +172,9 @@ class _Walk:
         self.rate = pe.rate(self.programs)
         self.ev = Evaluator(kernel, env, self.grid, sample_ids(max(1, self.programs), 64))
         self.data: set[SSAValue] = set()  # values an engine or the port produces
-        self.ready: dict[SSAValue, float] = {}  # when a value is ready, from the start of its span
-        self.carried: dict[SSAValue, float] = {}  # ... counting only paths from carried values
+        # when a value is ready, from the start of the span that makes it (span id, cycles)
+        self.ready: dict[SSAValue, tuple[int, float]] = {}
+        self.carried: dict[SSAValue, tuple[int, float]] = {}  # ... counting only paths from carried values
         self.total_busy = dict.fromkeys(ENGINES, 0.0)
         self.total_port = 0.0
         self.total_ctrl = 0.0
@@ -204,16 +213,19 @@ class _Walk:
 
     # ---- one block: spans and loops ------------------------------------------------------------
 
-    def block(self, block: Block, carried: set[SSAValue]) -> tuple[float, Span_]:
+    def block(self, block: Block, carried: set[SSAValue], args=()) -> tuple[float, Span_]:
         """(cycles of the loops and straight spans in sequence, the span of the last straight
         ops). Straight ops accumulate into a span; a loop closes it."""
         total = 0.0
-        span = Span_()
+        span = Span_(latency=self.pe.latency)
+        for a in args:  # a loop's carried values start its trip
+            self.ready[a] = (span.sid, 0.0)
+            self.carried[a] = (span.sid, 0.0)
         for op in block.ops:
             if isinstance(op, st.ForOp):
                 total += span.time(self.rate, True)
                 self.flush(span)
-                span = Span_()
+                span = Span_(latency=self.pe.latency)
                 total += self.loop(op)
                 continue
             if isinstance(op, st.IfOp):
@@ -223,7 +235,6 @@ class _Walk:
                     self.flush(s)
                 for r in op.res:
                     self.data.add(r)
-                    self.ready[r] = span.issue + span.stall
                 continue
             self.op(op, span, carried)
         return total, span
@@ -242,36 +253,37 @@ class _Walk:
         saved = dict(self.carried)
         for a in args:
             self.data.add(a)
-            self.ready[a] = 0.0
-            self.carried[a] = 0.0
-        for init in op.inits:
-            self.ready.setdefault(init, 0.0)
-        inner, span = self.block(body, set(args))
+        inner, span = self.block(body, set(args), args)
         yield_op = body.last_op
         recurrence = 0.0
         if isinstance(yield_op, st.YieldOp):
-            recurrence = max([self.carried.get(v, 0.0) for v in yield_op.values] or [0.0])
+            recurrence = max([self.carried[v][1] for v in yield_op.values if v in self.carried] or [0.0])
         span.stall += inner
         double_buffered = span.dma and any(n >= 1 for n in span.waits)
         if span.dma and not double_buffered:
             # the control processor waits for this trip's copy: transfer and latency in series
             span.stall += span.read_bytes / self.rate + self.pe.latency
         trip = max(span.time(self.rate, False), recurrence)
+        if double_buffered:
+            # Little's law: a trip's copy is issued before the wait for the previous one, so
+            # wait(n) keeps n + 1 copies in flight to cover the transfer and the latency
+            inflight = max(span.waits) + 1
+            trip = max(trip, (span.dma_bytes / self.rate + self.pe.latency) / inflight)
         self.flush(span, trips)
         self.carried = saved
         for r in op.res:
             self.data.add(r)
-            self.ready[r] = 0.0
         if trips <= 0:
             return 0.0
-        cycles = (trips - 1) * trip + max(trip, span.chain + (self.pe.latency if span.dma else 0.0))
+        cycles = (trips - 1) * trip + max(trip, span.chain)
         self.terms[op] = cycles
         return cycles
 
     # ---- one op --------------------------------------------------------------------------------
 
-    def _dep(self, values, table: dict[SSAValue, float]) -> float | None:
-        got = [table[v] for v in values if v is not None and v in table]
+    def _dep(self, values, table: dict[SSAValue, tuple[int, float]], span: Span_) -> float | None:
+        """The latest ready time of the operands produced in this span (others are ready)."""
+        got = [table[v][1] for v in values if v is not None and v in table and table[v][0] == span.sid]
         return max(got) if got else None
 
     def _finish(self, op: Operation, span: Span_, engine: str | None, busy: float, latency: float, start_extra=0.0):
@@ -279,14 +291,14 @@ class _Walk:
         if engine is not None:
             span.busy[engine] += busy
         operands = list(op.operands)
-        start = max(self._dep(operands, self.ready) or 0.0, span.issue + span.stall)
+        start = max(self._dep(operands, self.ready, span) or 0.0, span.issue + span.stall)
         done = start + busy + latency + start_extra
-        car = self._dep(operands, self.carried)
+        car = self._dep(operands, self.carried, span)
         for r in op.results:
             self.data.add(r)
-            self.ready[r] = done
+            self.ready[r] = (span.sid, done)
             if car is not None:
-                self.carried[r] = car + busy + latency + start_extra
+                self.carried[r] = (span.sid, car + busy + latency + start_extra)
         span.chain = max(span.chain, done)
         self.terms[op] = self.terms.get(op, 0.0) + busy + start_extra
 
@@ -301,6 +313,7 @@ class _Walk:
             span.dma = True
             nbytes = self.bursts_bytes(op, op.src, list(op.src_indices), op.src_access.data)
             span.read_bytes += nbytes
+            span.dma_bytes += nbytes
             self.terms[op] = self.terms.get(op, 0.0) + nbytes / self.rate
             return
         if isinstance(op, ex.CpAsyncCommitOp):
@@ -322,10 +335,6 @@ class _Walk:
         if not data_in:
             return  # a pure function of indices and scalars: recomputed where used, no command
         span.issue += 1
-        if isinstance(res.type, ScalarType) or not isinstance(res.type, TileType):
-            self._finish(op, span, "vec", 1.0, 1.0)
-            return
-        n = self.elems(res.type)
         if isinstance(op, tl.ReduceOp | tl.ArgReduceOp | tl.ScanOp | tl.TopKOp):
             src = self.elems(op.operands[0].type)
             if isinstance(op, tl.TopKOp):
@@ -334,6 +343,10 @@ class _Walk:
             levels = max(0, math.ceil(math.log2(max(src, 1))))
             self._finish(op, span, "red", math.ceil(src / pe.red_per_clk), pe.red_latency + levels)
             return
+        if isinstance(res.type, ScalarType) or not isinstance(res.type, TileType):
+            self._finish(op, span, "vec", 1.0, 1.0)  # scalar arithmetic on an engine's result
+            return
+        n = self.elems(res.type)
         if isinstance(op, tl.DotOp):
             m, k = (d.evaluate(self.env) for d in shape_of(op.lhs.type))
             nn = shape_of(op.rhs.type)[1].evaluate(self.env)
@@ -399,5 +412,89 @@ def schedule(program: Program, env: dict[str, int], pe: Pe) -> Schedule:
     return Schedule(program_cycles, w.programs, per_pe, cycles, w.rate, w.total_busy, w.total_port, w.total_ctrl, terms)
 
 
-def span_for(op: Operation | None):
-    return None if op is None else span_of(op)
+UNIT_NAMES = {
+    "vec": "vector unit",
+    "sfu": "special-function unit",
+    "red": "reduction engine",
+    "dpe": "dot-product engine",
+    "port": "device-memory port",
+    "control": "control processor (commands and stalls)",
+}
+
+
+def estimate(program: Program, target: str, params, shapes, factors: dict[str, float] | None = None):
+    """The `Estimate` of `program` on mtia-sim (`CostModel.predict` calls this for the chip)."""
+    from costmodel.model import Estimate, Term, bind_env  # noqa: PLC0415 - model imports this module
+    from costmodel.occupancy import Occupancy  # noqa: PLC0415
+    from costmodel.spec import chip  # noqa: PLC0415
+    from costmodel.timing import Raw  # noqa: PLC0415
+    from kir.targets import spec  # noqa: PLC0415
+
+    c = chip(target)
+    pe = Pe.of(c, spec(target).raw.get("cost", {}))
+    env = bind_env(program, params, shapes)
+    s = schedule(program, env, pe)
+    clk = pe.clock_hz
+    scale = (factors or {}).get("scale", 1.0)
+    seconds = s.cycles / clk * scale
+    resources = {k: v * s.per_pe / clk for k, v in {**s.busy, "port": s.port_cycles, "control": s.ctrl_cycles}.items()}
+    terms = [
+        Term(f"{name} at line {span_of(op).line if op is not None and span_of(op) else '?'}",
+             cyc * s.per_pe / clk, cyc, "cycles", span_of(op) if op is not None else None, "", "")
+        for name, cyc, op in s.terms[:12]
+    ]  # fmt: skip
+    terms.append(Term("launch", pe.launch_cycles / clk, pe.launch_cycles, "cycles", None, "", "launch"))
+    sram = sum(
+        math.prod(d.evaluate(env) for d in shape_of(op.res.type)) * DTYPES[dtype_of(op.res.type)].nbytes
+        for op in program.kernel.walk()
+        if isinstance(op, ex.SmemAllocOp)
+    )
+    occ = Occupancy(1, "one program per PE", 0, int(sram), 1, False)
+    raw = Raw(
+        programs=s.programs,
+        sms=pe.pes,
+        blocks_per_sm=1,
+        per_program_s={k: v / clk for k, v in s.busy.items()},
+        dram_bytes=s.port_cycles * s.rate,
+        l2_bytes=0.0,
+        dram_bps=c.dram_bps,
+        l2_bps=c.l2_bps,
+        inflight_bytes=0.0,
+        latency_s=c.dram_latency_s,
+        overlap=0.0,
+        cta_overhead_s=0.0,
+        launch_s=c.launch_s,
+        extra={"stages": 1, "program_cycles": s.program_cycles, "cycles": s.cycles, "port_bytes_per_clk": s.rate},
+    )
+    port_bytes = s.port_cycles * s.rate * s.programs
+    counts = {
+        "programs": s.programs,
+        "dram_bytes": port_bytes,
+        "ideal_dram_bytes": port_bytes,
+        "l2_bytes": 0.0,
+        "global_read_bytes": 0.0,
+        "global_write_bytes": 0.0,
+        "smem_bytes": 0.0,
+        "matmul_flops": 0.0,
+        "alu_ops": 0.0,
+        "int_ops": 0.0,
+        "sfu_ops": 0.0,
+        "registers": 0,
+        "smem_alloc_bytes": int(sram),
+        "stages": 1,
+        "overlap": 0.0,
+        "program_cycles": s.program_cycles,
+        "cycles": s.cycles,
+    }
+    return Estimate(
+        time_s=seconds,
+        bottleneck=UNIT_NAMES[s.bottleneck],
+        breakdown=terms,
+        counts=counts,
+        occupancy=occ,
+        waves=s.per_pe,
+        resources=resources,
+        uncalibrated_s=s.cycles / clk,
+        target=target,
+        raw=raw,
+    )

@@ -714,13 +714,28 @@ TaskOpt = Annotated[
 ]
 
 
+def default_run_backend() -> str:
+    """`kir run`'s backend when none is given: triton on a machine with a CUDA device, else the
+    simulated accelerator (mtia-sim is the toolchain's target where no GPU is present)."""
+    from lowering.runtime_triton import cuda_available
+
+    return "triton" if cuda_available() else "mtia-sim"
+
+
 @app.command("run")
 def run_cmd(
     file: FileArg,
     task: TaskOpt,
     backend: Annotated[
-        str, typer.Option("--backend", "-b", help="interp, triton-interp, triton, gluon or cuda.")
-    ] = "interp",
+        str | None,
+        typer.Option(
+            "--backend",
+            "-b",
+            help="interp, triton-interp, triton, gluon, cuda or mtia-sim; default: triton where torch sees a "
+            "CUDA device, mtia-sim (the simulated accelerator) where it does not.",
+            show_default=False,
+        ),
+    ] = None,
     preset: Annotated[str, typer.Option("--preset", help="The task's shape preset: test or bench.")] = "test",
     param: Annotated[
         list[str] | None,
@@ -741,6 +756,7 @@ def run_cmd(
         _finish(Outcome(file, usage), json_out)
     from agent.cli import describe, run_command
 
+    backend = backend or default_run_backend()
     record, source = run_command(file, task, backend, preset, overrides, seed, timeout, None)
     if json_out:
         _emit(json.dumps(record, indent=2))

@@ -1,7 +1,7 @@
 """One entry point over the compile drivers: `compile_program(program, to, arch, params)`.
 
-Every driver (`compile_triton`, `compile_gluon`, `compile_cuda`, `compile_hip`: each a `compile_lowered(lowered,
-arch, ...)`) fills the one `lowering.report.CompileReport`; `report.to_json()` is its plain data.
+Every driver (`compile_triton`, `compile_gluon`, `compile_cuda`, `compile_hip`, `compile_mtia`: each
+a `compile_lowered(lowered, arch, ...)`) fills the one `lowering.report.CompileReport`; `report.to_json()` is its plain data.
 A program the backend refuses to lower comes back as a failed report with the refusal's
 diagnostics, as a compile failure does.
 """
@@ -15,13 +15,21 @@ from kir.program import Program
 from lowering.emit.base import lower
 from lowering.report import CompileReport
 
-ARCHS = {"triton": ("sm_90", "gfx942"), "gluon": ("sm_90",), "cuda": ("sm_90", "sm_90a"), "hip": ("gfx90a",)}
+ARCHS = {
+    "triton": ("sm_90", "gfx942"),
+    "gluon": ("sm_90",),
+    "cuda": ("sm_90", "sm_90a"),
+    "hip": ("gfx90a",),
+    "mtia-sim": ("mtia-sim",),
+}
 DRIVERS = {
     "triton": "lowering.compile_triton",
     "gluon": "lowering.compile_gluon",
     "cuda": "lowering.compile_cuda",
     "hip": "lowering.compile_hip",
+    "mtia-sim": "lowering.compile_mtia",
 }
+DEFAULT_ARCH = "sm_90"  # what `compile_program` and `kir compile --arch` assume when none is named
 
 
 def compile_program(
@@ -33,6 +41,8 @@ def compile_program(
         raise KirError(
             Diagnostic("lower.backend", "error", None, f"no compiler for '{to}'", f"one of {', '.join(ARCHS)}")
         )
+    if to == "mtia-sim" and arch == DEFAULT_ARCH:
+        arch = "mtia-sim"  # the simulator has one arch: the generic default means it
     if arch not in ARCHS[to]:
         raise KirError(Diagnostic("lower.arch", "error", None, f"{to} compiles for {', '.join(ARCHS[to])}, not {arch}"))
     try:
