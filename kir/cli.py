@@ -170,6 +170,10 @@ def _emit(text: str, newline: bool = True) -> None:
 
 FileArg = Annotated[str, typer.Argument(metavar="FILE", help="A KIR source file (one kernel).", show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the diagnostics as a JSON list ([] when clean).")]
+ParamOpt = Annotated[
+    list[str] | None,
+    typer.Option("--param", "-p", metavar="NAME=VALUE", help="Override a parameter (repeatable).", show_default=False),
+]
 
 
 def _parse(outcome: Outcome) -> Program:
@@ -192,10 +196,7 @@ def check(
             show_default=False,
         ),
     ] = None,
-    param: Annotated[
-        list[str] | None,
-        typer.Option("--param", "-p", metavar="NAME=VALUE", help="Override a parameter (repeatable).", show_default=False),
-    ] = None,
+    param: ParamOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Parse and verify a program (with --param: as those parameter values make it); print its
@@ -438,10 +439,7 @@ def lower_cmd(
     output: Annotated[
         str | None, typer.Option("--output", "-o", metavar="OUT", help="Write the source here.", show_default=False)
     ] = None,
-    param: Annotated[
-        list[str] | None,
-        typer.Option("--param", "-p", metavar="NAME=VALUE", help="Override a parameter (repeatable).", show_default=False),
-    ] = None,
+    param: ParamOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Lower a program to target source (Triton, Gluon, CUDA or HIP C++) and print or write it."""
@@ -477,10 +475,7 @@ def compile_cmd(
     file: FileArg,
     to: BackendOpt,
     arch: Annotated[str, typer.Option("--arch", help="sm_90 (gfx942 for triton, gfx90a for hip).")] = "sm_90",
-    param: Annotated[
-        list[str] | None,
-        typer.Option("--param", "-p", metavar="NAME=VALUE", help="Override a parameter (repeatable).", show_default=False),
-    ] = None,
+    param: ParamOpt = None,
     shape: Annotated[
         list[str] | None,
         typer.Option(
@@ -737,10 +732,7 @@ def run_cmd(
         ),
     ] = None,
     preset: Annotated[str, typer.Option("--preset", help="The task's shape preset: test or bench.")] = "test",
-    param: Annotated[
-        list[str] | None,
-        typer.Option("--param", "-p", metavar="NAME=VALUE", help="Override a parameter (repeatable).", show_default=False),
-    ] = None,
+    param: ParamOpt = None,
     seed: Annotated[
         list[int] | None, typer.Option("--seed", help="A seed (repeatable); default: three fresh ones.", show_default=False)
     ] = None,
@@ -804,10 +796,7 @@ def cost_cmd(
         str | None,
         typer.Option("--target", "-t", metavar="TARGET", help="A KIR target (sm_90, gfx942, mtia-sim) or a chip table (h100).", show_default=False),
     ] = None,
-    param: Annotated[
-        list[str] | None,
-        typer.Option("--param", "-p", metavar="NAME=VALUE", help="Override a parameter (repeatable).", show_default=False),
-    ] = None,
+    param: ParamOpt = None,
     shape: Annotated[
         list[str] | None,
         typer.Option("--shape", "-s", metavar="SYMBOL=VALUE", help="A shape symbol's value (repeatable; default: the task's preset).", show_default=False),
