@@ -76,9 +76,10 @@ def describe(record: dict[str, Any], file: str, task: str, backend: str, preset:
         m = record.get("metrics", {})
         worst = ", ".join(f"{k} {v:.2f}" for k, v in m.get("max_error", {}).items())
         seeds = ", ".join(str(s) for s in m.get("seeds", []))
+        cycles = f"; {m['cycles']:,} simulated cycles" if "cycles" in m else ""
         return (
             f"{file}: correct on task {task} (backend {backend}, preset {preset}, seeds {seeds}; "
-            f"worst error / tolerance: {worst or 'exact'})"
+            f"worst error / tolerance: {worst or 'exact'}{cycles})"
         )
     return f"{file}: not correct on task {task} (backend {backend}, preset {preset}): stopped at {record['stage']}"
 
