@@ -22,7 +22,6 @@ Results are cached on disk by the hash of the source, the flags and the nvcc ver
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
 import subprocess
@@ -37,13 +36,17 @@ from lowering.report import (
     CompileReport,
     cache_dir,
     code_version,
+    compile_cached,
     compile_error,
     find_tool,
-    load_report,
+    hash_key,
+    new_report,
     read_nvidia_texts,
     read_ptxas,
     resource_warnings,
-    save_report,
+    run_tool,
+    unread_failure,
+    with_corrupt_line,
 )
 
 ARCH = "sm_90a"
@@ -69,22 +72,14 @@ def cache_root() -> Path:
 
 
 def source_key(source: str, flags: tuple[str, ...]) -> str:
-    h = hashlib.sha256()
-    for part in (source, "\0".join(flags), nvcc_version()):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:24]
+    return hash_key(source, "\0".join(flags), nvcc_version())
 
 
 def run_nvcc(args: list[str], cwd: Path, timeout: float = 600) -> tuple[int, str]:
     nvcc = find_tool("nvcc")
     if nvcc is None:
         return 127, "nvcc not found (set CUDA_HOME or put nvcc on the PATH)"
-    try:
-        proc = subprocess.run([nvcc, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return 124, f"nvcc timed out after {timeout:g} s"
-    return proc.returncode, (proc.stdout + proc.stderr)
+    return run_tool("nvcc", nvcc, args, cwd, timeout)
 
 
 # ---- nvcc's and ptxas's errors, at the KIR op ----------------------------------------------------
@@ -117,20 +112,10 @@ def error_diagnostics(lowered: Lowered, log: str, ptx: str | None) -> list[Diagn
             continue
         where = f"{SOURCE_NAME}:{line}" if line else SOURCE_NAME
         diags.append(compile_error(lowered, line, msg, where=where))
-    if not diags:
-        last = (log.strip().splitlines() or ["no output"])[-1]
-        diags.append(compile_error(lowered, None, f"nvcc failed: {last}", where=SOURCE_NAME))
-    return diags
+    return diags or [unread_failure(lowered, log, "nvcc", SOURCE_NAME)]
 
 
 # ---- compiling -----------------------------------------------------------------------------------
-
-
-def corrupt(source: str, line: int) -> str:
-    """The test hook: a source whose line `line` (1-based) holds a statement nvcc rejects."""
-    lines = source.split("\n")
-    lines[line - 1] = lines[line - 1] + " kir_corrupted_by_test_hook();"
-    return "\n".join(lines)
 
 
 def compile_lowered(
@@ -146,19 +131,12 @@ def compile_lowered(
     compile failure (the report says so). `sass=False` leaves the SASS text out of the
     report (its instructions are still counted)."""
     start = time.monotonic()
-    source = lowered.source if corrupt_line is None else corrupt(lowered.source, corrupt_line)
-    if corrupt_line is not None:
-        lowered = Lowered(**{**lowered.__dict__, "source": source})
+    lowered = with_corrupt_line(lowered, corrupt_line)
     flags = (*FLAGS, *extra_flags)
-    key = source_key(source, (*flags, code_version(__file__)))
-    folder = cache_root() / key
-    saved = folder / "report.json"
-    report = load_report(saved) if use_cache else None
-    if report is None:
-        report = _compile(lowered, source, flags, folder)
-        report.seconds = time.monotonic() - start
-        if use_cache and "nvcc not found" not in report.log:
-            save_report(saved, report)
+    folder = cache_root() / source_key(lowered.source, (*flags, code_version(__file__)))
+    report = compile_cached(
+        folder, lambda: _compile(lowered, flags, folder), tool="nvcc", start=start, use_cache=use_cache
+    )
     report.diagnostics = (
         resource_warnings(lowered, report) if report.ok else error_diagnostics(lowered, report.log, report.ptx)
     )
@@ -167,15 +145,11 @@ def compile_lowered(
     return report
 
 
-def _compile(lowered: Lowered, source: str, flags: tuple[str, ...], folder: Path) -> CompileReport:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / SOURCE_NAME).write_text(source)
-    report = CompileReport(
-        "cuda", ARCH, ok=False, entry=lowered.entry, num_warps=lowered.num_warps, source_path=str(folder / SOURCE_NAME)
-    )
+def _compile(lowered: Lowered, flags: tuple[str, ...], folder: Path) -> CompileReport:
+    report = new_report(lowered, "cuda", ARCH, folder, SOURCE_NAME, lowered.num_warps)
     with tempfile.TemporaryDirectory(prefix="kir-nvcc-") as tmp:
         work = Path(tmp)
-        (work / SOURCE_NAME).write_text(source)
+        (work / SOURCE_NAME).write_text(lowered.source)
         rc, report.log = run_nvcc(
             [*flags, "-cubin", "-keep", "-keep-dir", str(work), "-o", "kernel.cubin", SOURCE_NAME], work
         )

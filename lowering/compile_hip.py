@@ -34,7 +34,6 @@ hipcc version (`$KIR_CACHE_DIR`, default `~/.cache/kir`).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -51,12 +50,16 @@ from lowering.report import (
     CompileReport,
     cache_dir,
     code_version,
+    compile_cached,
     compile_error,
     count_instructions,
-    load_report,
+    hash_key,
+    new_report,
     note_unavailable,
     resource_warnings,
-    save_report,
+    run_tool,
+    unread_failure,
+    with_corrupt_line,
 )
 
 ARCH = "gfx90a"
@@ -96,17 +99,9 @@ def run_hipcc(args: list[str], cwd: Path, timeout: float = 600) -> tuple[int, st
     hipcc = find_hipcc()
     if hipcc is None:
         return 127, "hipcc not found (apt-get install hipcc, or put ROCm's hipcc on the PATH)"
-    try:
-        proc = subprocess.run(
-            [hipcc, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False, env=hip_env()
-        )
-    except subprocess.TimeoutExpired:
-        return 124, f"hipcc timed out after {timeout:g} s"
+    rc, log = run_tool("hipcc", hipcc, args, cwd, timeout, env=hip_env())
     # hipcc hands its host link flags to a device-only compile, and clang says they are unused
-    log = "\n".join(
-        line for line in (proc.stdout + proc.stderr).splitlines() if "-Wunused-command-line-argument" not in line
-    )
-    return proc.returncode, log
+    return rc, "\n".join(line for line in log.splitlines() if "-Wunused-command-line-argument" not in line)
 
 
 # ---- the assembly ----------------------------------------------------------------------------------
@@ -153,28 +148,14 @@ def error_diagnostics(lowered: Lowered, log: str, path: str | None = None) -> li
             diags.append(
                 compile_error(lowered, line, m.group("msg"), where=f"{SOURCE_NAME}:{line}:{col}", column=col, path=path)
             )
-    if not diags:
-        last = (log.strip().splitlines() or ["no output"])[-1]
-        diags.append(compile_error(lowered, None, f"hipcc failed: {last}", where=SOURCE_NAME, path=path))
-    return diags
+    return diags or [unread_failure(lowered, log, "hipcc", SOURCE_NAME, path)]
 
 
 # ---- compiling -----------------------------------------------------------------------------------
 
 
-def corrupt(source: str, line: int) -> str:
-    """The test hook: a source whose line `line` (1-based) holds a statement clang rejects."""
-    lines = source.split("\n")
-    lines[line - 1] = lines[line - 1] + " kir_corrupted_by_test_hook();"
-    return "\n".join(lines)
-
-
 def source_key(source: str, flags: tuple[str, ...]) -> str:
-    h = hashlib.sha256()
-    for part in (source, "\0".join(flags), hipcc_version()):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:24]
+    return hash_key(source, "\0".join(flags), hipcc_version())
 
 
 def compile_lowered(
@@ -188,34 +169,23 @@ def compile_lowered(
     """Compile to a gfx90a code object (the only arch: `arch` names it); never raises for a
     compile failure (the report says so). `corrupt_line` is the test hook of error locations."""
     start = time.monotonic()
-    source = lowered.source if corrupt_line is None else corrupt(lowered.source, corrupt_line)
-    if corrupt_line is not None:
-        lowered = Lowered(**{**lowered.__dict__, "source": source})
+    lowered = with_corrupt_line(lowered, corrupt_line)
     flags = (*FLAGS, *extra_flags)
-    key = source_key(source, (*flags, code_version(__file__)))
-    folder = cache_dir("hip") / key
-    saved = folder / "report.json"
-    report = load_report(saved) if use_cache else None
-    if report is None:
-        report = _compile(lowered, source, flags, folder)
-        report.seconds = time.monotonic() - start
-        if use_cache and "hipcc not found" not in report.log:
-            save_report(saved, report)
+    folder = cache_dir("hip") / source_key(lowered.source, (*flags, code_version(__file__)))
+    report = compile_cached(
+        folder, lambda: _compile(lowered, flags, folder), tool="hipcc", start=start, use_cache=use_cache
+    )
     report.diagnostics = (
         resource_warnings(lowered, report) if report.ok else error_diagnostics(lowered, report.log, report.source_path)
     )
     return report
 
 
-def _compile(lowered: Lowered, source: str, flags: tuple[str, ...], folder: Path) -> CompileReport:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / SOURCE_NAME).write_text(source)
-    report = CompileReport(
-        "hip", ARCH, ok=False, entry=lowered.entry, num_warps=lowered.num_warps, source_path=str(folder / SOURCE_NAME)
-    )
+def _compile(lowered: Lowered, flags: tuple[str, ...], folder: Path) -> CompileReport:
+    report = new_report(lowered, "hip", ARCH, folder, SOURCE_NAME, lowered.num_warps)
     with tempfile.TemporaryDirectory(prefix="kir-hipcc-") as tmp:
         work = Path(tmp)
-        (work / SOURCE_NAME).write_text(source)
+        (work / SOURCE_NAME).write_text(lowered.source)
         rc, report.log = run_hipcc([*flags, "-c", "--save-temps", "-o", "kernel.co", SOURCE_NAME], work)
         asm = next(iter(work.glob(f"*-{ARCH}.s")), None)
         code_object = next(iter(work.glob(f"*-{ARCH}.out")), None)

@@ -14,7 +14,6 @@ g++ version (`$KIR_CACHE_DIR/mtia-sim`).
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
 import subprocess
@@ -26,7 +25,18 @@ from pathlib import Path
 from kir.diagnostics import Diagnostic
 from lowering.emit.base import Lowered
 from lowering.mtia import HEADER_DIR
-from lowering.report import CompileReport, cache_dir, code_version, compile_error, load_report, save_report
+from lowering.report import (
+    CompileReport,
+    cache_dir,
+    code_version,
+    compile_cached,
+    compile_error,
+    hash_key,
+    new_report,
+    run_tool,
+    unread_failure,
+    with_corrupt_line,
+)
 
 ARCH = "mtia-sim"
 FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-fno-strict-aliasing")
@@ -49,11 +59,7 @@ def gxx_version() -> str:
 
 
 def source_key(source: str, flags: tuple[str, ...]) -> str:
-    h = hashlib.sha256()
-    for part in (source, HEADER.read_text(), "\0".join(flags), gxx_version(), code_version(__file__)):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:24]
+    return hash_key(source, HEADER.read_text(), "\0".join(flags), gxx_version(), code_version(__file__))
 
 
 _GXX_ERROR = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+): (?:fatal )?error: (?P<msg>.*)$")
@@ -71,17 +77,7 @@ def error_diagnostics(lowered: Lowered, log: str, path: str | None = None) -> li
                     lowered, line, m.group("msg"), where=f"{SOURCE_NAME}:{line}", column=int(m.group("col")), path=path
                 )
             )
-    if not diags:
-        last = (log.strip().splitlines() or ["no output"])[-1]
-        diags.append(compile_error(lowered, None, f"g++ failed: {last}", where=SOURCE_NAME))
-    return diags
-
-
-def corrupt(source: str, line: int) -> str:
-    """The test hook: a source whose line `line` (1-based) holds a statement g++ rejects."""
-    lines = source.split("\n")
-    lines[line - 1] = lines[line - 1] + " kir_corrupted_by_test_hook();"
-    return "\n".join(lines)
+    return diags or [unread_failure(lowered, log, "g++", SOURCE_NAME)]
 
 
 def compile_lowered(
@@ -89,28 +85,17 @@ def compile_lowered(
 ) -> CompileReport:
     """Compile to `kernel.so`; never raises for a compile failure (the report says so)."""
     start = time.monotonic()
-    source = lowered.source if corrupt_line is None else corrupt(lowered.source, corrupt_line)
-    if corrupt_line is not None:
-        lowered = Lowered(**{**lowered.__dict__, "source": source})
-    key = source_key(source, FLAGS)
-    folder = cache_dir("mtia-sim") / key
-    saved = folder / "report.json"
-    report = load_report(saved) if use_cache else None
-    if report is None or (report.ok and not Path(report.binary or "").exists()):
-        report = _compile(lowered, source, folder)
-        report.seconds = time.monotonic() - start
-        if use_cache and gxx() is not None:
-            save_report(saved, report)
+    lowered = with_corrupt_line(lowered, corrupt_line)
+    folder = cache_dir("mtia-sim") / source_key(lowered.source, FLAGS)
+    report = compile_cached(
+        folder, lambda: _compile(lowered, folder), tool="g++", start=start, use_cache=use_cache, need_binary=True
+    )
     report.diagnostics = [] if report.ok else error_diagnostics(lowered, report.log, report.source_path)
     return report
 
 
-def _compile(lowered: Lowered, source: str, folder: Path) -> CompileReport:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / SOURCE_NAME).write_text(source)
-    report = CompileReport(
-        "mtia-sim", ARCH, ok=False, entry=lowered.entry, num_warps=1, source_path=str(folder / SOURCE_NAME)
-    )
+def _compile(lowered: Lowered, folder: Path) -> CompileReport:
+    report = new_report(lowered, "mtia-sim", ARCH, folder, SOURCE_NAME, num_warps=1)
     report.dynamic_shared_bytes = int(lowered.options.get("sram_bytes", 0))
     tool = gxx()
     if tool is None:
@@ -118,17 +103,9 @@ def _compile(lowered: Lowered, source: str, folder: Path) -> CompileReport:
         return report
     with tempfile.TemporaryDirectory(prefix="kir-gxx-") as tmp:
         work = Path(tmp)
-        (work / SOURCE_NAME).write_text(source)
-        try:
-            proc = subprocess.run(
-                [tool, *FLAGS, f"-I{HEADER_DIR}", SOURCE_NAME, "-o", "kernel.so"],
-                cwd=work, capture_output=True, text=True, timeout=600, check=False,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            report.log = "g++ timed out after 600 s"
-            return report
-        report.log = proc.stdout + proc.stderr
-        report.ok = proc.returncode == 0
+        (work / SOURCE_NAME).write_text(lowered.source)
+        rc, report.log = run_tool("g++", tool, [*FLAGS, f"-I{HEADER_DIR}", SOURCE_NAME, "-o", "kernel.so"], work)
+        report.ok = rc == 0
         if not report.ok:
             return report
         tmp_so = folder / f"kernel.{time.monotonic_ns()}.so"

@@ -36,6 +36,8 @@ import os
 import re
 import shutil
 import subprocess
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,6 +156,77 @@ def save_report(path: Path, report: CompileReport) -> None:
     for derived in ("diagnostics", "shared_bytes", "spills"):
         data.pop(derived)
     write_atomic(path, json.dumps(data))
+
+
+# ---- what the C++ drivers share (nvcc, hipcc, g++) -----------------------------------------------
+
+
+def hash_key(*parts: str) -> str:
+    """A cache key: the hash of what decides a compile's result (the source, the flags, the
+    compiler's version, ...)."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def with_corrupt_line(lowered: Lowered, line: int | None) -> Lowered:
+    """The test hook of error locations: `lowered` with a statement no C++ compiler accepts at
+    the end of its line `line` (1-based); `lowered` itself when `line` is None."""
+    if line is None:
+        return lowered
+    lines = lowered.source.split("\n")
+    lines[line - 1] = lines[line - 1] + " kir_corrupted_by_test_hook();"
+    return Lowered(**{**lowered.__dict__, "source": "\n".join(lines)})
+
+
+def run_tool(
+    name: str, tool: str, args: list[str], cwd: Path, timeout: float = 600, env: dict[str, str] | None = None
+) -> tuple[int, str]:
+    """Run compiler `tool` (called `name` in messages): its exit status and what it printed; 124
+    and a message when it runs past `timeout` seconds."""
+    try:
+        proc = subprocess.run(
+            [tool, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False, env=env
+        )
+    except subprocess.TimeoutExpired:
+        return 124, f"{name} timed out after {timeout:g} s"
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def new_report(
+    lowered: Lowered, backend: str, arch: str, folder: Path, source_name: str, num_warps: int | None
+) -> CompileReport:
+    """A failed report for `lowered` with its source written to the cache folder: the
+    compiler's answer fills it in."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / source_name).write_text(lowered.source)
+    return CompileReport(
+        backend, arch, ok=False, entry=lowered.entry, num_warps=num_warps, source_path=str(folder / source_name)
+    )
+
+
+def compile_cached(
+    folder: Path,
+    compile: Callable[[], CompileReport],
+    *,
+    tool: str,
+    start: float,
+    use_cache: bool,
+    need_binary: bool = False,
+) -> CompileReport:
+    """The report cached in `folder`, or else `compile()`'s, timed from `start` and cached
+    unless `tool` was not found (it may be installed next time). With `need_binary`, a cached
+    report whose binary is gone is compiled again."""
+    saved = folder / "report.json"
+    report = load_report(saved) if use_cache else None
+    if report is None or (need_binary and report.ok and not Path(report.binary or "").exists()):
+        report = compile()
+        report.seconds = time.monotonic() - start
+        if use_cache and f"{tool} not found" not in report.log:
+            save_report(saved, report)
+    return report
 
 
 # ---- reading what the toolchains say -----------------------------------------------------------
@@ -280,6 +353,13 @@ def compile_error(
         f"this is a bug of the {lowered.backend} backend, not of the program: please report it with the program",
         counterexample={"generated_line": line, "column": column, "source_path": path},
     )
+
+
+def unread_failure(lowered: Lowered, log: str, tool: str, source_name: str, path: str | None = None) -> Diagnostic:
+    """The `lower.compile` error at the kernel when no error of the compiler's log names a line
+    (a failure of the backend, the linker, or a missing compiler): the log's last line."""
+    last = (log.strip().splitlines() or ["no output"])[-1]
+    return compile_error(lowered, None, f"{tool} failed: {last}", where=source_name, path=path)
 
 
 def resource_warnings(lowered: Lowered, report: CompileReport) -> list[Diagnostic]:

@@ -76,6 +76,27 @@ class CDialect:
     warp_size: int = 32
 
 
+def c_types(f16: str, bf16: str, **fp8: str) -> dict[str, str]:
+    """A dialect's `types`: the integers, f32 and f64 are C++'s own on every backend; only the
+    16-bit floats (and fp8, where there is one) have a name of the dialect's."""
+    return {
+        "i1": "bool",
+        "i8": "signed char",
+        "i16": "short",
+        "i32": "int",
+        "i64": "long long",
+        "u8": "unsigned char",
+        "u16": "unsigned short",
+        "u32": "unsigned int",
+        "u64": "unsigned long long",
+        "f16": f16,
+        "bf16": bf16,
+        "f32": "float",
+        "f64": "double",
+        **fp8,
+    }
+
+
 NARROW_FLOATS = ("bf16", "f16", "f8e4m3", "f8e5m2")
 _UNSIGNED_OF = {8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}
 
@@ -1316,8 +1337,7 @@ class KernelGen:
         other = self.val(op.other).name if op.other is not None else c.zero(dt)
         if not shape:
             ref = self.element_ref(op, op.mem, op.access.data, op.indices, [], ())
-            expr = ref if op.mask is None else f"({self.val(op.mask).name} ? {ref} : {other})"
-            self.define_scalar(op.res, expr, op)
+            self.load_scalar(op, ref, None if op.mask is None else self.val(op.mask).name, other)
             return
         x = self.declare(op.res, op)
         assert isinstance(x, Tile)
@@ -1325,12 +1345,19 @@ class KernelGen:
         idx, _, closers = self.open_slots(x.layout, shape, op)
         mask = self.mask_at(op, shape, x.layout, idx)
         ref = self.element_ref(op, op.mem, op.access.data, op.indices, idx, shape, x.layout)
-        if mask is None:
-            self.w.line(f"{x.name}[kir_i] = {ref};", op)
-        else:
-            self.w.line(f"{x.name}[kir_i] = {mask} ? {ref} : {other};", op)
+        self.w.line(self.load_element(op, f"{x.name}[kir_i]", ref, mask, other), op)
         self.close(closers)
         self.end_exchange(staged, op)
+
+    def load_scalar(self, op: tl.LoadOp, ref: str, mask: str | None, other: str) -> None:
+        """Define the result of a scalar load: element `ref`, or `other` where `mask` is false."""
+        self.define_scalar(op.res, ref if mask is None else f"({mask} ? {ref} : {other})", op)
+
+    def load_element(self, op: tl.LoadOp, dst: str, ref: str, mask: str | None, other: str) -> str:
+        """The statement that loads element `ref` into `dst`, or `other` where `mask` is false."""
+        if mask is None:
+            return f"{dst} = {ref};"
+        return f"{dst} = {mask} ? {ref} : {other};"
 
     def effect_open(self, op: Operation) -> int:
         """Open the guard of an effect performed once per unit (by its elected thread)."""

@@ -32,7 +32,7 @@ from kir.dialect.types import ScalarType, TileType, dtype_of
 from kir.dtypes import DTYPES
 from kir.program import Program, span_of
 from lowering.emit.base import Lowered, level_refusal, register
-from lowering.emit.cbase import CDialect, CEmitter, KernelGen, Tile
+from lowering.emit.cbase import CDialect, CEmitter, KernelGen, Tile, c_types
 
 HIP = CDialect(
     name="hip",
@@ -40,21 +40,7 @@ HIP = CDialect(
     kernel_qualifier='extern "C" __global__',
     shared="__shared__",
     barrier="__syncthreads()",
-    types={
-        "i1": "bool",
-        "i8": "signed char",
-        "i16": "short",
-        "i32": "int",
-        "i64": "long long",
-        "u8": "unsigned char",
-        "u16": "unsigned short",
-        "u32": "unsigned int",
-        "u64": "unsigned long long",
-        "f16": "__half",
-        "bf16": "hip_bfloat16",
-        "f32": "float",
-        "f64": "double",
-    },
+    types=c_types("__half", "hip_bfloat16"),
     to_float={"bf16": "kir_bf16_to_f32", "f16": "__half2float"},
     from_float={"bf16": "kir_f32_to_bf16", "f16": "__float2half_rn"},
     from_double={"bf16": "kir_f64_to_bf16", "f16": "kir_f64_to_f16"},

@@ -47,21 +47,7 @@ MTIA = CDialect(
     kernel_qualifier="static",
     shared="",
     barrier="",
-    types={
-        "i1": "bool",
-        "i8": "signed char",
-        "i16": "short",
-        "i32": "int",
-        "i64": "long long",
-        "u8": "unsigned char",
-        "u16": "unsigned short",
-        "u32": "unsigned int",
-        "u64": "unsigned long long",
-        "f16": "_Float16",
-        "bf16": "::mtia::bf16",
-        "f32": "float",
-        "f64": "double",
-    },
+    types=cbase.c_types("_Float16", "::mtia::bf16"),
     to_float={"bf16": "::mtia::bf16_to_f32", "f16": "::mtia::f16_to_f32"},
     from_float={"bf16": "::mtia::f32_to_bf16", "f16": "::mtia::f32_to_f16"},
     from_double={"bf16": "::mtia::f64_to_bf16", "f16": "::mtia::f64_to_f16"},
@@ -108,6 +94,7 @@ class MtiaGen(KernelGen):
         self.calls: list[Span | None] = []
         self.bufs: dict[SSAValue, tuple[str, str, tuple[int, ...]]] = {}  # C offset name, dtype, shape
         self.allowed = frozenset(spec("mtia-sim").dtypes)
+        self.access: str | None = None  # the ::mtia::Access of the global load being emitted
 
     # ---- calls and readiness ------------------------------------------------------------------
 
@@ -319,41 +306,25 @@ class MtiaGen(KernelGen):
             deps = self.deps(self.index_operands(op))
             self.ready_line(op.res, f"kir_pe.sram_read({lo}, {hi}, {deps}, {self.call(op)})", op)
             return
-        shape = self.access_shape(op)
-        c = self.c
-        dt = dtype_of(op.res.type)
-        size = DTYPES[dt].nbytes
-        other = self.val(op.other).name if op.other is not None else c.zero(dt)
-        acc = self.fresh("kir_mem")
-        self.w.line(f"::mtia::Access {acc};", op)
-        if not shape:
-            ref = self.element_ref(op, op.mem, op.access.data, op.indices, [], ())
-            x = self.declare(op.res, op)
-            if op.mask is None:
-                self.w.line(f"{x.name} = {ref}; {acc}.touch(&{ref}, {size});", op)
-            else:
-                m = self.val(op.mask).name
-                self.w.line(
-                    f"if ({m}) {{ {x.name} = {ref}; {acc}.touch(&{ref}, {size}); }} else {x.name} = {other};", op
-                )
+        # a global load: every element read also touches the device-memory access it is part of
+        self.access = self.fresh("kir_mem")
+        self.w.line(f"::mtia::Access {self.access};", op)
+        super().op_load(op)
+        self.ready_line(op.res, f"kir_pe.load({self.access}, {self.deps(self.index_operands(op))})", op)
+        self.access = None
+
+    def load_scalar(self, op: tl.LoadOp, ref: str, mask: str | None, other: str) -> None:
+        if self.access is None:
+            super().load_scalar(op, ref, mask, other)
         else:
-            x = self.declare(op.res, op)
-            assert isinstance(x, Tile)
-            staged = self.begin_exchange(self.memory_operands(op), shape, x.layout, op)
-            idx, _, closers = self.open_slots(x.layout, shape, op)
-            mask = self.mask_at(op, shape, x.layout, idx)
-            ref = self.element_ref(op, op.mem, op.access.data, op.indices, idx, shape, x.layout)
-            if mask is None:
-                self.w.line(f"{x.name}[kir_i] = {ref}; {acc}.touch(&{ref}, {size});", op)
-            else:
-                self.w.line(
-                    f"if ({mask}) {{ {x.name}[kir_i] = {ref}; {acc}.touch(&{ref}, {size}); }} "
-                    f"else {x.name}[kir_i] = {other};",
-                    op,
-                )
-            self.close(closers)
-            self.end_exchange(staged, op)
-        self.ready_line(op.res, f"kir_pe.load({acc}, {self.deps(self.index_operands(op))})", op)
+            self.w.line(self.load_element(op, self.declare(op.res, op).name, ref, mask, other), op)
+
+    def load_element(self, op: tl.LoadOp, dst: str, ref: str, mask: str | None, other: str) -> str:
+        if self.access is None:
+            return super().load_element(op, dst, ref, mask, other)
+        size = DTYPES[dtype_of(op.res.type)].nbytes
+        read = f"{dst} = {ref}; {self.access}.touch(&{ref}, {size});"
+        return read if mask is None else f"if ({mask}) {{ {read} }} else {dst} = {other};"
 
     def op_store(self, op: tl.StoreOp) -> None:
         deps = self.deps([op.value, *self.index_operands(op)])
