@@ -10,7 +10,6 @@ nvcc tests are skipped where nvcc is missing. Running the kernels needs a GPU:
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from lowering.emit.base import lower
 from lowering.emit.cbase import CExprs
 from lowering.emit.cuda import CUDA, CudaEmitter
 from lowering.report import find_tool
+from tests.lowering.helpers import check_snapshot, kernel_part
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -301,22 +301,6 @@ def program(name: str):
     return parse(PROGRAMS[name], file=f"{name}.kir")
 
 
-def kernel_part(source: str) -> str:
-    """The emitted kernel, from its signature on (the helpers before it are checked once)."""
-    lines = source.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith('extern "C"'))
-    return "\n".join(lines[start:]) + "\n"
-
-
-def check_snapshot(name: str, text: str) -> None:
-    path = SNAPSHOTS / name
-    if os.environ.get("KIR_UPDATE_SNAPSHOTS"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"no snapshot {path}: run with KIR_UPDATE_SNAPSHOTS=1"
-    assert text == path.read_text(), f"emitted source differs from {path}; KIR_UPDATE_SNAPSHOTS=1 to accept"
-
-
 def generated_line(lowered, fragment: str) -> int:
     """The first line of the kernel (not of the helpers before it) holding `fragment`."""
     lines = lowered.source.splitlines()
@@ -344,18 +328,18 @@ def test_every_example_is_accepted_and_lowers(name):
 
 @pytest.mark.parametrize("name", ALL)
 def test_snapshot_example(name):
-    check_snapshot(f"{name}.cu", kernel_part(lower(example(name), "cuda").source))
+    check_snapshot(SNAPSHOTS / f"{name}.cu", kernel_part(lower(example(name), "cuda").source))
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_snapshot_program(name):
-    check_snapshot(f"{name}.cu", kernel_part(lower(program(name), "cuda").source))
+    check_snapshot(SNAPSHOTS / f"{name}.cu", kernel_part(lower(program(name), "cuda").source))
 
 
 def test_snapshot_gemm_bn128_and_helpers():
     source = lower(example("gemm_hopper_ws"), "cuda", {"BN": 128, "S": 4}).source
-    check_snapshot("gemm_hopper_ws_bn128_s4.cu", kernel_part(source))
-    check_snapshot("helpers.cu", source[: source.index('extern "C"')])
+    check_snapshot(SNAPSHOTS / "gemm_hopper_ws_bn128_s4.cu", kernel_part(source))
+    check_snapshot(SNAPSHOTS / "helpers.cu", source[: source.index('extern "C"')])
 
 
 def test_gemm_kernel_shape():

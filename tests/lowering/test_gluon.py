@@ -7,7 +7,6 @@ Compiles are cached on disk by content hash (`$KIR_CACHE_DIR`, default `~/.cache
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from kir.diagnostics import KirError
 from kir.parser import parse
 from lowering.emit.base import lower
 from lowering.emit.gluon import _fold, _mma_layout
+from tests.lowering.helpers import check_snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "gluon"
@@ -131,15 +131,6 @@ def generated_line(lowered, fragment: str) -> int:
     return next(i + 1 for i, line in enumerate(lowered.source.splitlines()) if fragment in line)
 
 
-def check_snapshot(name: str, text: str) -> None:
-    path = SNAPSHOTS / name
-    if os.environ.get("KIR_UPDATE_SNAPSHOTS"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"no snapshot {path}: run with KIR_UPDATE_SNAPSHOTS=1"
-    assert text == path.read_text(), f"emitted source differs from {path}; KIR_UPDATE_SNAPSHOTS=1 to accept"
-
-
 # ---- lowering -------------------------------------------------------------------------------
 
 
@@ -187,19 +178,21 @@ def test_every_generated_line_of_an_op_maps_to_its_kir_line():
 
 
 def test_snapshot_gemm_hopper_ws():
-    check_snapshot("gemm_hopper_ws.py.snap", lower(gemm(), "gluon").source)
+    check_snapshot(SNAPSHOTS / "gemm_hopper_ws.py.snap", lower(gemm(), "gluon").source)
 
 
 def test_snapshot_gemm_hopper_ws_bn256():
-    check_snapshot("gemm_hopper_ws_bn256_s4.py.snap", lower(gemm(), "gluon", {"BN": 256, "S": 4}).source)
+    check_snapshot(SNAPSHOTS / "gemm_hopper_ws_bn256_s4.py.snap", lower(gemm(), "gluon", {"BN": 256, "S": 4}).source)
 
 
 def test_snapshot_single_warpgroup_tma_store():
-    check_snapshot("gemm_tma_store.py.snap", lower(parse(TMA_STORE_TEXT, file="gemm_tma_store.kir"), "gluon").source)
+    check_snapshot(
+        SNAPSHOTS / "gemm_tma_store.py.snap", lower(parse(TMA_STORE_TEXT, file="gemm_tma_store.kir"), "gluon").source
+    )
 
 
 def test_snapshot_single_warp_roles():
-    check_snapshot("ws_rows.py.snap", lower(parse(WS_ROWS_TEXT, file="ws_rows.kir"), "gluon").source)
+    check_snapshot(SNAPSHOTS / "ws_rows.py.snap", lower(parse(WS_ROWS_TEXT, file="ws_rows.kir"), "gluon").source)
 
 
 def test_single_warp_roles_get_an_idle_default_partition():

@@ -12,7 +12,6 @@ kernel: there is no AMD GPU to run one on."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -26,6 +25,7 @@ from lowering.compile import compile_program
 from lowering.compile_hip import compile_lowered, find_hipcc
 from lowering.emit.base import lower, program_level
 from lowering.emit.hip import HIP, HipEmitter, mfma_shape
+from tests.lowering.helpers import check_snapshot, kernel_part
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -89,21 +89,6 @@ def program(name: str):
     return parse(PROGRAMS[name], file=f"{name}.kir")
 
 
-def kernel_part(source: str) -> str:
-    lines = source.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith('extern "C"'))
-    return "\n".join(lines[start:]) + "\n"
-
-
-def check_snapshot(name: str, text: str) -> None:
-    path = SNAPSHOTS / name
-    if os.environ.get("KIR_UPDATE_SNAPSHOTS"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"no snapshot {path}: run with KIR_UPDATE_SNAPSHOTS=1"
-    assert text == path.read_text(), f"emitted source differs from {path}; KIR_UPDATE_SNAPSHOTS=1 to accept"
-
-
 def refusal(prog):
     with pytest.raises(KirError) as err:
         lower(prog, "hip")
@@ -129,17 +114,17 @@ def test_every_tile_example_is_accepted_and_lowers(name):
 
 @pytest.mark.parametrize("name", ["vector_add", "softmax", "gemm_bias_gelu", "embedding_bag"])
 def test_snapshot_example(name):
-    check_snapshot(f"{name}.hip", kernel_part(lower(example(name), "hip").source))
+    check_snapshot(SNAPSHOTS / f"{name}.hip", kernel_part(lower(example(name), "hip").source))
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_snapshot_program(name):
-    check_snapshot(f"{name}.hip", kernel_part(lower(program(name), "hip").source))
+    check_snapshot(SNAPSHOTS / f"{name}.hip", kernel_part(lower(program(name), "hip").source))
 
 
 def test_snapshot_helpers():
     source = lower(program("gemm_mfma32"), "hip").source
-    check_snapshot("helpers.hip", source[: source.index('extern "C"')])
+    check_snapshot(SNAPSHOTS / "helpers.hip", source[: source.index('extern "C"')])
 
 
 def test_mfma_is_chosen_where_the_shape_fits():

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kir.check import check_program
 from kir.dialect.tile import CastOp, DotOp, UnaryOp
 from kir.interp import run as interp_run
 from kir.parser import parse, parse_file
 from kir.program import same_ir, span_of
 from lowering.passes.legalize import TRANSCENDENTAL, LegalizePass
 from tests.examples.references import BF16
+from tests.lowering.helpers import assert_clean
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -43,14 +43,6 @@ NUMPY = {
     "sin": np.sin,
     "cos": np.cos,
 }
-
-
-def assert_clean(program, target="sm_90"):
-    errors = [d for d in check_program(program, target) if d.is_error]
-    assert not errors, errors
-    text = program.text()
-    again = parse(text)
-    assert same_ir(program, again) and again.text() == text
 
 
 @pytest.mark.parametrize("fn", TRANSCENDENTAL)

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kir.check import check_program
 from kir.diagnostics import KirError
 from kir.dialect.explicit import CpAsyncOp, SmemAllocOp
 from kir.dialect.structure import ForOp
@@ -18,6 +17,7 @@ from kir.program import same_ir, span_of
 from lowering.passes.pipeline import PipelinePass
 from lowering.passes.warp_specialize import WarpSpecializePass
 from tests.examples.references import BF16, CASES
+from tests.lowering.helpers import assert_clean, run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 GEMM = CASES[[c.example for c in CASES].index("gemm_bias_gelu")]
@@ -25,22 +25,6 @@ GEMM = CASES[[c.example for c in CASES].index("gemm_bias_gelu")]
 
 def gemm():
     return parse_file(EXAMPLES / "gemm_bias_gelu.kir")
-
-
-def run(program, inputs, params):
-    from kir.interp import run as interp_run
-
-    return interp_run(program, {k: v.copy() for k, v in inputs.items()}, params)
-
-
-def assert_clean(program):
-    errors = [d for d in check_program(program, "sm_90") if d.is_error]
-    assert not errors, errors
-    text = program.text()
-    again = parse(text)
-    assert same_ir(program, again)
-    assert again.text() == text
-    return again
 
 
 @pytest.mark.parametrize("stages", [None, 2, 4, 5])  # 5 > the 2 iterations of the test preset

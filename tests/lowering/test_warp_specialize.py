@@ -10,17 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kir.check import check_program
 from kir.diagnostics import KirError
 from kir.dialect.explicit import SmemAllocOp, TmaLoadOp, WgmmaOp
 from kir.dialect.tile import DotOp, LoadOp
-from kir.interp import run as interp_run
 from kir.parser import parse
 from kir.program import same_ir, span_of
 from lowering.emit.base import lower
 from lowering.passes.warp_specialize import WarpSpecializePass
 from lowering.report import find_tool
 from tests.examples.references import BF16
+from tests.lowering.helpers import assert_clean, run
 
 HERE = Path(__file__).parent
 TILE_GEMM = (HERE / "programs" / "gemm_ws_tile.kir").read_text()
@@ -31,23 +30,9 @@ def gemm():
     return parse(TILE_GEMM, file="gemm_ws_tile.kir")
 
 
-def run(program, inputs, params=None):
-    return interp_run(program, {k: v.copy() for k, v in inputs.items()}, params or {})
-
-
 def gemm_inputs(m=256, n=256, k=256, seed=0):
     rng = np.random.default_rng(seed)
     return {"a": rng.standard_normal((m, k)).astype(BF16), "b": rng.standard_normal((k, n)).astype(BF16)}
-
-
-def assert_clean(program):
-    errors = [d for d in check_program(program, "sm_90") if d.is_error]
-    assert not errors, errors
-    text = program.text()
-    again = parse(text)
-    assert same_ir(program, again)
-    assert again.text() == text
-    return again
 
 
 @pytest.mark.parametrize("consumers, stages", [(1, None), (2, None), (1, 1), (2, 2), (2, 5)])
