@@ -94,6 +94,15 @@ def bench_command(
     from agent.harness.bench import run_suite, summary_lines, table_lines, write
 
     console = Console(stderr=True)
+    from agent.harness.backends import GPU_BACKENDS
+
+    wrong = [b for b in backends or [] if b not in GPU_BACKENDS]
+    if wrong:
+        console.print(
+            f"error[cli.usage]: kir bench times GPU backends ({', '.join(GPU_BACKENDS)}), not {', '.join(wrong)}",
+            markup=False,
+        )
+        return 2
     try:
         tasks = [find_task(n) for n in task_names] if task_names else load_suite(SUITE)
     except TaskError as err:
