@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.ir import Block, Operation, SSAValue
 
+from costmodel.vectorize import VECTOR_BYTES, divisor, pow2, reduction_shuffles, stride
 from kir import symexpr as sx
 from kir.diagnostics import Span
 from kir.dialect import explicit as ex
@@ -68,6 +69,11 @@ class Access:
     in_loop: Operation | None  # the innermost enclosing loop
     bytes_per_trip: float = 0.0
     indices: list[SSAValue] = field(default_factory=list)
+    vector: int = 1  # elements per load/store instruction (`costmodel/vectorize.py`)
+    vector_max: int = 1  # elements in a 16-byte vector of this dtype
+    vector_why: str = ""  # why the access is not 16-byte vectorized
+    instructions: float = 0.0  # warp-wide load/store instructions per program, all trips
+    l1_bytes: float = 0.0  # sectors through L1 beyond the useful bytes (scalar strided lanes), per program
 
 
 @dataclass
@@ -356,6 +362,14 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
         dependent = any(k is None for k in keys)
         scattered = bool(indices) and isinstance(indices[-1].type, TileType) and keys[-1] is None
         nbytes = elems * (SECTOR if scattered and not write else b)
+        vec, why, lane_stride = _vector(mem, indices, access_attr, extents, env, scattered)
+        vmax = max(1, VECTOR_BYTES // b)
+        warp_insts = elems / vec / 32 * mult if kind in ("load", "store", "atomic", "cp.async") else 0.0
+        l1_extra = 0.0
+        if vec < vmax and not scattered and warp_insts:
+            # a scalar instruction's 32 lanes, `lane_stride` elements apart, touch this many sectors
+            sectors = min(32, math.ceil(32 * max(1, lane_stride) * b / SECTOR) + (lane_stride == 1))
+            l1_extra = max(0.0, warp_insts * sectors * SECTOR - elems * b * mult)
         counts.accesses.append(
             Access(
                 op,
@@ -372,6 +386,11 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
                 loop,
                 nbytes,
                 list(indices),
+                vec,
+                vmax,
+                why,
+                warp_insts,
+                l1_extra,
             )  # fmt: skip
         )
 
@@ -468,7 +487,16 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
                 n = _tile_elems(op.operand.type, env)
                 dt = dtype_of(op.operand.type)
                 factor = 2 if isinstance(op, tl.ArgReduceOp) else 1
-                work(op, "alu" if DTYPES[dt].is_float else "int", n * factor, dt, op.name.removeprefix("kir."), mult)
+                name = op.name.removeprefix("kir.")
+                work(op, "alu" if DTYPES[dt].is_float else "int", n * factor, dt, name, mult)
+                shape = [_static(d, env, "a tile size") for d in shape_of(op.operand.type)]
+                axis = op.axis.data if hasattr(op, "axis") else len(shape) - 1
+                shuffles, lanes, warps_on = reduction_shuffles(shape, axis, threads, DTYPES[dt].nbytes)
+                # each step is a shfl and the combining op, on the MIO pipe with the loads
+                work(op, "shfl", shuffles * factor, dt, f"{name}: {lanes} lanes x {warps_on} warps on the axis", mult)
+                if warps_on > 1:  # partials of each warp through shared memory and back
+                    outputs = math.prod(shape) // max(1, shape[axis])
+                    counts.smem_bytes += 2 * outputs * warps_on * DTYPES[dt].nbytes * factor * mult
             elif isinstance(op, tl.TopKOp):
                 n = _tile_elems(op.operand.type, env)
                 k = _static(op.k.data, env, "topk's k")
@@ -489,6 +517,46 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
     counts.smem_alloc = _smem_alloc(kernel, env, counts, loads_into_dots)
     counts.registers, counts.role_regs = _registers(program, env, loads_into_dots)
     return counts, ev
+
+
+def _vector(mem, indices, access_attr, extents, env, scattered) -> tuple[int, str, int]:
+    """(elements per instruction, why not 16 bytes, element step between neighbouring lanes)
+    of a global access, as Triton's AxisInfo can prove them (`costmodel/vectorize.py`)."""
+    t = mem.type
+    b = _dtype_bytes(t)
+    vmax = max(1, VECTOR_BYTES // b)
+    if not isinstance(t, GlobalType) or not indices or not extents:
+        return vmax, "", 1
+    if scattered:
+        return 1, "the innermost index is data-dependent", 1
+    dims = [_static(d.data, env, "a tensor dimension") for d in t.shape.data]
+    if t.strides.data:
+        strides = [_static(s.data, env, "a tensor stride") for s in t.strides.data]
+    else:
+        strides = [math.prod(dims[i + 1 :]) for i in range(len(dims))]
+    last = indices[-1]
+    sliced = access_attr.data.dims[-1] is not None
+    step = 1 if sliced else stride(last)
+    if step is None:
+        return 1, "the innermost index is not `start + arange(..)`", 1
+    if step == 0:  # the lanes differ along an outer dimension: each reads its own element
+        lanes = [abs(st_ or 0) * strides[i] for i, st_ in enumerate(stride(v) for v in indices[:-1])]
+        apart = next((x for x in reversed(lanes) if x), 32)
+        return 1, f"the innermost index is the same for every lane: lanes are {apart} elements apart", apart
+    step *= strides[-1]
+    if step != 1:
+        return 1, f"the innermost elements are {step} apart (stride {step}), not contiguous", step
+    vec = vmax
+    vec = min(vec, pow2(extents[-1]))
+    align = (t.align.data or VECTOR_BYTES) // b
+    vec = min(vec, max(1, align))
+    offset = min(divisor(v, env) * pow2(s) for v, s in zip(indices, strides, strict=False))
+    if offset < vmax:
+        vec = min(vec, offset)
+        return vec, f"its first element's offset is only provably a multiple of {offset} element(s)", 1
+    if vec < vmax:
+        return vec, f"only {vec} contiguous, aligned element(s) per thread", 1
+    return vec, "", 1
 
 
 def _clamp_gather(extents: list[int], indices, t: GlobalType, env: dict[str, int]) -> None:

@@ -9,6 +9,7 @@
 | `cost.stages` | a memory-bound loop with loads and fewer than 3 pipeline stages |
 | `cost.latency` | DRAM bandwidth limited by too few bytes in flight per SM |
 | `cost.scattered` | a gather with data-dependent innermost index dominates the traffic |
+| `cost.vector` | a load or store Triton cannot vectorize (unaligned start, strided innermost dimension) with a noticeable share of the LSU time |
 """
 
 from __future__ import annotations
@@ -57,6 +58,24 @@ def hints(program: Program, est, counts, dram, chip) -> list[Diagnostic]:
                     "make neighbouring lanes read neighbouring elements (index tile on an outer dimension)",
                 )
             )
+
+    insts = sum(a.instructions for a in counts.accesses) or 1.0
+    for a in counts.accesses:
+        if a.vector >= a.vector_max or a.scattered or a.instructions < 0.1 * insts:
+            continue
+        share = est.resources.get("lsu", 0.0) * a.instructions / insts / total
+        out.append(
+            _diag(
+                "cost.vector",
+                a.span,
+                f"{'stores to' if a.write else 'loads of'} `{a.tensor}` move {a.vector} element(s) per instruction, "
+                f"not {a.vector_max} (16 bytes): {a.vector_why} ({a.instructions * counts.programs:.3g} warp "
+                f"instructions, about {100 * share:.0f}% of the time on the LSU)",
+                "start the innermost index at a multiple of the vector (`program_id(0) * BN`), make the innermost "
+                "dimension contiguous, or declare the tensor `align(16)`",
+                vector=a.vector,
+            )
+        )
 
     occ = est.occupancy
     if occ.spills:

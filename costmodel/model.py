@@ -43,6 +43,8 @@ UNIT_NAMES = {
     "sfu": "special functions",
     "l1": "shared memory / L1",
     "spill": "register spills (local memory)",
+    "lsu": "LSU / MIO issue (load, store, shuffle instructions)",
+    "shfl": "LSU / MIO issue (load, store, shuffle instructions)",
 }
 
 
@@ -199,7 +201,10 @@ def analyze(
             per_program["int"] += w.amount / c.int_ops_per_sm
         elif w.unit == "sfu":
             per_program["sfu"] += w.amount / c.sfu_ops_per_sm
-    l1_bytes = counts.smem_bytes + sum(a.bytes for a in counts.accesses if a.scattered)
+        elif w.unit == "shfl":
+            per_program["lsu"] += w.amount / c.shfl_per_sm
+    per_program["lsu"] += sum(a.instructions for a in counts.accesses) / c.lsu_per_sm
+    l1_bytes = counts.smem_bytes + sum(a.bytes if a.scattered else a.l1_bytes for a in counts.accesses)
     per_program["l1"] = l1_bytes / c.smem_bps_per_sm
 
     stages = counts.max_stages
@@ -256,8 +261,11 @@ def _breakdown(counts: Counts, dram: list, totals: dict[str, float], c: Chip, en
             note = "data-dependent index: no reuse between programs assumed"
         what = "store to" if a.write else "load of"
         terms.append(Term(f"{a.kind}: {what} `{a.tensor}`", totals["dram"] * share, d, "bytes", a.span, note, "dram"))
+    terms += _lsu_terms(counts, totals, c)
     unit_totals: dict[str, float] = {}
     for w in counts.work:
+        if w.unit == "shfl":
+            continue
         key = (
             "tensor"
             if w.unit == "tensor" and c.tc_rate(w.dtype)[0] == "tensor"
@@ -265,6 +273,8 @@ def _breakdown(counts: Counts, dram: list, totals: dict[str, float], c: Chip, en
         )
         unit_totals[key] = unit_totals.get(key, 0.0) + w.amount
     for w in counts.work:
+        if w.unit == "shfl":
+            continue
         key = (
             "tensor"
             if w.unit == "tensor" and c.tc_rate(w.dtype)[0] == "tensor"
@@ -284,6 +294,29 @@ def _breakdown(counts: Counts, dram: list, totals: dict[str, float], c: Chip, en
         terms.append(Term("tail wave", totals["tail"], 0, "s", None, "the last, partial wave", "waves"))
     terms.append(Term("launch", totals["launch"], 0, "s", None, "", "launch"))
     terms.sort(key=lambda t: -t.seconds)
+    return terms
+
+
+def _lsu_terms(counts: Counts, totals: dict[str, float], c: Chip) -> list[Term]:
+    """The LSU/MIO time of each load or store (by its instructions) and each reduction (by its shuffles)."""
+    p = counts.programs
+    parts = [
+        (a.instructions / c.lsu_per_sm, a.instructions, a.span, f"{a.kind} of `{a.tensor}`", a.vector, a.vector_why)
+        for a in counts.accesses
+        if a.instructions
+    ]
+    parts += [(w.amount / c.shfl_per_sm, w.amount, w.span, w.what, 0, "") for w in counts.work if w.unit == "shfl"]
+    whole = sum(s for s, *_ in parts) or 1.0
+    lsu = totals.get("lsu", 0.0)
+    terms = []
+    for s, n, span, what, vec, why in parts:
+        if s / whole * lsu < 1e-3 * max(totals.get(r, 0.0) for r in RESOURCES):
+            continue
+        if vec:
+            name = f"LSU: {what}, {vec} element(s) per instruction"
+        else:
+            name = f"LSU: shuffles of {what}"
+        terms.append(Term(name, lsu * s / whole, n * p, "warp instructions", span, why, "lsu"))
     return terms
 
 

@@ -44,6 +44,8 @@ class Chip:
     int_ops_per_sm: float
     sfu_ops_per_sm: float
     issue_per_sm: float  # warp instructions per second per SM
+    lsu_per_sm: float  # warp-wide global load/store instructions per second per SM
+    shfl_per_sm: float  # warp shuffles per second per SM
     launch_s: float
     cta_overhead_s: float
     spill_bytes_per_latency: float  # bytes of spill code a thread gets through per memory latency
@@ -111,6 +113,8 @@ def chip(target: str) -> Chip:
         int_ops_per_sm=float(cost.get("int_ops_per_clk", 64)) * clock,
         sfu_ops_per_sm=float(cost.get("sfu_ops_per_clk", 16)) * clock,
         issue_per_sm=float(cost.get("issue_per_clk", 4)) * clock,
+        lsu_per_sm=float(cost.get("lsu_insts_per_clk", 4)) * clock,
+        shfl_per_sm=float(cost.get("shfl_insts_per_clk", 1)) * clock,
         launch_s=float(cost.get("launch_us", rates.get("launch_us", 3.0))) * 1e-6,
         cta_overhead_s=float(cost.get("cta_overhead_ns", 400.0)) * 1e-9,
         spill_bytes_per_latency=float(cost.get("spill_bytes_per_latency", 6.0)),

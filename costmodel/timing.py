@@ -8,7 +8,8 @@ Resources, and where their rate comes from (`costmodel/spec.py`):
 | `l2` | bytes requested from L2 (every global access) | `l2_gbps` |
 | `tensor` | matrix-product flops by operand dtype | `[cost.tc_tflops]` (an f32 dot: the FMA rate on NVIDIA) |
 | `alu`, `int`, `sfu` | float lane operations, integer operations (weighted), special functions | per SM per clock |
-| `l1` | shared-memory bytes and scattered sectors | `smem_bytes_per_clk` per SM |
+| `l1` | shared-memory bytes, scattered sectors, sectors of scalar strided loads | `smem_bytes_per_clk` per SM |
+| `lsu` | warp-wide load/store instructions (16-byte vectors, or one per element where Triton cannot vectorize), warp shuffles of reductions | `lsu_insts_per_clk`, `shfl_insts_per_clk` per SM |
 
 A wave is the programs resident at once (blocks per SM x SMs). The per-SM resources of a wave
 take the work of the busiest SM's programs at that SM's rate; DRAM and L2 are shared by the chip.
@@ -33,7 +34,7 @@ import math
 from dataclasses import dataclass, field
 
 MEMORY = ("dram", "l2", "spill")
-COMPUTE = ("tensor", "fma", "alu", "int", "sfu", "l1")
+COMPUTE = ("tensor", "fma", "alu", "int", "sfu", "l1", "lsu")
 RESOURCES = MEMORY + COMPUTE
 FACTORS = (*RESOURCES, "overhead")
 

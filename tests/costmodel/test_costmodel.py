@@ -259,3 +259,60 @@ def test_task_bindings_reads_the_preset():
     meta = tomllib.loads((ROOT / "benchmarks/tasks/gemm/task.toml").read_text())
     assert shapes == meta["presets"]["bench"]
     assert params == meta["programs"]["tuned"]["params"]["bench"]
+
+
+# ---- vector width and reductions ------------------------------------------------------------------
+
+_VEC = """
+kernel shifted<BN = 64>(x: global bf16[N], w: global bf16[N, 7], y: out global bf16[N])
+  where N % BN == 0
+  target sm_90 grid(N / BN) warps(4)
+{{
+  l0 = program_id(0) * BN
+  {body}
+}}
+"""
+
+
+def _counts(text: str):
+    from costmodel.counting import count
+    from kir.parser import parse
+
+    p = parse(text)
+    return count(p, {**p.params, "N": 1 << 16})[0], p
+
+
+def test_aligned_block_slice_loads_16_byte_vectors():
+    c, _ = _counts(_VEC.format(body="v = load(x[l0 : l0 + BN])\n  store(y[l0 : l0 + BN], v)"))
+    load = c.accesses[0]
+    assert (load.vector, load.vector_why) == (8, "")
+    assert load.instructions == 64 / 8 / 32
+
+
+def test_unaligned_and_strided_loads_are_scalar_with_lsu_term_and_hint():
+    body = (
+        "a = load(x[l0 - 3 + arange(0, BN)], mask = l0 - 3 + arange(0, BN) >= 0)\n"
+        "  b = load(w[l0 + arange(0, BN), 3])\n"
+        "  store(y[l0 : l0 + BN], a + b)"
+    )
+    text = _VEC.format(body=body)
+    c, p = _counts(text)
+    shifted, strided = c.accesses[0], c.accesses[1]
+    assert shifted.vector == 1 and "multiple of 1" in shifted.vector_why
+    assert strided.vector == 1 and "7 elements apart" in strided.vector_why
+    assert shifted.instructions == 64 / 32
+    est = predict(p, "sm_90", shapes={"N": 1 << 16})
+    lsu = [t for t in est.breakdown if t.resource == "lsu"]
+    assert lsu and est.resources["lsu"] > 0
+    lines = {d.span.line for d in est.hints if d.rule == "cost.vector"}
+    assert {shifted.span.line, strided.span.line} <= lines
+
+
+def test_reduction_shuffles_grow_with_threads_on_the_axis():
+    from costmodel.vectorize import reduction_shuffles
+
+    narrow, lanes_n, _ = reduction_shuffles([64, 8], 1, 128, 4)  # 2 lanes span the axis
+    wide, lanes_w, _ = reduction_shuffles([8, 256], 1, 128, 4)  # a whole warp and more
+    assert lanes_n < lanes_w and narrow < wide
+    _, _, warps = reduction_shuffles([1, 4096], 1, 256, 4)
+    assert warps == 8  # every warp holds part of the row: a cross-warp step through shared memory
