@@ -81,6 +81,8 @@ def describe(record: dict[str, Any], file: str, task: str, backend: str, preset:
             f"{file}: correct on task {task} (backend {backend}, preset {preset}, seeds {seeds}; "
             f"worst error / tolerance: {worst or 'exact'}{cycles})"
         )
+    if record["stage"] in ("usage", "task"):
+        return f"{file}: not run against task {task}: the {'command line' if record['stage'] == 'usage' else 'task'} is wrong"
     return f"{file}: not correct on task {task} (backend {backend}, preset {preset}): stopped at {record['stage']}"
 
 
