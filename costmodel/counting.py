@@ -17,8 +17,21 @@ Everything is counted per program and tied to the op (and so the source span) th
 
 Run-time scalars (program ids, loop bounds, tile positions) are evaluated with numpy over a
 sample of program ids at once, C semantics for `/` and `%`. A loop's trip count is the mean over
-the sample, so a causal loop `for j in 0 .. m0 / BN` counts its average length. A bound that
-depends on data is taken at its static upper bound (`minimum(n, K)` counts K trips) and marked.
+the sample, so a causal loop `for j in 0 .. m0 / BN` counts its average length.
+
+A bound that depends on data (`for r in 0 .. minimum(n, K)`) is unknowable statically: anything
+from 0 to its static upper bound U. It counts sqrt(U) trips (and is marked `bound_is_upper`), the
+geometric midpoint of one trip and U. The model ranks variants and is scored on log(predicted /
+measured), so the log-midpoint bounds the error at sqrt(U)x either way; counting U would let a
+loop that usually runs once or twice (a top-K list that a new block rarely improves) dominate the
+ranking and scale with every per-trip cost added to its body, and counting 0 would drop a loop a
+program exists to run. The same rule applies to every data-dependent bound.
+
+A program's **critical path** (`chain_shuffles`, `chain_syncs`): a reduction is a chain of
+dependent steps, log2(lanes) warp shuffles and, when the axis spans warps, a shared-memory round
+trip between two barriers; the next op waits for its result. Each reduction's chain, times the
+trips of its loops, is summed: a loop of reductions (a top-K round loop) runs at the chain's
+latency when few warps are resident, not at the shuffle throughput (`costmodel/timing.py`).
 A tile's value is tracked as its first element ("base"): enough to tell two programs' tiles
 apart (`pid * BM + arange(0, BM)` has base `pid * BM`) and to see data-dependent indices (None).
 """
@@ -118,6 +131,8 @@ class Counts:
     roles: int = 0
     max_stages: int = 1
     straight_load_bytes: float = 0.0  # global loads issued outside loops, per program
+    chain_shuffles: float = 0.0  # dependent shuffle steps on the program's critical path
+    chain_syncs: float = 0.0  # dependent cross-warp exchanges (smem store, barrier, load, barrier)
 
     def unit_total(self, unit: str) -> float:
         return sum(w.amount for w in self.work if w.unit == unit)
@@ -440,6 +455,8 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
             if isinstance(op, st.ForOp):
                 trips_arr, upper = ev.trips(op)
                 trips = float(trips_arr.mean()) if len(trips_arr) else 0.0
+                if upper:  # a data-dependent bound: the log-midpoint of 1 and the upper bound
+                    trips = math.sqrt(trips) if trips >= 1 else trips
                 stages = _static(op.stages.data, env, "pipeline stages") if op.stages is not None else 1
                 info = LoopInfo(op, span_of(op), trips, max(1, stages), upper)
                 counts.loops.append(info)
@@ -494,6 +511,8 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
                 shuffles, lanes, warps_on = reduction_shuffles(shape, axis, threads, DTYPES[dt].nbytes)
                 # each step is a shfl and the combining op, on the MIO pipe with the loads
                 work(op, "shfl", shuffles * factor, dt, f"{name}: {lanes} lanes x {warps_on} warps on the axis", mult)
+                counts.chain_shuffles += math.ceil(math.log2(max(1, lanes))) * factor * mult
+                counts.chain_syncs += (1 if warps_on > 1 else 0) * factor * mult
                 if warps_on > 1:  # partials of each warp through shared memory and back
                     outputs = math.prod(shape) // max(1, shape[axis])
                     counts.smem_bytes += 2 * outputs * warps_on * DTYPES[dt].nbytes * factor * mult

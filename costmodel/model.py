@@ -231,6 +231,7 @@ def analyze(
         cta_overhead_s=c.cta_overhead_s,
         launch_s=c.launch_s,
         spill_s=(spills or 0) / c.spill_bytes_per_latency * c.dram_latency_s,
+        chain_s=counts.chain_shuffles * c.shfl_latency_s + counts.chain_syncs * c.sync_latency_s,
         extra={"stages": stages},
     )
     return raw, counts, occ, dram, c

@@ -19,6 +19,12 @@ pipeline stages (`overlap = 1 - 1 / (blocks per SM x stages)`):
     wave = max(memory, compute) + (1 - overlap) * min(memory, compute) + block overhead
     time = full waves x wave(C) + wave(tail programs) + launch
 
+A program's chain of dependent reductions (`chain`: shuffle steps and cross-warp exchanges, each
+waiting on the one before, `costmodel/counting.py`) is a latency floor: a wave lasts at least one
+program's chain, however little throughput it uses. Programs resident together run their chains
+side by side, so the floor does not grow with the programs per SM; a top-K round loop at one or two
+programs per SM is bound by it (the knn seed programs: ~1 us per round of four reductions).
+
 Register spills (`spill`: the compile report's bytes of spill stores and loads per thread) are
 a memory resource of their own: a spilled value is stored and reloaded on its thread's critical
 path, through L1 to L2 or DRAM, with a few bytes in flight per thread, so a wave takes about a
@@ -55,6 +61,7 @@ class Raw:
     cta_overhead_s: float
     launch_s: float
     spill_s: float = 0.0  # per wave: each thread's spill stores and reloads, on its critical path
+    chain_s: float = 0.0  # one program's chain of dependent reductions: a wave takes at least this
     extra: dict = field(default_factory=dict)
 
     @property
@@ -82,6 +89,8 @@ class Raw:
         memory = max(out[r] for r in MEMORY)
         compute = max(out[r] for r in COMPUTE)
         out["wave"] = max(memory, compute) + (1 - self.overlap) * min(memory, compute)
+        out["chain"] = self.chain_s if p else 0.0
+        out["wave"] = max(out["wave"], out["chain"])
         out["wave"] += self.cta_overhead_s * f.get("overhead", 1.0)
         return out
 

@@ -316,3 +316,53 @@ def test_reduction_shuffles_grow_with_threads_on_the_axis():
     assert lanes_n < lanes_w and narrow < wide
     _, _, warps = reduction_shuffles([1, 4096], 1, 256, 4)
     assert warps == 8  # every warp holds part of the row: a cross-warp step through shared memory
+
+
+# ---- data-dependent loops and the critical path of reductions ----------------------------------
+
+ROUNDS = """
+kernel rounds<BN = 128, K = 16>(x: global f32[N, BN], out: out global f32[N])
+  target sm_90 grid(N) warps(4)
+{
+  row = load(x[program_id(0), 0 : BN])
+  n = max(cast<i32>(row > 0.0), axis = 0)
+  acc = row
+  for r in 0 .. BOUND {
+    m = min(acc, axis = 0)
+    acc = where(acc == m, inf, acc)
+  }
+  store(out[program_id(0)], min(acc, axis = 0))
+}
+"""
+
+
+def _rounds(bound: str):
+    from costmodel.counting import count
+    from kir.parser import parse
+
+    p = parse(ROUNDS.replace("BOUND", bound))
+    counts, _ = count(p, {"N": 1024, "BN": 128, "K": 16})
+    return p, counts
+
+
+def test_data_dependent_loop_counts_the_log_midpoint_of_its_bound():
+    _, static = _rounds("K")
+    _, dependent = _rounds("minimum(n, K)")
+    loop_s = next(i for i in static.loops)
+    loop_d = next(i for i in dependent.loops)
+    assert loop_s.trips == 16 and not loop_s.bound_is_upper
+    assert loop_d.bound_is_upper and loop_d.trips == pytest.approx(4.0)  # sqrt(16): one trip to K
+    assert dependent.chain_shuffles < static.chain_shuffles
+
+
+def test_chain_of_reductions_floors_the_wave():
+    p, counts = _rounds("K")
+    # 16 rounds of a min over 128 elements (32 lanes: 5 shuffle steps), the n and the final min
+    assert counts.chain_shuffles == pytest.approx(5 * 16 + 5 + 5)
+    est = predict(p, "sm_90", shapes={"N": 132})  # one program per SM: latency, not throughput
+    c = chip("sm_90")
+    chain = counts.chain_shuffles * c.shfl_latency_s + counts.chain_syncs * c.sync_latency_s
+    assert est.raw.chain_s == pytest.approx(chain)
+    assert est.time_s >= chain
+    fewer = _rounds("4")[1]
+    assert fewer.chain_shuffles < counts.chain_shuffles
