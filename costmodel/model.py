@@ -207,6 +207,12 @@ def analyze(
     l1_bytes = counts.smem_bytes + sum(a.bytes if a.scattered else a.l1_bytes for a in counts.accesses)
     per_program["l1"] = l1_bytes / c.smem_bps_per_sm
 
+    # Little's law for the issue of dependent lane work: a scheduler hides an instruction's
+    # latency only with enough warps resident; below that the ALU pipes idle between them.
+    resident = occ.blocks_per_sm * max(1, counts.warps)
+    if not c.single_thread and resident < c.latency_warps:
+        for r in ("alu", "int", "sfu"):
+            per_program[r] *= c.latency_warps / resident
     stages = counts.max_stages
     if counts.roles >= 2:
         stages = max(stages, _ring_stages(program, env))

@@ -25,6 +25,13 @@ program's chain, however little throughput it uses. Programs resident together r
 side by side, so the floor does not grow with the programs per SM; a top-K round loop at one or two
 programs per SM is bound by it (the knn seed programs: ~1 us per round of four reductions).
 
+Lane work (`alu`, `int`, `sfu`) issues at full rate only with `latency_warps` warps resident per
+SM (`costmodel/spec.py`: 4 schedulers x ~4 clocks of dependent-issue latency); with fewer, each
+scheduler idles between its warps' dependent instructions, so that work takes latency_warps /
+resident warps longer (`costmodel/model.py`). This is what slows a streaming kernel of few, fat
+programs (a 4-warp block of 32 i64 per thread at 3 blocks per SM) when its lane work no longer
+hides under the memory time.
+
 Register spills (`spill`: the compile report's bytes of spill stores and loads per thread) are
 a memory resource of their own: a spilled value is stored and reloaded on its thread's critical
 path, through L1 to L2 or DRAM, with a few bytes in flight per thread, so a wave takes about a

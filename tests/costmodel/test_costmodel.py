@@ -366,3 +366,17 @@ def test_chain_of_reductions_floors_the_wave():
     assert est.time_s >= chain
     fewer = _rounds("4")[1]
     assert fewer.chain_shuffles < counts.chain_shuffles
+
+
+def test_lane_work_slows_below_the_latency_hiding_warps():
+    from costmodel.model import analyze
+
+    p = parse_file(ROOT / "benchmarks/tasks/id_hash/tuned.kir")
+    shapes = {"N": 1 << 24}
+    c = chip("sm_90")
+    many, *_ = analyze(p, "sm_90", {"BLOCK": 4096}, shapes, registers=40)  # 8 warps x 6 blocks
+    few, *_ = analyze(p, "sm_90", {"BLOCK": 4096}, shapes, registers=143)  # 8 warps x 1 block
+    assert many.blocks_per_sm * 8 >= c.latency_warps
+    assert few.blocks_per_sm * 8 < c.latency_warps
+    slowdown = c.latency_warps / (few.blocks_per_sm * 8)
+    assert few.per_program_s["int"] == pytest.approx(many.per_program_s["int"] * slowdown)
