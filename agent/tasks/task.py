@@ -252,6 +252,13 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
                 "task.toml", f"unknown key `{key}`", toml, _line_of(toml, key), f"keys: {', '.join(sorted(known))}"
             )
 
+    for key in ("tolerance", "presets", "bind", "outputs", "programs"):
+        if not isinstance(meta.get(key, {}), dict):
+            raise _error("task.toml", f"`{key}` must be a table", toml, _line_of(toml, key))
+
+    def number(v) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool)
+
     def text(key: str, choices: tuple[str, ...] | None = None) -> str | None:
         value = meta.get(key)
         if value is None:
@@ -270,7 +277,7 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
     if (
         not isinstance(tolerance, dict)
         or set(tolerance) - {"rtol", "atol"}
-        or not all(isinstance(v, int | float) and v >= 0 for v in tolerance.values())
+        or not all(number(v) and v >= 0 for v in tolerance.values())
     ):
         raise _error(
             "task.toml", "`tolerance` is a table of non-negative `rtol` and `atol`", toml, _line_of(toml, "tolerance")
@@ -278,7 +285,7 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
     task.tolerance = {k: float(v) for k, v in tolerance.items()}
 
     for name, variables in meta.get("presets", {}).items():
-        if not isinstance(variables, dict) or not all(isinstance(v, int | float) for v in variables.values()):
+        if not isinstance(variables, dict) or not all(number(v) for v in variables.values()):
             raise _error(
                 "task.toml", f"preset `{name}` must map variables to numbers", toml, _line_of(toml, f"presets.{name}")
             )
@@ -329,7 +336,10 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
                 _line_of(toml, f"programs.{name}"),
             )
         params = spec.get("params", {})
-        if not all(isinstance(p, dict) and all(isinstance(v, int) for v in p.values()) for p in params.values()):
+        if not isinstance(params, dict) or not all(
+            isinstance(p, dict) and all(isinstance(v, int) and not isinstance(v, bool) for v in p.values())
+            for p in params.values()
+        ):
             raise _error(
                 "task.program",
                 f"program `{name}`: params.<preset> maps parameters to integers",
