@@ -252,6 +252,16 @@ def _one_seed(task, candidate, preset, seed, round_, device, verdict: Verdict) -
     if problems:
         return problems
     refs = reference_outputs(inst)
+    for i, ref in enumerate(refs):
+        if ref.is_floating_point() and not bool(torch.isfinite(ref).all()):
+            from agent.tasks.task import _error
+
+            raise _error(
+                "task.reference",
+                f"the reference's output {i} holds NaN or Inf (seed {seed}): no candidate can be checked against it",
+                task.reference_file,
+                hint="draw inputs for which the reference is finite",
+            )
     names = getattr(candidate, "out_names", []) or [f"output {i}" for i in range(len(got))]
     for i, (out, ref) in enumerate(zip(got, refs, strict=True)):
         name = names[i] if i < len(names) else f"output {i}"

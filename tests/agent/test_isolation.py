@@ -121,3 +121,13 @@ def test_a_kir_syntax_error_is_a_parse_record(tmp_path):
     }
     record = run_job(job, timeout=120)
     assert record["stage"] == "parse" and record["diagnostics"][0]["line"] == 1
+
+
+def test_a_reference_that_computes_nan_is_refused(tmp_path):
+    task = tmp_path / "nan"
+    shutil.copytree(SOFTMAX, task)
+    text = (task / "reference.py").read_text()
+    (task / "reference.py").write_text(text.replace("return torch.softmax(x, dim=-1)", "return torch.log(x - 100)"))
+    record = run_job(python_job(tmp_path, "return x * 1", task=task), timeout=120)
+    assert record["stage"] == "task" and rules(record) == ["task.reference"]
+    assert "NaN" in record["diagnostics"][0]["message"]
