@@ -15,7 +15,7 @@ from typing import Any
 from agent.harness.backends import BACKENDS, CPU_BACKENDS
 from agent.harness.isolate import run_job
 from agent.tasks import TaskError, load_suite, load_task
-from kir.diagnostics import Diagnostic, Span
+from kir.diagnostics import Diagnostic, KirError, Span
 
 SUITE = Path(__file__).resolve().parents[1] / "benchmarks" / "tasks"
 
@@ -119,10 +119,17 @@ def bench_command(
         def progress(what: str, done: int, total: int) -> None:
             bar.update(handle, description=what[:60], completed=done, total=total)
 
-        result = run_suite(
-            tasks, backends=backends, programs=programs, preset=preset, jobs=jobs, timeout=timeout, runs=runs,
-            progress=progress,
-        )  # fmt: skip
+        try:
+            result = run_suite(
+                tasks, backends=backends, programs=programs, preset=preset, jobs=jobs, timeout=timeout, runs=runs,
+                progress=progress,
+            )  # fmt: skip
+        except KirError as err:
+            bar.stop()
+            for d in err.diagnostics:
+                console.print(d.render(), markup=False)
+            console.print("kir bench needs a CUDA GPU (the timing protocol uses CUDA events)", markup=False)
+            return 1
     print("\n".join(table_lines(result)))
     print("\n".join(summary_lines(result)))
     gpu = (result["gpu"] or "nogpu").replace("NVIDIA ", "").replace(" ", "-").lower()

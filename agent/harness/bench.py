@@ -29,6 +29,7 @@ from typing import Any
 
 from agent.harness.isolate import run_job
 from agent.harness.timing import floor_ms
+from kir.diagnostics import Diagnostic, KirError
 from kir.parser import parse_file
 
 
@@ -119,6 +120,12 @@ def run_suite(
             progress(what, done, total)
 
     ceilings_record = run_job({"kind": "ceilings", "device": device}, timeout=timeout)
+    if not ceilings_record["ok"]:
+        diags = [Diagnostic.from_json(d) for d in ceilings_record["diagnostics"]]
+        raise KirError(
+            diags
+            or Diagnostic("harness.device", "error", None, f"cannot measure the ceilings on `{device}`")
+        )
     ceilings = ceilings_record.get("metrics", {}).get("ceilings", {})
     environment = ceilings_record.get("metrics", {}).get("environment", {})
     tick("ceilings")

@@ -64,3 +64,13 @@ def test_the_summary_is_the_geometric_mean_of_compile_over_ours_and_names_the_sl
 def test_bench_refuses_a_cpu_backend():
     result = CliRunner().invoke(app, ["bench", "softmax", "--backend", "mtia-sim"])
     assert result.exit_code == 2 and "GPU backends" in result.output
+
+
+def test_bench_without_a_gpu_stops_with_a_diagnostic_instead_of_failing_every_row():
+    import pytest
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    result = CliRunner().invoke(app, ["bench", "softmax"])
+    assert result.exit_code == 1 and "needs a CUDA GPU" in result.output
