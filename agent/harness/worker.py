@@ -9,7 +9,14 @@ A job is plain JSON:
      "preset": "bench", "device": "cuda",
      "seeds": null, "rounds": 3,                  # null: fresh seeds
      "verify": true,                              # run the KIR verifier first
+     "check": true,                               # run the correctness protocol
+     "warm": false,                               # run torch.compile once (fills its caches)
      "time": {"sets": 3, "runs": 50, "peers": ["eager", "compile"]}}   # or null: no timing
+
+Two other kinds of job: `{"kind": "ceilings", "device": "cuda"}` measures the copy and bf16
+matmul rates and reports the GPU and versions; `{"kind": "time", "task": ..., "candidates":
+[candidate, ...], "time": {...}}` times several already-checked candidates of one task and the
+peers side by side (`time_candidates`).
 
 The record (see isolate.py) says how far the candidate got: `stage` is the first stage that
 stopped it ("task", "parse", "verify", "lower", "run", "correctness", "timing") or "done";
@@ -44,7 +51,8 @@ def _internal(stage: str, err: BaseException, rule: str = "harness.internal") ->
 
 
 def _candidate(job: dict[str, Any], task):
-    """(Candidate for the correctness check, a factory of launchers for timing) or a record."""
+    """(the candidate the correctness protocol runs, the KirCandidate behind it or None for a
+    Python solution). Raises `KirError` for a program that does not parse."""
     from agent.harness.correctness import KirRun, ModuleRun
 
     spec = job["candidate"]
