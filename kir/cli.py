@@ -204,15 +204,13 @@ def check(
 
     def body(out: Outcome) -> None:
         usage = target_diagnostics(target)
-        overrides, bad = parse_param_specs(param or [])
-        if usage or bad:
-            out.fail(usage + bad)
-            return
-        program = _parse(out)
-        usage = unknown_params(program, overrides)
         if usage:
             out.fail(usage)
             return
+        parsed = _parse_with_params(out, param)
+        if parsed is None:
+            return
+        program, overrides = parsed
         if overrides:
             program = program.with_params(**overrides)
         out.diagnostics += check_program(program, target)
@@ -343,15 +341,10 @@ def interp(
     """
 
     def body(outcome: Outcome) -> None:
-        overrides, usage = parse_param_specs(param or [])
-        if usage:
-            outcome.fail(usage)
+        parsed = _parse_with_params(outcome, param)
+        if parsed is None:
             return
-        program = _parse(outcome)
-        usage = unknown_params(program, overrides)
-        if usage:
-            outcome.fail(usage)
-            return
+        program, overrides = parsed
         outcome.diagnostics += verify_ops(program)
         if outcome.has_errors:
             return
@@ -401,6 +394,21 @@ def unknown_params(program: Program, overrides: dict[str, int]) -> list[Diagnost
     return diags
 
 
+def _parse_with_params(outcome: Outcome, param: list[str] | None) -> tuple[Program, dict[str, int]] | None:
+    """The program and its `--param NAME=VALUE` overrides, or None when either is wrong (the
+    diagnostics are added to `outcome`)."""
+    overrides, usage = parse_param_specs(param or [])
+    if usage:
+        outcome.fail(usage)
+        return None
+    program = _parse(outcome)
+    usage = unknown_params(program, overrides)
+    if usage:
+        outcome.fail(usage)
+        return None
+    return program, overrides
+
+
 def run_program(
     program: Program, inputs_path: str, out_path: str, overrides: dict[str, int], outcome: Outcome
 ) -> list[str] | None:
@@ -447,15 +455,10 @@ def lower_cmd(
     def body(outcome: Outcome) -> None:
         from lowering import lower
 
-        overrides, usage = parse_param_specs(param or [])
-        if usage:
-            outcome.fail(usage)
+        parsed = _parse_with_params(outcome, param)
+        if parsed is None:
             return
-        program = _parse(outcome)
-        usage = unknown_params(program, overrides)
-        if usage:
-            outcome.fail(usage)
-            return
+        program, overrides = parsed
         lowered = lower(program, to, overrides)
         if output:
             try:
@@ -496,15 +499,10 @@ def compile_cmd(
     def body(outcome: Outcome) -> None:
         from lowering.compile import compile_program
 
-        overrides, usage = parse_param_specs(param or [])
-        if usage:
-            outcome.fail(usage)
+        parsed = _parse_with_params(outcome, param)
+        if parsed is None:
             return
-        program = _parse(outcome)
-        usage = unknown_params(program, overrides)
-        if usage:
-            outcome.fail(usage)
-            return
+        program, overrides = parsed
         symbols, bad = parse_param_specs(shape or [])
         if bad:
             outcome.fail(bad)
