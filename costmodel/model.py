@@ -269,24 +269,18 @@ def _breakdown(counts: Counts, dram: list, totals: dict[str, float], c: Chip, en
         what = "store to" if a.write else "load of"
         terms.append(Term(f"{a.kind}: {what} `{a.tensor}`", totals["dram"] * share, d, "bytes", a.span, note, "dram"))
     terms += _lsu_terms(counts, totals, c)
+    def resource(w) -> str:
+        """The resource a unit of work runs on (a dot runs on the FMA pipes where the dtype has no
+        tensor-core rate)."""
+        if w.unit != "tensor":
+            return w.unit
+        return "tensor" if c.tc_rate(w.dtype)[0] == "tensor" else "fma"
+
+    timed = [(w, resource(w)) for w in counts.work if w.unit != "shfl"]
     unit_totals: dict[str, float] = {}
-    for w in counts.work:
-        if w.unit == "shfl":
-            continue
-        key = (
-            "tensor"
-            if w.unit == "tensor" and c.tc_rate(w.dtype)[0] == "tensor"
-            else ("fma" if w.unit == "tensor" else w.unit)
-        )
+    for w, key in timed:
         unit_totals[key] = unit_totals.get(key, 0.0) + w.amount
-    for w in counts.work:
-        if w.unit == "shfl":
-            continue
-        key = (
-            "tensor"
-            if w.unit == "tensor" and c.tc_rate(w.dtype)[0] == "tensor"
-            else ("fma" if w.unit == "tensor" else w.unit)
-        )
+    for w, key in timed:
         share = w.amount / unit_totals[key] if unit_totals[key] else 0.0
         unit = "flops" if w.unit == "tensor" else "ops"
         seconds = totals.get(key, 0.0) * share
