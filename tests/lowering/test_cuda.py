@@ -21,7 +21,7 @@ from lowering.emit.base import lower
 from lowering.emit.cbase import CExprs
 from lowering.emit.cuda import CUDA, CudaEmitter
 from lowering.report import find_tool
-from tests.lowering.helpers import check_snapshot, kernel_part
+from tests.lowering.helpers import TMA_STORE_TEXT, check_snapshot, kernel_part
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -35,41 +35,7 @@ needs_nvcc = pytest.mark.skipif(find_tool("nvcc") is None, reason="nvcc is not i
 PROGRAMS = {
     # one warpgroup, no roles: wgmma at the top level, the accumulator through a branch and
     # elementwise ops, stored to a swizzled shared buffer from the wgmma layout, a TMA store
-    "gemm_tma_store": """\
-kernel gemm_tma_store<BM = 64, BN = 128, BK = 64>(
-    a: global bf16[M, K] align(16),
-    b: global bf16[K, N] align(16),
-    c: out global bf16[M, N] align(16),
-)
-  where M % BM == 0, N % BN == 0, K % BK == 0
-  target sm_90 grid(M / BM, N / BN) warpgroups(1)
-{
-  as = smem(bf16[1, BM, BK], swizzle = 128)
-  bs = smem(bf16[1, BK, BN], swizzle = 128)
-  cs = smem(bf16[1, BM, BN], swizzle = 128)
-  bar = mbarrier(1, count = 1)
-  m0 = program_id(0) * BM
-  n0 = program_id(1) * BN
-  acc = zeros(f32[BM, BN])
-  ph = 0
-  for k in 0 .. K / BK {
-    expect(bar[0], bytes = sizeof(as[0]) + sizeof(bs[0]))
-    tma.load(a[m0 : m0 + BM, k * BK : k * BK + BK], as[0], signal = bar[0])
-    tma.load(b[k * BK : k * BK + BK, n0 : n0 + BN], bs[0], signal = bar[0])
-    wait(bar[0], parity = ph)
-    ph = ph ^ 1
-    acc = wgmma(as[0], bs[0], acc)
-    wgmma.wait(0)
-  }
-  if K > BK {
-    acc = acc * 2.0
-  }
-  store(cs[0], cast<bf16>(maximum(acc, -acc) - 1.0))
-  fence.async()
-  tma.store(cs[0], c[m0 : m0 + BM, n0 : n0 + BN])
-  tma.store_wait(0)
-}
-""",
+    "gemm_tma_store": TMA_STORE_TEXT,
     # the explicit GEMM with a row maximum of each consumer's accumulator: a reduction and a
     # broadcast inside a role, through the warpgroup's own scratch area and named barrier
     "gemm_rowmax": """\
