@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, UnitAttr
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -293,6 +293,21 @@ class RoleOp(IRDLOperation):
     @property
     def id_list(self) -> list[int]:
         return [i.data for i in self.ids.data]
+
+    @property
+    def warps_per_unit(self) -> int:
+        """Warps in one unit of the role: a warpgroup is 4 warps (128 threads) on sm_90."""
+        return 4 if self.unit.data == "warpgroups" else 1
+
+    @staticmethod
+    def enclosing(op: Operation) -> RoleOp | None:
+        """The role an op runs in (None outside roles)."""
+        parent = op.parent_op()
+        while parent is not None and not isinstance(parent, KernelOp):
+            if isinstance(parent, RoleOp):
+                return parent
+            parent = parent.parent_op()
+        return None
 
     def verify_(self) -> None:
         if self.unit.data not in ("warps", "warpgroups"):

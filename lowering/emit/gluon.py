@@ -233,19 +233,6 @@ def _unsupported(op: Operation, message: str, hint: str = "") -> Diagnostic:
     return Diagnostic("lower.unsupported", "error", span_of(op), message, hint)
 
 
-def _enclosing_role(op: Operation) -> st.RoleOp | None:
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, st.KernelOp):
-        if isinstance(parent, st.RoleOp):
-            return parent
-        parent = parent.parent_op()
-    return None
-
-
-def _unit_warps(role: st.RoleOp) -> int:
-    return 4 if role.unit.data == "warpgroups" else 1
-
-
 def _refusals(program: Program) -> list[Diagnostic]:
     """Ops and constructs the backend cannot express, each at its op (independent of params)."""
     out: list[Diagnostic] = []
@@ -268,7 +255,7 @@ def _refusals(program: Program) -> list[Diagnostic]:
         if isinstance(op, tl.LoadOp | tl.StoreOp) and isinstance(op.mem.type, SmemType):
             if not isinstance(op.res.type if isinstance(op, tl.LoadOp) else op.value.type, TileType):
                 out.append(_unsupported(op, "the gluon backend moves tiles, not scalars, through shared memory"))
-        if isinstance(op, ex.CtaBarrierOp) and _enclosing_role(op) is not None:
+        if isinstance(op, ex.CtaBarrierOp) and st.RoleOp.enclosing(op) is not None:
             out.append(
                 _unsupported(
                     op,
@@ -277,8 +264,8 @@ def _refusals(program: Program) -> list[Diagnostic]:
                 )
             )
         if isinstance(op, ex.WgmmaOp):
-            role = _enclosing_role(op)
-            if role is not None and _unit_warps(role) < 4:
+            role = st.RoleOp.enclosing(op)
+            if role is not None and role.warps_per_unit < 4:
                 out.append(
                     _unsupported(
                         op,
@@ -655,7 +642,7 @@ class _Lowering:
         role_fns: list[_Fn] = []
         fn_of_role: dict[st.RoleOp, _Fn] = {}
         for role in roles:
-            rfn = _Fn(role_names[role], _unit_warps(role), role)
+            rfn = _Fn(role_names[role], role.warps_per_unit, role)
             for name in kernel_fn.holders:
                 rfn.holders[name] = None  # a role may not rebind the kernel's names it reads
             self.emit_block(role.body.block, rfn)
@@ -703,7 +690,7 @@ class _Lowering:
         with the largest register budget, since Triton hands the default partition whatever
         registers the workers leave; without a warpgroup unit, an idle four-warp default."""
         units = [
-            _Partition(role, rank, _unit_warps(role), role.regs.data)
+            _Partition(role, rank, role.warps_per_unit, role.regs.data)
             for role in roles
             for rank in range(len(role.id_list))
         ]

@@ -187,19 +187,6 @@ def blocked_layout(shape: list[int], bits: int, warps: int) -> Layout:
     return Layout("blocked", (tuple(spt), tuple(tpw), tuple(wpc), tuple(order)))
 
 
-def unit_warps(role: st.RoleOp) -> int:
-    return 4 if role.unit.data == "warpgroups" else 1
-
-
-def enclosing_role(op: Operation) -> st.RoleOp | None:
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, st.KernelOp):
-        if isinstance(parent, st.RoleOp):
-            return parent
-        parent = parent.parent_op()
-    return None
-
-
 # The ops that make a tile with a layout of their own in Gluon (the others take their operands').
 MAKERS = (tl.ZerosOp, tl.FullOp, tl.ArangeOp, tl.LoadOp)
 
@@ -259,14 +246,14 @@ class LayoutPass:
                 values = [op.res]
             if not values:
                 continue
-            role = enclosing_role(op)
+            role = st.RoleOp.enclosing(op)
             if role is None and roles:
                 raise _Skip(
                     "a tile is computed outside the roles of a kernel with roles",
                     op,
                     "compute tiles inside the role that uses them",
                 )
-            warps = unit_warps(role) if role is not None else launch
+            warps = role.warps_per_unit if role is not None else launch
             for v in values:
                 try:
                     shape = [sx_static(d, params) for d in shape_of(v.type)]

@@ -50,7 +50,6 @@ from verifier.rules.target import (
     role_warps,
     target_text,
     tile_threads,
-    unit_warps,
 )
 
 BASE_REGISTERS = 16  # addresses, indices, loop counters: what a kernel holds besides its tiles
@@ -772,7 +771,7 @@ waits forever.
 def role_units_exist(ctx: Context) -> Iterator[Diagnostic]:
     warps = launch_warps(ctx)
     for role in ctx.roles:
-        per = unit_warps(role)
+        per = role.warps_per_unit
         missing = [i for i in role.id_list if (i + 1) * per > warps]
         if not missing:
             continue

@@ -55,13 +55,9 @@ def launch_text(ctx: Context) -> str:
     return f"{ctx.kernel.warp_unit.data}({ctx.kernel.num_warps.data})"
 
 
-def unit_warps(role: st.RoleOp) -> int:
-    return WARPGROUP_WARPS if role.unit.data == "warpgroups" else 1
-
-
 def role_warps(role: st.RoleOp) -> list[int]:
     """The KIR warps a role runs on (warpgroup g is warps 4g .. 4g + 3)."""
-    per = unit_warps(role)
+    per = role.warps_per_unit
     return [i * per + j for i in role.id_list for j in range(per)]
 
 
@@ -70,7 +66,7 @@ def tile_threads(ctx: Context, role: st.RoleOp | None) -> int:
     unit runs its own instance of the body), or the whole CTA outside roles."""
     if role is None:
         return launch_threads(ctx)
-    return unit_warps(role) * KIR_WARP_THREADS
+    return role.warps_per_unit * KIR_WARP_THREADS
 
 
 def role_text(role: st.RoleOp) -> str:
