@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kir import symexpr as sx
-from kir.diagnostics import Diagnostic, KirError
+from kir.diagnostics import KirError
 from kir.program import Program
 from lowering.emit.base import Lowered, lower
 
@@ -93,10 +93,11 @@ class GluonLaunch:
         from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
         from lowering.compile_gluon import load_module
+        from lowering.launch import bind_shapes
 
-        symbols = dict(symbols or _symbols_of(lowered, {k: tuple(v.shape) for k, v in tensors.items()}))
+        if symbols is None:  # a caller that passes symbols has bound them (run_gluon: kir.interp's bind)
+            symbols = bind_shapes(lowered.program, lowered.params, tensors)
         env = {**lowered.params, **symbols}
-        _check_where(lowered, env)
         kernel = getattr(load_module(lowered.source), lowered.entry)
         args: list = []
         for p in lowered.options["launch"]:
@@ -139,41 +140,6 @@ def run_gluon(
     launch()
     torch.cuda.synchronize()
     return {info.name: from_torch(tensors[info.name], info.dtype) for info in lowered.args}
-
-
-def _symbols_of(lowered: Lowered, shapes: dict[str, tuple[int, ...]]) -> dict[str, int]:
-    symbols: dict[str, int] = {}
-    for info in lowered.args:
-        shape = shapes.get(info.name)
-        if shape is None:
-            continue
-        for d, n in zip(info.shape, shape, strict=True):
-            if isinstance(d, sx.Sym) and d.name not in lowered.params:
-                if symbols.setdefault(d.name, int(n)) != int(n):
-                    raise KirError(
-                        Diagnostic(
-                            "runtime.bad-input",
-                            "error",
-                            lowered.program.span(),
-                            f"`{d.name}` is {symbols[d.name]} and {n}",
-                        )
-                    )
-    return symbols
-
-
-def _check_where(lowered: Lowered, env: dict[str, int]) -> None:
-    for w in lowered.program.kernel.where.data:
-        if not sx.fold(w.data).evaluate(env):
-            shown = {s: env[s] for s in sorted(w.data.symbols())}
-            raise KirError(
-                Diagnostic(
-                    "runtime.where-violated",
-                    "error",
-                    lowered.program.span(),
-                    f"`{w.data}` does not hold for {shown}",
-                    "pass shapes that the kernel's `where` clause allows",
-                )
-            )
 
 
 def time_launch(

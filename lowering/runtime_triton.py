@@ -53,7 +53,6 @@ from types import ModuleType
 
 import numpy as np
 
-from kir import symexpr as sx
 from kir.diagnostics import KirError
 from kir.dtypes import DTYPES
 from kir.interp.launch import bind
@@ -470,26 +469,10 @@ def torch_launcher(lowered: Lowered, tensors: dict):
     """A launch on torch tensors already on the GPU, for timing: shape symbols are read from the
     tensors' shapes and strides, the grid and the `where` constraints are evaluated, and the
     returned function launches the kernel once per call (no copies, no checks)."""
+    from lowering.launch import bind_shapes
+
     kernel_op = lowered.program.kernel
-    symbols: dict[str, int] = dict(lowered.params)
-    for name, arg in kernel_op.args:
-        t = tensors[name]
-        dims = [d.data if hasattr(d, "data") else d for d in arg.type.shape.data]
-        for expr, n in zip(dims, t.shape, strict=True):
-            if isinstance(expr, sx.Sym) and expr.name not in lowered.params:
-                symbols.setdefault(expr.name, int(n))
-        for expr, n in zip([s.data for s in arg.type.strides.data], t.stride(), strict=False):
-            if isinstance(expr, sx.Sym) and expr.name not in lowered.params:
-                symbols.setdefault(expr.name, int(n))
-    for name, arg in kernel_op.args:
-        want = tuple(d.data.evaluate(symbols) for d in arg.type.shape.data)
-        if tuple(tensors[name].shape) != want:
-            raise ValueError(f"`{name}` has shape {tuple(tensors[name].shape)}, the kernel wants {want}")
-        if not arg.type.strides.data and not tensors[name].is_contiguous():
-            raise ValueError(f"`{name}` must be contiguous (no strides are declared for it)")
-    for w in kernel_op.where.data:
-        if not w.data.evaluate(symbols):
-            raise ValueError(f"the shapes break `where {w.data}`")
+    symbols = {**lowered.params, **bind_shapes(lowered.program, lowered.params, tensors)}
     grid = tuple(g.data.evaluate(symbols) for g in kernel_op.grid.data)
     args = [tensors[name] for name, _ in kernel_op.args] + [symbols[s] for s in lowered.shape_symbols]
     kernel = load_kernel(lowered, interpret=False)

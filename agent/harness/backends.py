@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from kir import symexpr as sx
 from kir.diagnostics import Diagnostic, KirError
 from kir.dialect.types import shape_of
 from kir.dtypes import DTYPES
 from kir.program import Program
+from lowering.launch import bind_shapes
 
 CPU_BACKENDS = ("interp", "triton-interp", "mtia-sim")
 GPU_BACKENDS = ("triton", "gluon", "cuda")
@@ -102,36 +102,6 @@ def bind(program: Program, task, inputs: list, outputs: list, model) -> dict[str
     return result
 
 
-def symbols_of(program: Program, params: dict[str, int], tensors: dict[str, Any]) -> dict[str, int]:
-    """Shape symbols from the tensors' shapes (and declared strides), `where` checked."""
-    kernel = program.kernel
-    values = {**program.params, **params}
-    symbols: dict[str, int] = {}
-    for name, arg in kernel_args(program):
-        t = tensors[name]
-        for expr, n in zip(shape_of(arg), t.shape, strict=True):
-            if isinstance(expr, sx.Sym) and expr.name not in values:
-                symbols.setdefault(expr.name, int(n))
-        for s, n in zip([s.data for s in arg.strides.data], t.stride(), strict=False):
-            if isinstance(s, sx.Sym) and s.name not in values:
-                symbols.setdefault(s.name, int(n))
-    env = {**values, **symbols}
-    for name, arg in kernel_args(program):
-        want = tuple(sx.fold(d).evaluate(env) for d in shape_of(arg))
-        if tuple(tensors[name].shape) != want:
-            raise _bind_error(
-                program, name, f"`{name}` has shape {list(tensors[name].shape)}; the kernel wants {list(want)}"
-            )
-    for w in kernel.where.data:
-        if not w.data.evaluate(env):
-            raise KirError(
-                Diagnostic(
-                    "harness.bind", "error", program.span(), f"the task's shapes break `where {w.data}` ({symbols})"
-                )
-            )
-    return symbols
-
-
 def to_numpy(t) -> np.ndarray:
     """A CPU torch tensor as a numpy array of the KIR dtype (bf16 and fp8 through ml_dtypes)."""
     import torch
@@ -197,8 +167,7 @@ class KirCandidate:
 
     def launcher(self, tensors: dict[str, Any]) -> Callable[[], None]:
         """A function that runs the kernel once on these tensors (writing its outputs)."""
-        program, params = self.program, self.params
-        symbols_of(program, params, tensors)
+        symbols = bind_shapes(self.program, self.params, tensors)
         if self.backend in CPU_BACKENDS:
             return lambda: self._run_cpu(tensors)
         self.prepare()
@@ -212,7 +181,6 @@ class KirCandidate:
 
             return GluonLaunch.from_torch(lowered, tensors)
         kernel = self._cache["cuda"]
-        symbols = symbols_of(program, params, tensors)
         return lambda: kernel.launch(tensors, symbols)
 
     def _run_cpu(self, tensors: dict[str, Any]) -> None:

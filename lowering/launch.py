@@ -1,0 +1,54 @@
+"""Binding a kernel's shape symbols to the tensors of a launch on the GPU (torch tensors, no
+copies): what `kir.interp.launch.bind` does for numpy arrays, for the runtimes and the harness.
+
+A shape symbol takes its value from the first argument whose declared dimension (or declared
+stride) is that bare symbol; then every argument's shape is checked against its declared
+expression, a tensor without declared strides must be contiguous, and the `where` constraints
+must hold. A mismatch is a `run.bind` diagnostic at the argument (or at the kernel).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kir import symexpr as sx
+from kir.diagnostics import Diagnostic, KirError
+from kir.dialect.types import shape_of
+from kir.program import Program
+
+
+def _error(program: Program, name: str | None, message: str, hint: str = "") -> KirError:
+    span = program.arg_spans.get(name) if name else None
+    return KirError(Diagnostic("run.bind", "error", span or program.span(), message, hint))
+
+
+def bind_shapes(program: Program, params: dict[str, int], tensors: dict[str, Any]) -> dict[str, int]:
+    """The shape symbols of a launch on `tensors` (every kernel argument, by name)."""
+    values = {**program.params, **params}
+    args = [(name, arg.type) for name, arg in program.kernel.args]
+    symbols: dict[str, int] = {}
+    for name, t in args:
+        if name not in tensors:
+            raise _error(program, name, f"no tensor for `{name}`")
+        tensor = tensors[name]
+        if len(tensor.shape) != len(shape_of(t)):
+            raise _error(program, name, f"`{name}` has {len(shape_of(t))} dimensions; the tensor has shape {list(tensor.shape)}")
+        for expr, n in zip(shape_of(t), tensor.shape, strict=True):
+            if isinstance(expr, sx.Sym) and expr.name not in values:
+                symbols.setdefault(expr.name, int(n))
+        for expr, n in zip([s.data for s in t.strides.data], tensor.stride(), strict=False):
+            if isinstance(expr, sx.Sym) and expr.name not in values:
+                symbols.setdefault(expr.name, int(n))
+    env = {**values, **symbols}
+    for name, t in args:
+        tensor = tensors[name]
+        want = tuple(sx.fold(d).evaluate(env) for d in shape_of(t))
+        if tuple(tensor.shape) != want:
+            raise _error(program, name, f"`{name}` has shape {list(tensor.shape)}; the kernel wants {list(want)}")
+        if not t.strides.data and not tensor.is_contiguous():
+            raise _error(program, name, f"`{name}` must be contiguous (no strides are declared for it)")
+    for w in program.kernel.where.data:
+        if not sx.fold(w.data).evaluate(env):
+            shown = {s: env[s] for s in sorted(w.data.symbols()) if s in env}
+            raise _error(program, None, f"`where {w.data}` does not hold for {shown}", "pass shapes the `where` clause allows")
+    return symbols
