@@ -93,7 +93,12 @@ def bind(program: Program, task, inputs: list, outputs: list, model) -> dict[str
             raise _bind_error(
                 program, name, f"`{name}` is declared {arg.dtype.data} but the task's tensor is {t.dtype}"
             )
-        if t.dim() != len(shape_of(arg)):
+        rank = len(shape_of(arg))
+        if 0 < rank < t.dim() and t.is_contiguous():
+            # a contiguous tensor binds to an argument of lower rank as the view that merges its
+            # trailing dimensions (w [C, C, KW] as w [C, C * KW]): the same memory, no copy
+            t = result[name] = t.flatten(rank - 1)
+        if t.dim() != rank:
             raise _bind_error(
                 program,
                 name,

@@ -36,7 +36,9 @@ A task is a folder (benchmarks/tasks/<name>/) holding
       params.bench = { BLOCK = 8192 }   # compile-time parameters per preset
 
   Without `[bind]`, kernel arguments bind by position: the inputs of `get_inputs()` in order,
-  then one `out` argument per output.
+  then one `out` argument per output. An argument declared with fewer dimensions than its
+  (contiguous) tensor binds to the view that merges the trailing dimensions: a kernel may take
+  the PyTorch weight [C, C, KW] as `w: global bf16[C, C * KW]`.
 
 A `compare = "reference.py:fn"` hook is called as `fn(inputs, out, ref, rtol, atol)` with the
 inputs (in the reference precision), the candidate's output and the reference's (both in the
