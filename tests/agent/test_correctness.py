@@ -101,3 +101,27 @@ def test_integer_outputs_are_poisoned_differently_on_each_round():
     t = torch.zeros(3, dtype=torch.int64)
     assert poisoned_like(t, 0).tolist() != poisoned_like(t, 1).tolist()
     assert torch.isnan(poisoned_like(torch.zeros(2), 0)).all()
+
+
+def test_an_argument_of_lower_rank_binds_the_contiguous_view_and_a_strided_tensor_is_refused():
+    from types import SimpleNamespace
+
+    from agent.harness.backends import bind
+    from kir.diagnostics import KirError
+
+    program = parse(
+        """kernel k<BLOCK = 16>(w: global f32[C, C * KW], y: out global f32[C, C * KW])
+  target sm_90 grid(1) warps(4)
+{
+  store(y[0, 0 : BLOCK], load(w[0, 0 : BLOCK]))
+}
+"""
+    )
+    w = torch.randn(4, 4, 7)
+    y = torch.empty(4, 4, 7)
+    plain = SimpleNamespace(name="plain", bind=None)
+    tensors = bind(program, plain, [w], [y], None)
+    assert tensors["w"].shape == (4, 28) and tensors["w"].data_ptr() == w.data_ptr()
+    assert tensors["y"].data_ptr() == y.data_ptr()
+    with pytest.raises(KirError, match="2 dimensions"):
+        bind(program, plain, [w.transpose(1, 2)], [y], None)
