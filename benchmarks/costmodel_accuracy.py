@@ -5,7 +5,9 @@
 MEASURED.json is what `benchmarks/costmodel_variants.py time` writes on the GPU: {"gpu", "date",
 "variants": [{"task", "id", "text", "params", "shapes", "registers", "smem_bytes", "measured_s"}]}.
 For each task, over its variants: Spearman's rank correlation of predicted and measured times,
-the share of pairs of variants the prediction orders as measured (`pairs_right`), and the median
+the share of pairs of variants the prediction orders as measured (`pairs_right`; and, where the
+variants were timed in several passes, `pairs_right_repeatable` over the pairs every pass orders
+alike, since a pair whose order flips between passes is a tie within the noise), and the median
 of |predicted - measured| / measured. Twice: uncalibrated, and calibrated leave-one-task-out
 (the correction factors fitted on every other task's measurements, then applied to this one).
 The JSON written, `costmodel-accuracy-<gpu>-<date>.json`, holds the calibrated figures per task
@@ -82,14 +84,33 @@ def pairs_right_apart(predicted: list[float], measured: list[float], apart: floa
     return right / total if total else None
 
 
+def pairs_right_repeatable(predicted: list[float], passes: list[list[float]]) -> float | None:
+    """`pairs_right` over the pairs that every timing pass orders the same way: a pair whose
+    measured order flips between passes is within the timing noise, and either predicted order
+    agrees with one of the measurements. None without two passes."""
+    if not passes or any(len(p) < 2 for p in passes):
+        return None
+    right = total = 0
+    n = len(predicted)
+    for i in range(n):
+        for j in range(i + 1, n):
+            signs = {(p[i] > p[j]) - (p[i] < p[j]) for p in passes}
+            if len(signs) != 1 or 0 in signs:
+                continue
+            total += 1
+            right += (predicted[i] - predicted[j]) * signs.pop() > 0
+    return right / total if total else None
+
+
 def median_abs_err(predicted: list[float], measured: list[float]) -> float | None:
     errs = [abs(p - m) / m for p, m in zip(predicted, measured, strict=True) if m]
     return statistics.median(errs) if errs else None
 
 
-def figures(predicted: list[float], measured: list[float]) -> dict:
+def figures(predicted: list[float], measured: list[float], passes: list[list[float]] | None = None) -> dict:
     return {
         "pairs_right": pairs_right(predicted, measured),
+        "pairs_right_repeatable": pairs_right_repeatable(predicted, passes or []),
         "pairs_right_apart_5pct": pairs_right_apart(predicted, measured),
         "spearman": spearman(predicted, measured),
         "median_abs_err": median_abs_err(predicted, measured),
@@ -134,13 +155,15 @@ def evaluate(variants: list[dict]) -> dict:
     for task in tasks:
         idx = [i for i, v in enumerate(rows) if v["task"] == task]
         measured = [rows[i]["measured_s"] for i in idx]
-        cal = figures([calibrated[i] for i in idx], measured)
+        runs = [rows[i].get("measured_passes_s") or [] for i in idx]
+        passes = [list(p) for p in zip(*runs, strict=True)] if runs and len({len(r) for r in runs}) == 1 else []
+        cal = figures([calibrated[i] for i in idx], measured, passes)
         out_tasks.append(
             {
                 "task": task,
                 "variants": len(idx),
                 **cal,
-                "uncalibrated": figures([base[i] for i in idx], measured),
+                "uncalibrated": figures([base[i] for i in idx], measured, passes),
                 "factors": factors[task],
             }
         )
@@ -157,6 +180,11 @@ def evaluate(variants: list[dict]) -> dict:
             "median_abs_err": median_abs_err(calibrated, measured_all),
             "mean_pairs_right": share_right("pairs_right", out_tasks),
             "mean_pairs_right_apart_5pct": share_right("pairs_right_apart_5pct", out_tasks),
+            "mean_pairs_right_repeatable": share_right("pairs_right_repeatable", out_tasks),
+            "min_pairs_right_repeatable": min(
+                (t["pairs_right_repeatable"] for t in out_tasks if t["pairs_right_repeatable"] is not None),
+                default=None,
+            ),
             "min_pairs_right": min((t["pairs_right"] for t in out_tasks if t["pairs_right"] is not None), default=None),
             "mean_spearman": share_right("spearman", out_tasks),
         },
@@ -182,6 +210,7 @@ def evaluate(variants: list[dict]) -> dict:
             "smem_bytes": v.get("smem_bytes"),
             "spills": v.get("spills"),
             "measured_s": v["measured_s"],
+            "measured_passes_s": v.get("measured_passes_s"),
             "predicted_s": base[i],
             "calibrated_s": calibrated[i],
         }
@@ -189,6 +218,10 @@ def evaluate(variants: list[dict]) -> dict:
     ]
     failed = [{"task": v["task"], "id": v["id"], "error": v.get("error")} for v in variants if not v.get("measured_s")]
     return {"target": TARGET, "summary": summary, "tasks": out_tasks, "raw": raw, "failed": failed}
+
+
+def _fmt(x: float | None) -> str:
+    return "  - " if x is None else f"{x:.2f}"
 
 
 def slug(gpu: str) -> str:
@@ -209,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         u = t["uncalibrated"]
         print(
             f"{t['task']:18s} n={t['variants']:2d}  pairs {t['pairs_right'] or 0:.2f} (uncal {u['pairs_right'] or 0:.2f})  "
+            f"repeatable {_fmt(t['pairs_right_repeatable'])} ({_fmt(u['pairs_right_repeatable'])})  "
             f">5% apart {t['pairs_right_apart_5pct'] or 0:.2f} ({u['pairs_right_apart_5pct'] or 0:.2f})  "
             f"spearman {t['spearman'] or 0:+.2f} ({u['spearman'] or 0:+.2f})  err {t['median_abs_err'] or 0:.2f} ({u['median_abs_err'] or 0:.2f})"
         )

@@ -24,6 +24,7 @@ import argparse
 import itertools
 import json
 import re
+import statistics
 import sys
 import time
 import tomllib
@@ -87,13 +88,14 @@ def where_holds(program, env: dict[str, int]) -> bool:
         return False
 
 
-def candidates(folder: Path):
+def candidates(folder: Path, pairs_first: bool = False):
     """(program name, label, text, params) in the order they are tried: the bases, then single
-    changes of tuned and seed interleaved, then pairs of changes."""
+    changes of tuned and seed interleaved, then pairs of changes (with `pairs_first`, the pairs
+    of changes before the single ones: a second sweep of mostly different variants)."""
     from kir.parser import parse_file
 
     meta = task_meta(folder)
-    bases, singles, pairs = [], [], []
+    bases, singles, pairs_by = [], [], []
     for name in ("tuned", "seed"):
         spec = meta.get("programs", {}).get(name)
         if spec is None:
@@ -112,6 +114,8 @@ def candidates(folder: Path):
             else:
                 mine.append((name, label, text, change))
         singles.append(mine)
+        pairs: list = []
+        pairs_by.append(pairs)
         for (la, ca), (lb, cb) in itertools.combinations(ms, 2):
             if la.split("=")[0] == lb.split("=")[0]:
                 continue
@@ -123,7 +127,10 @@ def candidates(folder: Path):
                     p.update({k: v for k, v in c.items() if c[k] != params[k]})
             pairs.append((name, f"{la},{lb}", t, p))
     interleaved = [x for group in itertools.zip_longest(*singles) for x in group if x is not None]
-    return bases + interleaved + pairs
+    if pairs_first:
+        mixed = [x for group in itertools.zip_longest(*pairs_by) for x in group if x is not None]
+        return bases + mixed + interleaved
+    return bases + interleaved + [x for pairs in pairs_by for x in pairs]
 
 
 def validate(folder: Path, text: str, params: dict[str, int], shapes: dict[str, int]) -> dict | None:
@@ -144,7 +151,7 @@ def validate(folder: Path, text: str, params: dict[str, int], shapes: dict[str, 
     return {"registers": report.registers, "smem_bytes": report.shared_bytes, "spills": report.spills}
 
 
-def generate(per_task: int, tasks: list[str] | None, out: Path) -> list[dict]:
+def generate(per_task: int, tasks: list[str] | None, out: Path, pairs_first: bool = False) -> list[dict]:
     from costmodel import predict
     from kir.parser import parse
 
@@ -157,7 +164,7 @@ def generate(per_task: int, tasks: list[str] | None, out: Path) -> list[dict]:
         seen: set[tuple[str, str]] = set()
         kept = 0
         t0 = time.time()
-        for name, label, text, params in candidates(folder):
+        for name, label, text, params in candidates(folder, pairs_first):
             if kept >= per_task:
                 break
             program = parse(text)
@@ -209,7 +216,7 @@ def time_job(task: str, variants: list[dict], sets: int, runs: int) -> dict:
     }
 
 
-def measure(variants_file: Path, out: Path, jobs: int, timeout: float, chunk: int) -> list[dict]:
+def measure(variants_file: Path, out: Path, jobs: int, timeout: float, chunk: int, passes: int = 2) -> list[dict]:
     from agent.harness.isolate import run_job
 
     variants = json.loads(variants_file.read_text())
@@ -222,19 +229,31 @@ def measure(variants_file: Path, out: Path, jobs: int, timeout: float, chunk: in
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         list(pool.map(lambda tv: run_job(time_job(tv[0], tv[1], 1, 1), timeout=timeout), warm))
     print(f"warm-up: {len(warm)} jobs in {time.time() - t0:.0f} s", file=sys.stderr)
-    # 2. the timing, one task at a time, every variant of the task side by side
+    # 2. the timing, one task at a time, every variant of the task side by side; `passes` times,
+    # each in a fresh process and every other one in reverse order, so that a pair of variants
+    # whose measured order differs between passes is known to be within the timing noise
+    times: dict[str, list[float | None]] = {v["id"]: [] for v in variants}
+    errors: dict[str, str | None] = {}
+    for k in range(passes):
+        for task, vs in by_task.items():
+            t1 = time.time()
+            order = vs if k % 2 == 0 else vs[::-1]
+            record = run_job(time_job(task, order, 2, 20), timeout=timeout)
+            timed = record.get("metrics", {}).get("candidates", [])
+            for i, v in enumerate(order):
+                entry = timed[i] if i < len(timed) else {}
+                times[v["id"]].append(entry["ms"] / 1e3 if entry.get("ms") else None)
+                if not entry.get("ms"):
+                    errors[v["id"]] = entry.get("error") or (None if record.get("ok") else record.get("stage"))
+            print(f"pass {k + 1}: {task}: {len(vs)} variants timed in {time.time() - t1:.0f} s", file=sys.stderr)
     results = []
-    for task, vs in by_task.items():
-        t1 = time.time()
-        record = run_job(time_job(task, vs, 2, 20), timeout=timeout)
-        timed = record.get("metrics", {}).get("candidates", [])
-        for k, v in enumerate(vs):
-            entry = timed[k] if k < len(timed) else {}
-            row = {key: v[key] for key in v if key != "predicted_s"}
-            row["measured_s"] = entry["ms"] / 1e3 if entry.get("ms") else None
-            row["error"] = entry.get("error") or (None if record.get("ok") else record.get("stage"))
-            results.append(row)
-        print(f"{task}: {len(vs)} variants timed in {time.time() - t1:.0f} s", file=sys.stderr)
+    for v in variants:
+        row = {key: v[key] for key in v if key != "predicted_s"}
+        got = times[v["id"]]
+        row["measured_s"] = statistics.median(got) if got and all(got) else None
+        row["measured_passes_s"] = got
+        row["error"] = errors.get(v["id"])
+        results.append(row)
     gpu = ""
     try:
         import torch
@@ -254,17 +273,21 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--per-task", type=int, default=10)
     g.add_argument("--task", action="append")
     g.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    g.add_argument("--pairs-first", action="store_true", help="pairs of changes before single ones")
     t = sub.add_parser("time")
     t.add_argument("--variants", type=Path, default=DEFAULT_OUT)
     t.add_argument("--out", type=Path, required=True)
     t.add_argument("--jobs", type=int, default=8)
     t.add_argument("--chunk", type=int, default=3)
+    t.add_argument(
+        "--passes", type=int, default=2, help="timing passes (fresh process each; order reversed every other)"
+    )
     t.add_argument("--timeout", type=float, default=300.0)
     args = ap.parse_args(argv)
     if args.cmd == "generate":
-        generate(args.per_task, args.task, args.out)
+        generate(args.per_task, args.task, args.out, args.pairs_first)
     else:
-        measure(args.variants, args.out, args.jobs, args.timeout, args.chunk)
+        measure(args.variants, args.out, args.jobs, args.timeout, args.chunk, args.passes)
     return 0
 
 

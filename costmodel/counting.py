@@ -86,7 +86,7 @@ class Access:
     vector_max: int = 1  # elements in a 16-byte vector of this dtype
     vector_why: str = ""  # why the access is not 16-byte vectorized
     instructions: float = 0.0  # warp-wide load/store instructions per program, all trips
-    l1_bytes: float = 0.0  # sectors through L1 beyond the useful bytes (scalar strided lanes), per program
+    l1_bytes: float = 0.0  # L1 sectors beyond the useful bytes (scalar strided lanes), or every lane's of a scattered load
 
 
 @dataclass
@@ -365,13 +365,14 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
         shape = shape_override if shape_override is not None else tl.access_shape(t, access_attr.data, list(indices))
         extents = [_static(d, env, "an access extent") for d in shape]
         if isinstance(t, GlobalType):
-            _clamp_gather(extents, indices, t, env)
+            _clamp_gather(extents, indices, t, env, known=[ev.get(v) is not None for v in indices])
         elems = math.prod(extents)
         b = _dtype_bytes(t)
         if isinstance(t, SmemType):
             counts.smem_bytes += elems * b * mult
             return
         tensor_elems = _elements(shape_of(t), env, "a tensor dimension")
+        requested = elems  # lanes that ask: a gather from a small table asks more than it holds
         elems = min(elems, tensor_elems) if tensor_elems else elems
         keys = [ev.get(v) for v in indices]
         dependent = any(k is None for k in keys)
@@ -385,6 +386,9 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
             # a scalar instruction's 32 lanes, `lane_stride` elements apart, touch this many sectors
             sectors = min(32, math.ceil(32 * max(1, lane_stride) * b / SECTOR) + (lane_stride == 1))
             l1_extra = max(0.0, warp_insts * sectors * SECTOR - elems * b * mult)
+        elif scattered and not write:
+            # every lane's sector goes through L1, however few distinct elements the table has
+            l1_extra = requested * SECTOR * mult
         counts.accesses.append(
             Access(
                 op,
@@ -578,15 +582,17 @@ def _vector(mem, indices, access_attr, extents, env, scattered) -> tuple[int, st
     return vec, "", 1
 
 
-def _clamp_gather(extents: list[int], indices, t: GlobalType, env: dict[str, int]) -> None:
+def _clamp_gather(extents: list[int], indices, t: GlobalType, env: dict[str, int], known: list[bool]) -> None:
     """A gather axis driven by one index tile along one tensor dimension touches at most that
-    dimension's extent (`x[row, cols]` with BLOCK > N: the lanes past N are masked off)."""
+    dimension's extent (`x[row, cols]` with BLOCK > N: the lanes past N are masked off). Only
+    for index tiles known before the run: a data-dependent index (a binary search's probe into a
+    1023-entry table) asks once per lane, however small the table."""
     if not any(isinstance(v.type, TileType) for v in indices):
         return
     rank = len(extents)
     dims = shape_of(t)
     for i, v in enumerate(indices):
-        if not isinstance(v.type, TileType):
+        if not isinstance(v.type, TileType) or not known[i]:
             continue
         shape = [_static(d, env, "an index tile") for d in shape_of(v.type)]
         axes = [rank - len(shape) + j for j, e in enumerate(shape) if e != 1]

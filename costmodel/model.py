@@ -204,7 +204,7 @@ def analyze(
         elif w.unit == "shfl":
             per_program["lsu"] += w.amount / c.shfl_per_sm
     per_program["lsu"] += sum(a.instructions for a in counts.accesses) / c.lsu_per_sm
-    l1_bytes = counts.smem_bytes + sum(a.bytes if a.scattered else a.l1_bytes for a in counts.accesses)
+    l1_bytes = counts.smem_bytes + sum(a.l1_bytes for a in counts.accesses)
     per_program["l1"] = l1_bytes / c.smem_bps_per_sm
 
     # Little's law for the issue of dependent lane work: a scheduler hides an instruction's

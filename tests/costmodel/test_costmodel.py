@@ -380,3 +380,25 @@ def test_lane_work_slows_below_the_latency_hiding_warps():
     assert few.blocks_per_sm * 8 < c.latency_warps
     slowdown = c.latency_warps / (few.blocks_per_sm * 8)
     assert few.per_program_s["int"] == pytest.approx(many.per_program_s["int"] * slowdown)
+
+
+def test_a_data_dependent_gather_from_a_small_table_costs_every_lane_a_sector():
+    """A binary search probes a 1023-entry table once per value: the L1 sectors scale with the
+    values searched, not with the table (BLOCK above the table's size used to halve them)."""
+    from costmodel import predict
+    from kir.parser import parse
+
+    text = """kernel probe<BLOCK = 512>(x: global i32[N], table: global f32[B], y: out global f32[N])
+  where N % BLOCK == 0
+  target sm_90 grid(N / BLOCK) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  i = load(x[offs]) % B
+  store(y[offs], load(table[i]))
+}
+"""
+    program = parse(text)
+    small = predict(program, "sm_90", {"BLOCK": 512}, {"N": 1 << 24, "B": 1023})
+    large = predict(program, "sm_90", {"BLOCK": 2048}, {"N": 1 << 24, "B": 1023})
+    assert small.resources["l1"] == pytest.approx(large.resources["l1"], rel=0.05)
+    assert large.resources["l1"] > 0
