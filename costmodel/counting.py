@@ -9,7 +9,8 @@ Everything is counted per program and tied to the op (and so the source span) th
   to find how many programs of a wave read the same tile (reuse in L2).
 - **shared memory**: explicit `smem` loads and stores, TMA and cp.async writes, wgmma operand
   reads, and the operand staging of a tile-level `dot` (its operands pass through shared memory once, as
-  Triton stages them for the tensor cores).
+  Triton stages them for the tensor cores) and of a `gather` (its source written once, each result
+  element read back).
 - **operations** per unit: matrix products (`dot`, `wgmma`: 2·M·N·K on the tensor cores by
   operand dtype, or on the FMA pipes for an f32 dot, which lowers as IEEE f32), elementwise
   float work (ALU lanes), integer work (weighted: i64 and division cost several instructions),
@@ -125,7 +126,7 @@ class Counts:
     work: list[Work] = field(default_factory=list)
     loops: list[LoopInfo] = field(default_factory=list)
     smem_bytes: float = 0.0  # shared-memory traffic per program
-    smem_alloc: int = 0  # bytes one block allocates (explicit buffers, pipeline stages, dot staging)
+    smem_alloc: int = 0  # bytes one block allocates (explicit buffers, pipeline stages, dot and gather staging)
     registers: int = 0  # estimated per thread
     role_regs: list[tuple[str, int, int, Span | None]] = field(default_factory=list)  # (role, threads, regs, span)
     roles: int = 0
@@ -520,6 +521,14 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
                 if warps_on > 1:  # partials of each warp through shared memory and back
                     outputs = math.prod(shape) // max(1, shape[axis])
                     counts.smem_bytes += 2 * outputs * warps_on * DTYPES[dt].nbytes * factor * mult
+            elif isinstance(op, tl.GatherOp):
+                # the source goes through shared memory (written once, each result element read
+                # back at its index), as Triton lowers a gather across warps; one address per
+                # result element on the integer pipe
+                n = _tile_elems(op.res.type, env)
+                b = _dtype_bytes(op.res.type)
+                counts.smem_bytes += (_tile_elems(op.src.type, env) + n) * b * mult
+                work(op, "int", n, dtype_of(op.index.type), "gather", mult)
             elif isinstance(op, tl.TopKOp):
                 n = _tile_elems(op.operand.type, env)
                 k = _static(op.k.data, env, "topk's k")
@@ -627,7 +636,8 @@ def _feeds_only_dots(v: SSAValue, depth: int) -> bool:
 
 def _smem_alloc(kernel: st.KernelOp, env: dict[str, int], counts: Counts, dot_loads: set[SSAValue]) -> int:
     """Bytes of shared memory one block allocates: explicit buffers and mbarriers, the stages of
-    pipelined loads, and the staging of dot operands loaded outside a pipelined loop."""
+    pipelined loads, and the staging of dot operands loaded outside a pipelined loop and of
+    gather sources."""
     total = 0
     for op in kernel.walk():
         if isinstance(op, ex.SmemAllocOp):
@@ -649,6 +659,8 @@ def _smem_alloc(kernel: st.KernelOp, env: dict[str, int], counts: Counts, dot_lo
                 m, k = (_static(d, env, "a dot operand") for d in shape_of(op.lhs.type))
                 n = _static(shape_of(op.rhs.type)[1], env, "a dot operand")
                 staged = max(staged, (m * k + k * n) * DTYPES[dtype_of(op.lhs.type)].nbytes)
+        elif isinstance(op, tl.GatherOp):  # the source, staged for the lanes that read it
+            staged = max(staged, _tile_elems(op.src.type, env) * _dtype_bytes(op.src.type))
     return total + staged
 
 

@@ -756,6 +756,8 @@ class _Printer:
         if isinstance(op, tl.TopKOp):
             largest = "" if op.largest.data else ", largest = 0"
             return f"topk({args[0]()}, k = {op.k.data}{largest})", P_ATOM
+        if isinstance(op, tl.GatherOp):
+            return f"gather({args[0]()}, {args[1]()}, axis = {op.axis.data})", P_ATOM
         if isinstance(op, tl.DotOp):
             inner = ", ".join(a() for a in args)
             return f"dot<{op.acc_dtype.data}>({inner})", P_ATOM

@@ -31,6 +31,7 @@ from kir.dialect.types import (
     TileType,
     dtype_of,
     shape_of,
+    shape_text,
     smem,
     tile_type,
 )
@@ -961,6 +962,69 @@ def _topk(w: _Walker, node, pos, kw, span):
     largest = bool(w.int_arg(kw["largest"], "largest")) if "largest" in kw else True
     (x,) = w.operands([(pos[0], 0)])
     return w.b.make(tl.TopKOp, x, k, largest, span=span)
+
+
+_GATHER_USAGE = "gather(src, index, axis = A)"
+_REAL_LITERALS = ("float_lit", "inf_lit", "nan_lit")
+
+
+@_call("gather")
+def _gather(w: _Walker, node, pos, kw, span):
+    # Checked here rather than left to GatherOp's constructor, so that each misuse points at
+    # the argument at fault (the op reports the same facts under types.* ids for the builder).
+    w.no_kwargs(node, kw, "gather", ("axis",))
+    w.arity(node, pos, 2, _GATHER_USAGE)
+    src, index = w.operands([(pos[0], 0), (pos[1], 1)], {1: "i32"})
+    for what, arg, v in (("source", pos[0], src), ("index", pos[1], index)):
+        if not isinstance(v.type, TileType):
+            w.fail("call.arguments", f"gather: the {what} must be a tile, not {v.type}", arg, f"usage: {_GATHER_USAGE}")
+    if DTYPES[dtype_of(index.type)].kind not in ("int", "uint"):
+        w.fail(
+            "call.arguments",
+            f"gather: the index must be an integer tile (i32 or i64), not {index.type}",
+            pos[1],
+            "cast<i32>(...) the index",
+        )
+    s, i = shape_of(src.type), shape_of(index.type)
+    if len(s) != len(i):
+        w.fail(
+            "call.arguments",
+            f"gather: the index {shape_text(i)} must have the rank of the source {shape_text(s)}",
+            pos[1],
+            "add axes to the index (idx[None, :]) and broadcast it to the source's other dimensions",
+        )
+    axis = _gather_axis(w, node, kw, len(s))
+    for d, (a, b) in enumerate(zip(s, i, strict=True)):
+        if d != axis and not sx.same(a, b):
+            want = [b if k == axis else a for k, (a, b) in enumerate(zip(s, i, strict=True))]
+            w.fail(
+                "call.arguments",
+                f"gather: dimension {d} of the index is {b} but the source's is {a}: every dimension but "
+                f"the gathered axis {axis} must be equal (Triton's tl.gather requires it too)",
+                pos[1],
+                f"broadcast the index to the source's other dimensions: broadcast(idx, {shape_text(want)})",
+            )
+    return w.b.make(tl.GatherOp, src, index, axis, span=span)
+
+
+def _gather_axis(w: _Walker, node, kw, rank: int) -> int:
+    """`axis = A`: a compile-time integer; it may be left out for a 1-D source only."""
+    if "axis" not in kw:
+        if rank != 1:
+            w.fail("call.arguments", f"gather of a rank-{rank} source needs axis = A", node, f"usage: {_GATHER_USAGE}")
+        return 0
+    arg = kw["axis"]
+    if isinstance(arg, Tree) and any(t.data in _REAL_LITERALS for t in arg.iter_subtrees()):
+        w.fail("call.arguments", "gather: axis is an integer constant, not a real number", arg, "e.g. axis = 1")
+    axis = w.int_arg(arg, "the axis")
+    if not 0 <= axis < rank:
+        w.fail(
+            "call.arguments",
+            f"gather: axis {axis} is out of range for a rank-{rank} source",
+            arg,
+            f"the axes of a rank-{rank} tile are 0 to {rank - 1}",
+        )
+    return axis
 
 
 def _mask_other(w: _Walker, kw, mem_dtype: str, keys: tuple[str, ...]):

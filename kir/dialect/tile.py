@@ -703,6 +703,82 @@ class TopKOp(IRDLOperation):
 
 
 @irdl_op_definition
+class GatherOp(IRDLOperation):
+    """Pick elements of a tile along one axis by an integer index tile, as `torch.gather`,
+    `numpy.take_along_axis` and Triton's `tl.gather`: `src` and `index` have one rank, the
+    result has `index`'s shape and `src`'s dtype, and
+
+        result[i0, .., ia, .., ir] = src[i0, .., index[i0, .., ia, .., ir], .., ir]   (a = axis)
+
+    Every dimension but `axis` of `index` equals `src`'s (Triton's rule: no broadcasting). An
+    index outside `0 .. src.shape[axis] - 1` is an error. This moves registers; reading memory
+    through index tiles is a `load` (section 7 of docs/language.md).
+
+        v = gather(bnd, mid, axis = 0)
+        w_t = gather(wrow, broadcast(idx[None, :], [BM, 16]), axis = 1)
+    """
+
+    name = "kir.gather"
+    axis = prop_def(IntAttr)
+    src = operand_def(TileType)
+    index = operand_def(TileType)
+    res = result_def(TileType)
+
+    def __init__(self, src: SSAValue, index: SSAValue, axis: int):
+        _check_gather(src.type, index.type, axis)
+        super().__init__(
+            properties={"axis": IntAttr(axis)},
+            operands=[src, index],
+            result_types=[tile_type(dtype_of(src.type), shape_of(index.type))],
+        )
+
+    def verify_(self) -> None:
+        _check_gather(self.src.type, self.index.type, self.axis.data)
+        got, want = shape_of(self.res.type), shape_of(self.index.type)
+        same_shape = len(got) == len(want) and all(sx.same(a, b) for a, b in zip(got, want, strict=True))
+        if not same_shape or dtype_of(self.res.type) != dtype_of(self.src.type):
+            raise VerifyException("gather: the result has the index's shape and the source's dtype")
+
+
+def _check_gather(src: Attribute, index: Attribute, axis: int) -> None:
+    for what, t in (("source", src), ("index", index)):
+        if not isinstance(t, TileType):
+            raise RuleViolation(
+                f"gather: the {what} is a tile, not {t}",
+                rule="types.rank",
+                hint="gather picks elements of a tile; a scalar needs no gather",
+            )
+    if DTYPES[dtype_of(index)].kind not in ("int", "uint"):
+        raise RuleViolation(
+            f"gather: the index is an integer tile, not {index}",
+            rule="types.index",
+            hint="cast<i32>(...) the index",
+        )
+    s, i = shape_of(src), shape_of(index)
+    if len(s) != len(i):
+        raise RuleViolation(
+            f"gather: the source {shape_text(s)} and the index {shape_text(i)} have different ranks",
+            rule="types.rank",
+            hint="give the index the source's rank (idx[None, :] adds an axis)",
+        )
+    if not 0 <= axis < len(s):
+        raise RuleViolation(
+            f"gather: axis {axis} is out of range for rank {len(s)}",
+            rule="types.axis",
+            hint=f"the axes of a rank-{len(s)} tile are 0 to {len(s) - 1}",
+        )
+    for d, (a, b) in enumerate(zip(s, i, strict=True)):
+        if d != axis and not sx.same(a, b):
+            raise RuleViolation(
+                f"gather: dimension {d} of the index is {b}, the source's is {a} "
+                f"(only the gathered axis {axis} may differ)",
+                rule="types.index",
+                hint="as in Triton's tl.gather, every other dimension of the index equals the source's: "
+                "broadcast the index to it (broadcast(idx, [...]))",
+            )
+
+
+@irdl_op_definition
 class DotOp(IRDLOperation):
     """Matrix product of tiles `[M, K] x [K, N]` accumulated in a stated dtype, optionally into
     an accumulator: `acc = dot<f32>(a, b, acc)`."""

@@ -201,6 +201,25 @@ def _topk(cta: Cta, op, strand):
     cta.set(op.indices, idx)
 
 
+@handles(tl.GatherOp)
+def _gather(cta: Cta, op, strand):
+    src, index, axis = cta.get(op.src), cta.get(op.index), op.axis.data
+    extent = src.shape[axis]
+    lane = V.gather_out_of_range(index, extent)
+    if lane is not None:
+        value = int(index[lane])
+        name = f"`{op.src.name_hint}`" if op.src.name_hint else "the source"
+        fail(
+            "interp.out-of-bounds",
+            op,
+            f"gather: index {value} at lane {list(lane)} is outside 0 .. {extent - 1} along axis {axis} of {name}",
+            "keep the indices in range (clamp them with minimum/maximum, or fix how they are computed)",
+            (),
+            {**cta.context(strand), "index": value, "extent": extent, "lane": list(lane)},
+        )
+    cta.set(op.res, V.gather(src, index, axis))
+
+
 @handles(tl.DotOp)
 def _dot(cta: Cta, op, strand):
     acc = cta.get(op.acc) if op.acc is not None else None

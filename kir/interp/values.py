@@ -35,6 +35,8 @@ Choices, where hardware or C leaves room:
   value (the first NaN wins either way).
 - topk sorts descending (largest) or ascending with ties in index order; NaN ranks above every
   number.
+- gather picks `src` along an axis at the positions of an integer index tile
+  (`numpy.take_along_axis`); an index outside the axis is an error, never wrapped or clamped.
 - dot converts both operands to the accumulate dtype's compute type (f32 for float accumulate
   types up to 32 bits, f64 for f64, i64 for integers), multiplies and sums there (f32 BLAS
   order), adds the accumulator there, and rounds once to the accumulate dtype (integers wrap).
@@ -347,6 +349,19 @@ def topk(x: np.ndarray, k: int, largest: bool, d: DType) -> tuple[np.ndarray, np
     idx = idx[..., :k]
     vals = np.take_along_axis(np.asarray(x), idx, axis=-1)
     return of(vals, d).copy(), idx.astype(np.int32)
+
+
+def gather_out_of_range(index: np.ndarray, extent: int) -> tuple[int, ...] | None:
+    """The first lane (row-major) of `index` outside `0 .. extent - 1`, if any."""
+    bad = (index < 0) | (index >= extent)
+    if not bad.any():
+        return None
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), bad.shape))
+
+
+def gather(src: np.ndarray, index: np.ndarray, axis: int) -> np.ndarray:
+    """`src` at `index` along `axis` (every index already in range)."""
+    return np.take_along_axis(np.asarray(src), np.asarray(index).astype(np.int64), axis=axis).copy()
 
 
 # ---- dot -----------------------------------------------------------------------------------

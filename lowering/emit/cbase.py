@@ -21,7 +21,8 @@ speed is decided):
   through shared memory (write, barrier, read, barrier).
 - **Reductions** run the interpreter's exact tree (element i with element i + n/2, level by
   level) in shared memory; scans run one thread per row; `argmin`/`argmax` carry the index
-  through the tree; `topk` ranks every element of its row; `dot` stages both operands in shared
+  through the tree; `topk` ranks every element of its row; `gather` stages its source in shared
+  memory and each thread reads its elements at the index; `dot` stages both operands in shared
   memory and each thread computes its own outputs.
 - **Loads, stores, gathers and atomics** compute one address per element, with masks.
 
@@ -463,6 +464,7 @@ class KernelGen:
             tl.ArgReduceOp: self.op_reduce,
             tl.ScanOp: self.op_scan,
             tl.TopKOp: self.op_topk,
+            tl.GatherOp: self.op_gather,
             tl.DotOp: self.op_dot,
             tl.LoadOp: self.op_load,
             tl.StoreOp: self.op_store,
@@ -739,6 +741,13 @@ class KernelGen:
             return self._pure(op.operand, self.delinearize(self.linearize(idx, shape), src.shape))
         if isinstance(op, tl.TransOp):
             return self._pure(op.operand, idx[::-1])
+        if isinstance(op, tl.GatherOp):
+            g = at(op.index)
+            if g is None:
+                return None
+            where = list(idx)
+            where[op.axis.data] = g
+            return self._pure(op.src, where)
         return None
 
     # ---- shared-memory exchanges and scratch --------------------------------------------------
@@ -788,17 +797,19 @@ class KernelGen:
         res_shape: tuple[int, ...],
         res_layout: object,
         op: Operation,
-        anywhere: bool = False,
+        anywhere: bool | tuple[SSAValue, ...] = False,
     ) -> bool:
         """Stage in shared memory the operands that are neither in place nor pure (`anywhere`:
-        operands read at other elements than their own, even of the same shape). Returns whether
-        anything was staged (the caller then closes with `end_exchange`)."""
+        operands read at other elements than their own, even of the same shape: all of them, or
+        those listed). Returns whether anything was staged (the caller then closes with
+        `end_exchange`)."""
         need = []
         for v in operands:
             x = self.vals.get(v)
             if not isinstance(x, Tile) or v in need or x.lazy:
                 continue
-            if not anywhere and x.shape == res_shape and x.layout == res_layout:
+            far = anywhere if isinstance(anywhere, bool) else v in anywhere
+            if not far and x.shape == res_shape and x.layout == res_layout:
                 continue
             need.append(v)
         if not need:
@@ -1206,6 +1217,23 @@ class KernelGen:
         first = f"({x} != {x} && {y} == {y})" if largest else f"({x} == {x} && {y} != {y})"
         tie = f"((({x} == {y}) || ({x} != {x} && {y} != {y})) && {m} < {j})"
         return f"({first} || ({x} {cmp} {y}) || {tie})"
+
+    def op_gather(self, op: tl.GatherOp) -> None:
+        """Each thread reads its result elements from the source staged in shared memory (or
+        recomputed, when pure) at the index's position along the axis. An index out of range
+        is undefined here, as in Triton; the interpreter reports it."""
+        if self.try_lazy(op.res):
+            return
+        res = self.declare(op.res, op)
+        assert isinstance(res, Tile)
+        staged = self.begin_exchange([op.src, op.index], res.shape, res.layout, op, anywhere=(op.src,))
+        idx, _, closers = self.open_slots(res.layout, res.shape, op)
+        self.w.line(f"const int kir_g = (int)({self.fetch(op.index, res.shape, res.layout, idx)});", op)
+        at = list(idx)
+        at[op.axis.data] = "kir_g"
+        self.w.line(f"{res.name}[kir_i] = {self.value_at(op.src, at)};", op)
+        self.close(closers)
+        self.end_exchange(staged, op)
 
     def op_dot(self, op: tl.DotOp) -> None:
         a, b = self.val(op.lhs), self.val(op.rhs)

@@ -50,9 +50,11 @@ partition's warps, before the workers start); statements after the last role run
 every partition has joined.
 
 What the backend refuses (`lower.unsupported`, at the op): reductions, scans, reshapes and
-broadcasts of tiles, `dot` (write `wgmma`), atomics, gathers, `cp.async` (sm_80), a CTA
-`barrier()` inside a role (a partition can only synchronize its own warps), a wgmma in a role
-of fewer than four warps, and tiles whose shape depends on a shape symbol.
+broadcasts of tiles, `dot` (write `wgmma`), atomics, gathers (loads through index tiles, and the
+`gather` op: `gl.gather` gives its result the index's layout, which the layout pass does not
+model yet), `cp.async` (sm_80), a CTA `barrier()` inside a role (a partition can only
+synchronize its own warps), a wgmma in a role of fewer than four warps, and tiles whose shape
+depends on a shape symbol.
 """
 
 from __future__ import annotations
@@ -241,6 +243,8 @@ def _refusals(program: Program) -> list[Diagnostic]:
             hint = {
                 "kir.dot": "write the product with wgmma on shared views at the explicit level",
                 "kir.cp_async": "cp.async is sm_80: use tma.load completing on an mbarrier",
+                "kir.gather": "lower this program with the cuda backend, which lowers gather at both levels "
+                "(or keep the gather in a tile-level kernel for the triton backend's tl.gather)",
             }.get(op.name, "rewrite it with the supported ops, or lower this program with another backend")
             out.append(_unsupported(op, f"the gluon backend cannot lower `{op.name}`", hint))
             continue

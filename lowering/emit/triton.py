@@ -44,6 +44,8 @@ How KIR's meaning is kept (the reference interpreter defines it):
 - **topk** is k rounds of "take the best element not taken yet" (`_kir_topk`), which gives the
   sorted values with their indices, NaN first and ties by index, as KIR specifies; Triton's own
   `tl.topk` returns no indices and needs a power-of-two k.
+- **gather** is `tl.gather(src, index, axis)` (an i1 source goes through i8). Triton leaves an
+  index out of range undefined; KIR calls it an error, which the interpreter reports.
 
 What differs, by the nature of the hardware: the order in which a reduction combines elements
 (a float sum can differ in the last bits); sums, products and their scans of bf16/f16/fp8 add in
@@ -459,6 +461,7 @@ PURE_INLINE = (
     kt.ReduceOp,
     kt.ArgReduceOp,
     kt.ScanOp,
+    kt.GatherOp,
     kt.DotOp,
 )
 ALWAYS_INLINE = (kt.ConstOp, kt.SymValueOp, kt.ProgramIdOp, kt.NumProgramsOp, kt.ExpandDimsOp)
@@ -1291,6 +1294,17 @@ class _KernelWriter:
             v = Val(f"{v.wrap(P_ATOM)}.to({TL_DTYPE[d]})", d)
         self.define(op, op.res, Val(v.text, d, shape, v.prec))
 
+    def op_gather(self, op: kt.GatherOp) -> None:
+        src, index = self.val(op.src), self.val(op.index)
+        shape = self._shape(op.res, op)
+        self._check_tile(op, shape)
+        data = f"{src.wrap(P_ATOM)}.to(tl.int8)" if src.dtype == "i1" else src.text
+        text = f"tl.gather({data}, {index.text}, {op.axis.data})"
+        if src.dtype == "i1":
+            self.define(op, op.res, Val(f"{text} != 0", "i1", shape, P_CMP))
+        else:
+            self.define(op, op.res, Val(text, src.dtype, shape))
+
     def op_topk(self, op: kt.TopKOp) -> None:
         x = self.val(op.operand)
         shape = self._shape(op.values, op)
@@ -1640,6 +1654,7 @@ HANDLERS = {
     kt.ArgReduceOp: _KernelWriter.op_argreduce,
     kt.ScanOp: _KernelWriter.op_scan,
     kt.TopKOp: _KernelWriter.op_topk,
+    kt.GatherOp: _KernelWriter.op_gather,
     kt.DotOp: _KernelWriter.op_dot,
     kt.LoadOp: _KernelWriter.op_load,
     kt.StoreOp: _KernelWriter.op_store,

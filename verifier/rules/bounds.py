@@ -11,9 +11,10 @@ cannot follow (data loaded from memory, values carried by a loop), a failing cla
 
 Rules: `bounds.global-access` (load, store, atomic and cp.async lanes of global tensors),
 `bounds.tma-box` (the start of a TMA box), `bounds.smem-access` (shared-buffer views and
-lanes), `bounds.mbarrier-index`, `bounds.alignment` (what the TMA requires of a tensor and a
-box), `bounds.misaligned-access` (a block access whose start always breaks the tensor's
-declared `align`), and `bounds.unproven`.
+lanes), `bounds.mbarrier-index`, `bounds.gather-index` (the index tile of a `gather` against
+its source's axis), `bounds.alignment` (what the TMA requires of a tensor and a box),
+`bounds.misaligned-access` (a block access whose start always breaks the tensor's declared
+`align`), and `bounds.unproven`.
 """
 
 from __future__ import annotations
@@ -167,7 +168,7 @@ class Bounds:
         return readable(shown, len(self.ctx.kernel.grid.data))
 
     def in_bounds(
-        self, ref: MemRef, dims: list[Dim], conds: list[Term], rule_id: str, say, hint
+        self, ref: MemRef, dims: list[Dim], conds: list[Term], rule_id: str, say, hint, unproven_hint=None
     ) -> Iterator[Diagnostic]:
         """The claims `conds -> 0 <= index < extent`, all at once first (the common case is
         one solver call per access), then dimension by dimension to explain a failure.
@@ -198,7 +199,7 @@ class Bounds:
                     ref.op,
                     f"cannot prove that the {ref.verb} `{name_of(ref.mem)}` stays in bounds in dimension "
                     f"{d.axis} (extent {d.extent_text}): {why}",
-                    _unproven_hint(d),
+                    (unproven_hint or _unproven_hint)(d),
                     severity="warning",
                     rule=UNPROVEN,
                 )
@@ -308,6 +309,33 @@ class Bounds:
                 return f"keep the index in 0 .. {d.extent_text} (a ring of stages is indexed `k % {d.extent_text}`)"
 
             yield from self.in_bounds(ref, [dim], conds, "bounds.mbarrier-index", say, hint)
+
+    def _gather(self) -> Iterator[Diagnostic]:
+        for info in self.ctx.infos:
+            op = info.op
+            if not isinstance(op, tl.GatherOp):
+                continue
+            ref = MemRef(op, op.src, Access((None,)), (op.index,), None, "gather from", "g")
+            lanes = self.sym.lanes(shape_of(op.index.type), self.tag(ref))
+            extent = shape_of(op.src.type)[op.axis.data]
+            dim = Dim(op.axis.data, self.sym.at(op.index, lanes), self.sym.sym(extent), str(extent), op.index, None)
+
+            def say(d: Dim, fault: str, ref=ref) -> str:
+                return f"gather from `{name_of(ref.mem)}` can index outside it along axis {d.axis}: index {fault}"
+
+            def hint(d: Dim, upper: bool = True) -> str:
+                i = d.index_value.name_hint or "i"
+                last = str(int(d.extent_text) - 1) if d.extent_text.isdigit() else f"{d.extent_text} - 1"
+                return (
+                    f"keep the index in 0 .. {last}: clamp it (`minimum(maximum({i}, 0), {last})`) "
+                    "or fix how it is computed"
+                )
+
+            def unproven_hint(d: Dim) -> str:
+                return hint(d) + "; if the data guarantees it, the warning records that assumption"
+
+            conds = self.conditions(ref, lanes)
+            yield from self.in_bounds(ref, [dim], conds, "bounds.gather-index", say, hint, unproven_hint)
 
     def _alignment(self) -> Iterator[Diagnostic]:
         need = self.ctx.spec.tma_align or 16
@@ -460,7 +488,7 @@ class Bounds:
         return z3.Sum([d.index.expr * s for d, s in zip(dims, strides, strict=True)])
 
     def _unproven(self) -> Iterator[Diagnostic]:
-        for kind in ("global", "tma", "smem", "mbarrier", "alignment"):
+        for kind in ("global", "tma", "smem", "mbarrier", "gather", "alignment"):
             yield from (d for d in self.get(kind) if d.rule == UNPROVEN)
 
 
@@ -703,6 +731,45 @@ kernel copy_tile<BM = 64, BN = 64>(x: global f32[M, N] align(16), y: out global 
 )
 def mbarrier_index(ctx: Context) -> Iterator[Diagnostic]:
     return _share(ctx, "mbarrier", "bounds.mbarrier-index")
+
+
+@rule(
+    "bounds.gather-index",
+    family="bounds",
+    severity="error",
+    summary="an index of a gather can be outside its source's axis",
+    explanation="""
+`gather(src, index, axis = a)` reads `src` at `index` along axis `a`, so every lane of the index
+must be in `0 .. src.shape[a] - 1`: on the GPU an index past the end reads whatever lies next to
+the source in registers or shared memory, and the interpreter stops with `interp.out-of-bounds`.
+The verifier proves the range for every program id, loop iteration and lane under the `where`
+constraints, and gives a counterexample when it fails. An index that depends on data (loaded
+from memory) cannot be proved: that is a `bounds.unproven` warning.""",
+    bad="""
+kernel rotate<BLOCK = 128>(x: global f32[N], y: out global f32[N])
+  where N % BLOCK == 0
+  target sm_90 grid(N / BLOCK) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  v = load(x[offs])
+  w = gather(v, arange(0, BLOCK) + 1, axis = 0)  # <-
+  store(y[offs], w)
+}
+""",
+    good="""
+kernel rotate<BLOCK = 128>(x: global f32[N], y: out global f32[N])
+  where N % BLOCK == 0
+  target sm_90 grid(N / BLOCK) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  v = load(x[offs])
+  w = gather(v, (arange(0, BLOCK) + 1) % BLOCK, axis = 0)
+  store(y[offs], w)
+}
+""",
+)
+def gather_index(ctx: Context) -> Iterator[Diagnostic]:
+    return _share(ctx, "gather", "bounds.gather-index")
 
 
 @rule(
