@@ -60,6 +60,22 @@ ENTRIES: list[tuple[str, str, str, dict, list[tuple[str, str]]]] = [
     ("conv1d", "im2col-128x128x32", "conv1d_im2col.kir", {"BM": 128, "BN": 128, "BK": 32, "S": 4}, []),
 ]
 
+# run 2: programs using `gather` (a tile-level op added after run 1)
+ENTRIES_2: list[tuple[str, str, str, dict, list[tuple[str, str]]]] = [
+    ("conv1d", "tuned", "tuned", {}, []),
+    ("conv1d", "gather-256x128", "conv1d_gather.kir", {"BM": 256, "BN": 128}, []),
+    ("conv1d", "gather-128x128", "conv1d_gather.kir", {"BM": 128, "BN": 128}, []),
+    ("conv1d", "gather-128x256", "conv1d_gather.kir", {"BM": 128, "BN": 256}, []),
+    ("conv1d", "gather-128x128-S3", "conv1d_gather.kir", {"BM": 128, "BN": 128, "S": 3}, []),
+    ("conv1d", "gather-64x256", "conv1d_gather.kir", {"BM": 64, "BN": 256}, []),
+    ("bucketize", "tuned", "tuned", {}, []),
+    ("bucketize", "table", "table", {}, []),
+    ("bucketize", "table-2048", "table", {"BLOCK": 2048}, []),
+    ("bucketize", "table-4096", "table", {"BLOCK": 4096}, []),
+    ("bucketize", "table-512", "table", {"BLOCK": 512}, []),
+]
+RUNS = {"1": ENTRIES, "2": ENTRIES_2}
+
 
 def source(task: str, name: str) -> tuple[str, dict]:
     meta = tomllib.loads((TASKS / task / "task.toml").read_text())
@@ -69,9 +85,9 @@ def source(task: str, name: str) -> tuple[str, dict]:
     return (TASKS / task / prog["file"]).read_text(), dict(prog.get("params", {}).get("bench", {}))
 
 
-def make(out: Path) -> list[dict]:
+def make(out: Path, run: str = "2") -> list[dict]:
     variants = []
-    for task, label, name, params, edits in ENTRIES:
+    for task, label, name, params, edits in RUNS[run]:
         text, base = source(task, name)
         for old, new in edits:
             if old not in text:
@@ -100,8 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("make")
     m.add_argument("--out", type=Path, required=True)
+    m.add_argument("--run", choices=sorted(RUNS), default="2")
     args = ap.parse_args(argv)
-    variants = make(args.out)
+    variants = make(args.out, args.run)
     print(f"{len(variants)} variants -> {args.out}", file=sys.stderr)
     return 0
 
