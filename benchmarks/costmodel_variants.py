@@ -205,7 +205,9 @@ def generate(per_task: int, tasks: list[str] | None, out: Path, pairs_first: boo
 
 
 def time_job(task: str, variants: list[dict], sets: int, runs: int) -> dict:
-    candidates = [{"kind": "kir", "text": v["text"], "backend": "triton", "params": v["params"]} for v in variants]
+    candidates = [
+        {"kind": "kir", "text": v["text"], "backend": v.get("backend", "triton"), "params": v["params"]} for v in variants
+    ]
     return {
         "kind": "time",
         "task": str(TASKS / task),

@@ -874,6 +874,27 @@ def _combine(fn: str, a, b, boolean: bool):
         for mask, other in ((b, a), (a, b)):
             if z3.is_int_value(mask) and mask.as_long() > 0 and (mask.as_long() + 1) & mask.as_long() == 0:
                 return other % (mask.as_long() + 1)
+    if fn in ("xor", "or"):
+        # x ^ y and x | y with 0 <= y < 2^n change only the low n bits of x (two's complement,
+        # also for negative x): x - x mod 2^n plus an unknown value in [0, 2^n). Enough to keep
+        # a swizzled index (`i ^ ((i >> 5) & 31)`) inside the 32-aligned rows of its table.
+        for low, other in ((b, a), (a, b)):
+            m = _low_bits(low)
+            if m is not None:
+                bits = z3.Function(f"kir_{fn}", z3.IntSort(), z3.IntSort(), z3.IntSort())
+                return other - other % m + bits(other, low) % m
+    return None
+
+
+def _low_bits(v) -> int | None:
+    """2^n such that 0 <= v < 2^n is evident from v's form (a constant, or a value mod a power of
+    two); None when it is not."""
+    if z3.is_int_value(v) and v.as_long() >= 0:
+        return 1 << v.as_long().bit_length()
+    if z3.is_mod(v) and z3.is_int_value(v.arg(1)):
+        m = v.arg(1).as_long()
+        if m > 0 and m & (m - 1) == 0:
+            return m
     return None
 
 

@@ -437,6 +437,9 @@ class KernelGen:
         self.scratch_max = 0  # of the CTA's code
         self.unit_scratch: dict[int, int] = {}  # id(role) -> bytes one unit of it uses
         self.exchanged: dict[SSAValue, str] = {}
+        # gather sources staged once in shared memory where they are defined (see plan_resident)
+        self.resident_at: dict[SSAValue, int] = {}
+        self.resident: dict[SSAValue, str] = {}
         self.views: set[str] = set()  # arrays that more than one value names (expand_dims, reshape)
         self.decl_block: dict[str, Block | None] = {}
         self.instance = Instance(self.threads, "kir_tid", "kir_tid == 0", cta=True, unit_sync=dialect.barrier)
@@ -679,6 +682,8 @@ class KernelGen:
             return x.name
         if v in self.exchanged:
             return f"{self.exchanged[v]}[{self.linearize(idx, x.shape)}]"
+        if v in self.resident:
+            return f"{self.resident[v]}[{self.linearize(idx, x.shape)}]"
         expr = self.pure(v, idx)
         if expr is None:
             raise Unsupported(self.current_op, f"internal: {x.name} was neither exchanged nor pure")
@@ -806,7 +811,7 @@ class KernelGen:
         need = []
         for v in operands:
             x = self.vals.get(v)
-            if not isinstance(x, Tile) or v in need or x.lazy:
+            if not isinstance(x, Tile) or v in need or x.lazy or v in self.resident:
                 continue
             far = anywhere if isinstance(anywhere, bool) else v in anywhere
             if not far and x.shape == res_shape and x.layout == res_layout:
@@ -847,8 +852,46 @@ class KernelGen:
         prev, self.current_op = self.current_op, op
         try:
             handler(op)
+            if self.resident_at:
+                self.stage_resident(op)
         finally:
             self.current_op = prev
+
+    def plan_resident(self) -> None:
+        """Reserve shared memory for the gather sources that the CTA defines at the kernel's top
+        level: each is written there once, where it is defined (one barrier), and every gather
+        then reads it in place, instead of staging the source again at each gather (a write and
+        two barriers; a binary search gathers from one table at every step)."""
+        top = self.kernel.body.block
+        offset = self.scratch_base
+        for op in self.kernel.walk():
+            if not isinstance(op, tl.GatherOp):
+                continue
+            src = op.src
+            owner = src.owner
+            if src in self.resident_at or not isinstance(owner, Operation) or owner.parent_block() is not top:
+                continue
+            if not isinstance(src.type, TileType):
+                continue
+            shape = self.static_shape(src.type)
+            offset = -(-offset // 16) * 16
+            self.resident_at[src] = offset
+            offset += _prod(shape) * DTYPES[dtype_of(src.type)].nbytes
+        self.scratch_base = -(-offset // 16) * 16
+
+    def stage_resident(self, op: Operation) -> None:
+        """Write the results of `op` that gathers read in place to their shared-memory home."""
+        for r in op.results:
+            at = self.resident_at.get(r)
+            x = self.vals.get(r)
+            if at is None or not isinstance(x, Tile) or x.lazy or not self.instance.cta:
+                continue
+            ct = self.c.ctype(x.dtype)
+            ptr = self.fresh("kir_res")
+            self.w.line(f"{ct}* {ptr} = reinterpret_cast<{ct}*>(kir_smem + {at});", op)
+            self.store_to_scratch(r, ptr, op)
+            self.sync(op)
+            self.resident[r] = ptr
 
     def copy(self, dst: Tile | Scalar, src_value: SSAValue, op: Operation | None) -> None:
         src = self.val(src_value)
@@ -1599,6 +1642,7 @@ class KernelGen:
         entry = identifier(kernel.kernel_name, CXX_RESERVED)
         args, sig = self.bind_arguments()
         self.plan()
+        self.plan_resident()
         body = self.w
         body.indent()
         self.emit_body()

@@ -136,9 +136,36 @@ def test_mtia_sim_runs_equal_to_the_interpreter(name):
 
 
 def test_the_cuda_source_stages_the_source_and_reads_it_at_the_index():
+    """A source the CTA defines at the top level is written to shared memory once, where it is
+    defined; every gather reads it in place (no staging and no barrier per gather)."""
     source = lower(CASES["lut"][0](), "cuda").source
-    assert "kir_scr[kir_e] = v_bnd[kir_i];" in source
-    assert "const int kir_g = (int)(v_mid[kir_i]);" in source and "v_v[kir_i] = kir_scr[(kir_g)];" in source
+    assert source.count("kir_res[kir_e] = v_bnd[kir_i];") == 1
+    assert "const int kir_g = (int)(v_mid[kir_i]);" in source and "v_v[kir_i] = kir_res[(kir_g)];" in source
+    assert "kir_scr" not in source
+
+
+REBUILT = """
+kernel rebuilt<B = 128>(x: global f32[B], y: out global f32[B])
+  target sm_90 grid(1) warps(4)
+{
+  acc = zeros(f32[B])
+  for r in 0 .. 3 {
+    t = load(x[0 : B]) + cast<f32>(r)
+    acc = acc + gather(t, (arange(0, B) + r) % B, axis = 0)
+  }
+  store(y[0 : B], acc)
+}
+"""
+
+
+def test_a_source_defined_in_a_loop_is_staged_at_each_gather():
+    program = parse(REBUILT)
+    source = lower(program, "cuda").source
+    assert "kir_res" not in source and "kir_scr[kir_e] = v_t[kir_i];" in source
+    x = np.arange(128, dtype=np.float32)
+    want = sum(np.roll(x + r, -r) for r in range(3))
+    assert np.allclose(run(program, {"x": x})["y"], want)
+    assert np.allclose(run_mtia(program, {"x": x}).outputs["y"], want)
 
 
 def test_a_pure_gather_is_recomputed_where_it_is_used():

@@ -402,3 +402,45 @@ def test_bounds_error_carries_the_counterexample():
     assert list(cex) == ["N", "program_id", "lane"]
     assert cex["program_id"][0] * 128 + cex["lane"][0] >= cex["N"]
     assert f"N = {cex['N']}" in diag.message and "program_id = [" in diag.message
+
+
+SWIZZLED = """
+kernel s<T = 1024>(x: global f32[B], y: out global f32[T]) where T % 32 == 0 target sm_90 grid(1) warps(4) {
+  i = arange(0, T)
+  held = i ^ ((i >> 5) & 31)
+  table = load(x[held], mask = held < B)
+  store(y[i], gather(table, held, axis = 0))
+}
+"""
+
+
+def test_xor_with_a_small_value_keeps_the_high_bits():
+    """`i ^ ((i >> 5) & 31)` stays in i's 32-aligned row: in bounds of a table of T % 32 == 0
+    slots, and of nothing smaller."""
+    from verifier import verify
+
+    program = parse(SWIZZLED, file="t.kir")
+    assert not [d for d in verify(program) if d.rule.startswith("bounds.")]
+    s, v = sym_of(SWIZZLED)
+    (lane,) = s.lanes((sx.Int(1024),), "a")
+    held = s.at(v["held"], (lane,)).expr
+    assert proves(s, z3.And(held >= lane - lane % 32, held <= lane - lane % 32 + 31))
+    assert not proves(s, held == lane)  # the low bits are not known
+    # a table of 1000 slots (not a multiple of 32) is not proved: the last row reaches 1023
+    bad = SWIZZLED.replace("where T % 32 == 0", "").replace("y: out global f32[T]", "y: out global f32[1000]")
+    bad = bad.replace("arange(0, T)", "arange(0, 1000)")
+    rules = {d.rule for d in verify(parse(bad, file="t.kir"))}
+    assert rules & {"bounds.gather-index", "bounds.unproven"}
+
+
+def test_xor_with_an_unknown_value_is_not_modelled():
+    s, v = sym_of(
+        """
+kernel s<B = 8>(x: global i32[N], k: global i32[1]) target sm_90 grid(1) warps(1) {
+  i = arange(0, B)
+  j = i ^ load(k[0])
+}
+"""
+    )
+    (lane,) = s.lanes((sx.Int(8),), "a")
+    assert s.at(v["j"], (lane,)).tainted
