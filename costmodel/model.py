@@ -207,6 +207,7 @@ def analyze(
     l1_bytes = counts.smem_bytes + sum(a.l1_bytes for a in counts.accesses)
     per_program["l1"] = l1_bytes / c.smem_bps_per_sm
 
+    unscaled = dict(per_program)
     # Little's law for the issue of dependent lane work: a scheduler hides an instruction's
     # latency only with enough warps resident; below that the ALU pipes idle between them.
     resident = occ.blocks_per_sm * max(1, counts.warps)
@@ -222,6 +223,7 @@ def analyze(
     inflight = max([counts.straight_load_bytes, *loop_inflight]) if counts.accesses else 0.0
     if counts.roles >= 2:
         inflight *= max(1, stages - 1)
+    lane_overlap = _phase_overlap(counts, unscaled, stages, c)
     raw = Raw(
         programs=counts.programs,
         sms=c.sms,
@@ -233,14 +235,63 @@ def analyze(
         l2_bps=c.l2_bps,
         inflight_bytes=inflight,
         latency_s=c.dram_latency_s,
-        overlap=overlap(occ.blocks_per_sm, stages, counts.roles),
+        overlap=overlap(occ.blocks_per_sm * _free_warps(counts, c), stages, counts.roles) * lane_overlap,
         cta_overhead_s=c.cta_overhead_s,
         launch_s=c.launch_s,
-        spill_s=(spills or 0) / c.spill_bytes_per_latency * c.dram_latency_s,
+        spill_s=_spill_s(spills or 0, counts, c),
         chain_s=counts.chain_shuffles * c.shfl_latency_s + counts.chain_syncs * c.sync_latency_s,
         extra={"stages": stages},
     )
     return raw, counts, occ, dram, c
+
+
+SCHEDULERS = 4  # warp schedulers (SM sub-partitions) per SM on NVIDIA
+
+
+def _spill_s(spills: float, counts: Counts, c: Chip) -> float:
+    """Per wave: a thread's spill stores and reloads (`spills` bytes of spill code), each on its
+    critical path. In a loop they run every trip and the spilled tiles outgrow L1, so a reload
+    waits about a DRAM latency (`spill_bytes_per_latency` bytes per latency, fitted to spilling
+    gemm, attention, k-means and rmsnorm-backward loops). Straight-line code (no loop) stores
+    and reloads each value once, soon after: the local-memory lines are still in L1, so a reload
+    waits an L1 hit."""
+    if not spills:
+        return 0.0
+    latency = c.dram_latency_s if counts.loops else (c.l1_latency_s or c.dram_latency_s)
+    return spills / c.spill_bytes_per_latency * latency
+
+
+def _free_warps(counts: Counts, c: Chip) -> int:
+    """Independent streams per block for the memory/compute overlap: the warps on each
+    scheduler when no barrier ties them together (an elementwise program: they drift apart and
+    hide each other's phases, as blocks do), else 1 (a cross-warp reduction, shared memory or
+    warp roles put every warp of the block in step at each barrier)."""
+    if c.single_thread or counts.chain_syncs or counts.smem_bytes or counts.roles:
+        return 1
+    return max(1, counts.warps // SCHEDULERS)
+
+
+def _phase_overlap(counts: Counts, per_program: dict[str, float], stages: int, c: Chip) -> float:
+    """The share of the memory/compute overlap left when a warp's compute phase outlasts a
+    memory latency. A program without a pipelined loop loads, then computes on what it loaded,
+    then stores: while a warp computes it has no loads in flight, and the other warps of its
+    scheduler hide its compute only for as long as their own loads take (about one memory
+    latency). One warp's compute phase is its share of the program's lane work at the rate of
+    one scheduler (a quarter of the SM), per load phase (a loop's trip); where that is longer
+    than the latency, only latency / phase of it overlaps with memory (a streaming kernel with
+    32 i64 or 128 bf16 values per thread). Pipelined loops and warp-specialized programs keep
+    loads in flight while they compute: untouched."""
+    if c.single_thread or stages >= 2 or counts.roles >= 2 or c.dram_latency_s <= 0:
+        return 1.0
+    loads = [a.trips for a in counts.accesses if not a.write]
+    if not loads:
+        return 1.0
+    phases = max(1.0, max(loads))
+    lane = max(per_program.get(r, 0.0) for r in ("alu", "int", "sfu", "fma"))
+    phase_s = lane / phases * SCHEDULERS / max(1, counts.warps)
+    if phase_s <= c.dram_latency_s:
+        return 1.0
+    return c.dram_latency_s / phase_s
 
 
 def _bottleneck(totals: dict[str, float]) -> str:

@@ -49,6 +49,7 @@ class Chip:
     launch_s: float
     cta_overhead_s: float
     spill_bytes_per_latency: float  # bytes of spill code a thread gets through per memory latency
+    l1_latency_s: float = 0.0  # load-to-use of an L1 hit (local memory that stays in L1)
     latency_warps: int = 0  # resident warps per SM that hide ALU latency (4 schedulers x ~4-6 clk)
     shfl_latency_s: float = 0.0  # one dependent shuffle step (shfl and the combining op)
     sync_latency_s: float = 0.0  # a cross-warp exchange: smem store, barrier, load, barrier
@@ -121,6 +122,7 @@ def chip(target: str) -> Chip:
         launch_s=float(cost.get("launch_us", rates.get("launch_us", 3.0))) * 1e-6,
         cta_overhead_s=float(cost.get("cta_overhead_ns", 400.0)) * 1e-9,
         spill_bytes_per_latency=float(cost.get("spill_bytes_per_latency", 6.0)),
+        l1_latency_s=float(cost.get("l1_latency_clk", 35)) / clock,
         latency_warps=int(cost.get("latency_warps", 0)),
         shfl_latency_s=float(cost.get("shfl_latency_clk", 0)) / clock,
         sync_latency_s=float(cost.get("sync_latency_clk", 0)) / clock,

@@ -13,10 +13,15 @@ Resources, and where their rate comes from (`costmodel/spec.py`):
 
 A wave is the programs resident at once (blocks per SM x SMs). The per-SM resources of a wave
 take the work of the busiest SM's programs at that SM's rate; DRAM and L2 are shared by the chip.
-Within a wave, memory and compute overlap by a factor that grows with the programs per SM and the
-pipeline stages (`overlap = 1 - 1 / (blocks per SM x stages)`):
+Within a wave, memory and compute overlap by a factor that grows with the independent streams
+per SM and the pipeline stages (`overlap = 1 - 1 / (streams x stages)`, `costmodel/model.py`):
+the streams are the blocks per SM, times the warps per scheduler when no barrier ties a block's
+warps together (an elementwise program). A program without a pipelined loop loads, computes,
+then stores; where one warp's compute phase outlasts a memory latency, only latency / phase of
+the overlap is left (the other warps' loads hide that much of it). A block's launch, prologue and
+epilogue overlap the other resident blocks, so a wave exposes 1 / (blocks per SM) of it:
 
-    wave = max(memory, compute) + (1 - overlap) * min(memory, compute) + block overhead
+    wave = max(memory, compute) + (1 - overlap) * min(memory, compute) + block overhead / blocks per SM
     time = full waves x wave(C) + wave(tail programs) + launch
 
 A program's chain of dependent reductions (`chain`: shuffle steps and cross-warp exchanges, each
@@ -34,8 +39,10 @@ hides under the memory time.
 
 Register spills (`spill`: the compile report's bytes of spill stores and loads per thread) are
 a memory resource of their own: a spilled value is stored and reloaded on its thread's critical
-path, through L1 to L2 or DRAM, with a few bytes in flight per thread, so a wave takes about a
-memory latency per `spill_bytes_per_latency` bytes of spill code (`costmodel/spec.py`).
+path, with a few bytes in flight per thread, so a wave takes a latency per
+`spill_bytes_per_latency` bytes of spill code (`costmodel/spec.py`): a DRAM latency where the
+program loops (reloaded every trip, the spilled tiles outgrow L1), an L1 hit in straight-line
+code (each value stored and reloaded once, soon after).
 
 `Raw` holds every figure this needs, so calibration can re-time a program cheaply with other
 correction factors (`Raw.time(factors)`).
@@ -98,7 +105,8 @@ class Raw:
         out["wave"] = max(memory, compute) + (1 - self.overlap) * min(memory, compute)
         out["chain"] = self.chain_s if p else 0.0
         out["wave"] = max(out["wave"], out["chain"])
-        out["wave"] += self.cta_overhead_s * f.get("overhead", 1.0)
+        # a block's launch, prologue and epilogue overlap the other resident blocks' work
+        out["wave"] += self.cta_overhead_s * f.get("overhead", 1.0) / max(1, self.blocks_per_sm)
         return out
 
     def time(self, factors: dict[str, float] | None = None) -> tuple[float, dict[str, float]]:

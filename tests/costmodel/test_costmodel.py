@@ -402,3 +402,99 @@ def test_a_data_dependent_gather_from_a_small_table_costs_every_lane_a_sector():
     large = predict(program, "sm_90", {"BLOCK": 2048}, {"N": 1 << 24, "B": 1023})
     assert small.resources["l1"] == pytest.approx(large.resources["l1"], rel=0.05)
     assert large.resources["l1"] > 0
+
+
+# ---- overlap of memory and compute, block overhead, spills -------------------------------------
+
+HASH = """kernel hash<BLOCK = 1024>(x: global i64[N], out: out global i64[N])
+  target sm_90 grid(cdiv(N, BLOCK)) warps(WARPS)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  mask = offs < N
+  h = load(x[offs], mask = mask) * -7046029254386353131
+  h = h ^ h >> 29 & 34359738367
+  r = h % 1000003
+  store(out[offs], where(r < 0, r + 1000003, r), mask = mask)
+}
+"""
+
+
+def _hash(warps: int = 4):
+    from kir.parser import parse
+
+    return parse(HASH.replace("WARPS", str(warps)))
+
+
+def test_a_compute_phase_longer_than_a_memory_latency_overlaps_less():
+    """32 i64 values per thread: one warp's hashing (~1.4 us at a scheduler's rate) outlasts the
+    ~0.7 us its scheduler's other warps spend loading, so less of it hides under memory than
+    with 8 values per thread, at the same blocks per SM (the H200: 111 us against 69)."""
+    from costmodel.model import analyze
+
+    shapes = {"N": 1 << 24}
+    short, _, short_occ, *_ = analyze(_hash(), "sm_90", {"BLOCK": 1024}, shapes, registers=128)
+    long, _, long_occ, *_ = analyze(_hash(), "sm_90", {"BLOCK": 4096}, shapes, registers=128)
+    assert short_occ.blocks_per_sm == long_occ.blocks_per_sm
+    assert long.overlap < 0.7 * short.overlap
+    assert long.time()[0] > 1.1 * short.time()[0]
+
+
+def test_warps_without_a_barrier_overlap_like_blocks():
+    """The warps of an elementwise block drift apart and hide each other's phases; a cross-warp
+    reduction puts them back in step at every barrier, so only blocks count."""
+    from costmodel.counting import count
+    from costmodel.model import _free_warps
+
+    c = chip("sm_90")
+    elementwise, _ = count(_hash(8), {"N": 1 << 20, "BLOCK": 1024})
+    assert _free_warps(elementwise, c) == 2  # 8 warps on 4 schedulers
+    program = parse_file(ROOT / "benchmarks/tasks/rmsnorm/tuned.kir")
+    reduction, _ = count(program, {**program.params, "M": 1024, "N": 1024})
+    assert reduction.chain_syncs and _free_warps(reduction, c) == 1
+
+
+def test_block_overhead_hides_behind_the_other_resident_blocks():
+    from costmodel.timing import Raw
+
+    def raw(blocks):
+        return Raw(
+            programs=132 * blocks, sms=132, blocks_per_sm=blocks, per_program_s={}, dram_bytes=0.0,
+            l2_bytes=0.0, dram_bps=1e12, l2_bps=1e12, inflight_bytes=0.0, latency_s=0.0, overlap=0.0,
+            cta_overhead_s=4e-7, launch_s=0.0,
+        )  # fmt: skip
+
+    assert raw(1).time()[0] == pytest.approx(4e-7)
+    assert raw(4).time()[0] == pytest.approx(1e-7)  # one wave of 4 blocks per SM: a quarter exposed
+
+
+def test_spills_of_straight_line_code_cost_l1_hits_not_dram_round_trips():
+    """rmsnorm with a 16384-wide row on 2 warps spills 432 bytes a thread and ran 100 us on the
+    H200 (the model said 830): straight-line spill code reloads each value once, from L1. The
+    same bytes spilled in a loop are reloaded every trip, a DRAM latency each."""
+    from costmodel.model import analyze
+    from kir.parser import parse
+
+    c = chip("sm_90")
+    straight = parse_file(ROOT / "benchmarks/tasks/rmsnorm/seed.kir")
+    shapes = {"M": 8192, "N": 8192}
+    raw, counts, *_ = analyze(straight, "sm_90", {"BLOCK": 16384}, shapes, registers=255, spills=432)
+    assert not counts.loops
+    assert raw.spill_s == pytest.approx(432 / c.spill_bytes_per_latency * c.l1_latency_s)
+    clean, *_ = analyze(straight, "sm_90", {"BLOCK": 16384}, shapes, registers=255, spills=0)
+    assert raw.time()[0] < 1.5 * clean.time()[0]
+    looped = parse(
+        """kernel rowsum<BN = 128>(x: global f32[M, N], y: out global f32[M])
+  where N % BN == 0
+  target sm_90 grid(M) warps(4)
+{
+  row = program_id(0)
+  acc = zeros(f32[BN])
+  for j in 0 .. N / BN {
+    acc = acc + load(x[row, j * BN : j * BN + BN])
+  }
+  store(y[row], sum(acc, axis = 0))
+}
+"""
+    )
+    in_loop, *_ = analyze(looped, "sm_90", None, shapes, registers=255, spills=432)
+    assert in_loop.spill_s == pytest.approx(432 / c.spill_bytes_per_latency * c.dram_latency_s)
