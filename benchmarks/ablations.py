@@ -30,7 +30,7 @@ NO_SELECTION = """    best_v = minimum(best_v, min(dist, axis = 0)[None, :])
     best_i = best_i + cast<i32>(best_v < 0.0)
     for r in 0 .. 0 {"""
 
-# (task, label, source, parameter overrides, [(old, new) text edits])
+# (task, label, source, parameter overrides, [(old, new) text edits][, {extra variant fields}])
 ENTRIES: list[tuple[str, str, str, dict, list[tuple[str, str]]]] = [
     ("knn_topk", "base", "tuned", {}, []),
     ("knn_topk", "no-rounds", "tuned", {}, [("minimum(n, K)", "minimum(n, 0)")]),
@@ -74,7 +74,48 @@ ENTRIES_2: list[tuple[str, str, str, dict, list[tuple[str, str]]]] = [
     ("bucketize", "table-4096", "table", {"BLOCK": 4096}, []),
     ("bucketize", "table-512", "table", {"BLOCK": 512}, []),
 ]
-RUNS = {"1": ENTRIES, "2": ENTRIES_2}
+
+# run 3: the explicit-level Hopper GEMM (gluon) against cuBLAS; an entry's optional sixth field
+# holds variant fields (here the backend that times it)
+GLUON = {"backend": "gluon"}
+GEMM_128x256 = {"BM": 128, "BN": 256, "BK": 64}
+WAIT1 = "gemm_explicit_wait1.kir"
+PERSISTENT = "gemm_explicit_persistent.kir"
+ENTRIES_3: list[tuple] = [
+    ("gemm", "explicit", "explicit", {}, [], GLUON),
+    ("gemm", "wait1", WAIT1, {**GEMM_128x256, "S": 4}, [], GLUON),
+    ("gemm", "wait1-S3", WAIT1, {**GEMM_128x256, "S": 3}, [], GLUON),
+    (
+        "gemm",
+        "wait1-regs24-240",
+        WAIT1,
+        {**GEMM_128x256, "S": 4},
+        [("regs(40)", "regs(24)"), ("regs(232)", "regs(240)")],
+        GLUON,
+    ),
+    ("gemm", "wait1-128x128-S4", WAIT1, {"BM": 128, "BN": 128, "BK": 64, "S": 4}, [], GLUON),
+    ("gemm", "wait1-128x128-S6", WAIT1, {"BM": 128, "BN": 128, "BK": 64, "S": 6}, [], GLUON),
+    ("gemm", "persistent-GM8", PERSISTENT, {**GEMM_128x256, "S": 4, "GM": 8, "NSM": 132}, [], GLUON),
+    ("gemm", "persistent-GM32", PERSISTENT, {**GEMM_128x256, "S": 4, "GM": 32, "NSM": 132}, [], GLUON),
+    ("gemm", "persistent-S3", PERSISTENT, {**GEMM_128x256, "S": 3, "GM": 8, "NSM": 132}, [], GLUON),
+    (
+        "gemm",
+        "persistent-tma-store-S3",
+        "gemm_explicit_persistent_tma_store.kir",
+        {**GEMM_128x256, "S": 3, "GM": 8, "NSM": 132},
+        [],
+        GLUON,
+    ),
+    (
+        "gemm",
+        "persistent-tma-store-128x128-S6",
+        "gemm_explicit_persistent_tma_store.kir",
+        {"BM": 128, "BN": 128, "BK": 64, "S": 6, "GM": 8, "NSM": 132},
+        [],
+        GLUON,
+    ),
+]
+RUNS = {"1": ENTRIES, "2": ENTRIES_2, "3": ENTRIES_3}
 
 
 def source(task: str, name: str) -> tuple[str, dict]:
@@ -87,7 +128,7 @@ def source(task: str, name: str) -> tuple[str, dict]:
 
 def make(out: Path, run: str = "2") -> list[dict]:
     variants = []
-    for task, label, name, params, edits in RUNS[run]:
+    for task, label, name, params, edits, *fields in RUNS[run]:
         text, base = source(task, name)
         for old, new in edits:
             if old not in text:
@@ -105,6 +146,7 @@ def make(out: Path, run: str = "2") -> list[dict]:
                 "text": text,
                 "params": merged,
                 "shapes": {k: v for k, v in shapes.items() if k not in merged},
+                **(fields[0] if fields else {}),
             }
         )
     out.write_text(json.dumps(variants, indent=1) + "\n")
