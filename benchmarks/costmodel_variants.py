@@ -1,6 +1,7 @@
 """Variants of every benchmark task for measuring the cost model's accuracy, and their timing.
 
     python benchmarks/costmodel_variants.py generate [--per-task 10] [--out benchmarks/results/costmodel-variants.json]
+        [--pairs-first] [--all-programs] [--exclude MEASURED.json ...]
     python benchmarks/costmodel_variants.py time --variants FILE --out MEASURED.json   # on the GPU
 
 `generate` (no GPU): for each task, parameter sweeps of its tuned and seed programs at the bench
@@ -15,7 +16,8 @@ argument (a head dimension, a padded feature dimension) or name a shape are left
 `time` (GPU): every variant of a task timed side by side in one harness job of kind "time"
 (`agent.harness.worker.time_candidates`: rotated input sets, L2 flushed, median of the runs),
 after a parallel warm-up pass that compiles every variant once (Triton's cache on disk is shared
-by the processes), so the timed pass compiles nothing.
+by the processes), so the timed pass compiles nothing. A variant may name its `backend` (gluon,
+cuda; default triton).
 """
 
 from __future__ import annotations
@@ -88,15 +90,20 @@ def where_holds(program, env: dict[str, int]) -> bool:
         return False
 
 
-def candidates(folder: Path, pairs_first: bool = False):
+def candidates(folder: Path, pairs_first: bool = False, all_programs: bool = False):
     """(program name, label, text, params) in the order they are tried: the bases, then single
     changes of tuned and seed interleaved, then pairs of changes (with `pairs_first`, the pairs
-    of changes before the single ones: a second sweep of mostly different variants)."""
+    of changes before the single ones: a second sweep of mostly different variants). With
+    `all_programs`, every program of the task's table, not only tuned and seed (those the Triton
+    backend cannot compile, such as explicit-level ones, drop out in `validate`)."""
     from kir.parser import parse_file
 
     meta = task_meta(folder)
     bases, singles, pairs_by = [], [], []
-    for name in ("tuned", "seed"):
+    names = ["tuned", "seed"]
+    if all_programs:
+        names += [n for n in meta.get("programs", {}) if n not in names]
+    for name in names:
         spec = meta.get("programs", {}).get(name)
         if spec is None:
             continue
@@ -151,20 +158,42 @@ def validate(folder: Path, text: str, params: dict[str, int], shapes: dict[str, 
     return {"registers": report.registers, "smem_bytes": report.shared_bytes, "spills": report.spills}
 
 
-def generate(per_task: int, tasks: list[str] | None, out: Path, pairs_first: bool = False) -> list[dict]:
+def measured_keys(files: list[Path]) -> set[tuple[str, str]]:
+    """(content hash, parameters) of every variant in these measured or variants files."""
+    from kir.parser import parse
+
+    keys = set()
+    for f in files:
+        data = json.loads(f.read_text())
+        for v in data["variants"] if isinstance(data, dict) else data:
+            keys.add((parse(v["text"]).content_hash(), json.dumps(v["params"], sort_keys=True)))
+    return keys
+
+
+def generate(
+    per_task: int,
+    tasks: list[str] | None,
+    out: Path,
+    pairs_first: bool = False,
+    all_programs: bool = False,
+    exclude: list[Path] | None = None,
+) -> list[dict]:
+    """Up to `per_task` valid variants a task, skipping those in the `exclude` files (variants
+    measured before: a sweep of new variants checks the model out of sample)."""
     from costmodel import predict
     from kir.parser import parse
 
     jobs: list[dict] = []
+    excluded = measured_keys(exclude or [])
     for folder in sorted(p for p in TASKS.iterdir() if (p / "task.toml").exists()):
         if tasks and folder.name not in tasks:
             continue
         meta = task_meta(folder)
         shapes = {k: v for k, v in meta["presets"]["bench"].items() if isinstance(v, int)}
-        seen: set[tuple[str, str]] = set()
+        seen: set[tuple[str, str]] = set(excluded)
         kept = 0
         t0 = time.time()
-        for name, label, text, params in candidates(folder, pairs_first):
+        for name, label, text, params in candidates(folder, pairs_first, all_programs):
             if kept >= per_task:
                 break
             program = parse(text)
@@ -276,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--task", action="append")
     g.add_argument("--out", type=Path, default=DEFAULT_OUT)
     g.add_argument("--pairs-first", action="store_true", help="pairs of changes before single ones")
+    g.add_argument("--all-programs", action="store_true", help="every program of a task, not only tuned and seed")
+    g.add_argument("--exclude", type=Path, action="append", help="a measured or variants file whose variants to skip")
     t = sub.add_parser("time")
     t.add_argument("--variants", type=Path, default=DEFAULT_OUT)
     t.add_argument("--out", type=Path, required=True)
@@ -287,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--timeout", type=float, default=300.0)
     args = ap.parse_args(argv)
     if args.cmd == "generate":
-        generate(args.per_task, args.task, args.out, args.pairs_first)
+        generate(args.per_task, args.task, args.out, args.pairs_first, args.all_programs, args.exclude)
     else:
         measure(args.variants, args.out, args.jobs, args.timeout, args.chunk, args.passes)
     return 0

@@ -61,3 +61,26 @@ def test_diagnostics_round_trip_through_json():
             assert j["rule"] == d.rule and j["message"] == d.message and j["file"] == str(path)
             assert 1 <= j["line"] <= n_lines + 1 and j["col"] >= 1
             assert (j["line"], j["col"]) <= (j["end_line"], j["end_col"])
+
+
+PERSISTENT = """
+kernel p<BLOCK = 128, P = 8>(x: global f32[N], y: out global f32[N])
+  where N <= 2147483647 - P * BLOCK
+  target sm_90 grid(P) warps(4)
+{
+  pid = program_id(0)
+  for j in 0 .. ((N + BLOCK - 1) / BLOCK - pid + P - 1) / P {
+    offs = (pid + j * P) * BLOCK + arange(0, BLOCK)
+    store(y[offs], load(x[offs], mask = offs < N), mask = offs < N)
+  }
+}
+"""
+
+
+def test_a_persistent_grid_whose_trip_count_depends_on_the_program_is_not_judged():
+    """Program pid walks blocks pid, pid + P, ...: its trip count depends on pid, so the loop and
+    the grid are no product of ranges and `output-unwritten` must not claim a hole."""
+    from kir.parser import parse
+    from verifier import verify
+
+    assert not [d for d in verify(parse(PERSISTENT, file="t.kir")) if d.rule == "dataflow.output-unwritten"]

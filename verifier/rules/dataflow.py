@@ -277,6 +277,11 @@ def counter_extent(ctx: Context, counter: Counter, ref: Ref) -> z3.ArithRef | No
         hi = sym.value(what.upper)
         if hi.tainted or lo is None or step is None:
             return None
+        shapes = {str(sym.names[n]) for n in ctx.kernel.shape_symbols if n in sym.names}
+        if not sym.variables(hi.expr) <= shapes:
+            # a trip count that depends on the program (a persistent grid's share of tiles) or
+            # on an outer loop: the iteration space is no product of ranges; not judged
+            return None
         return _ceil_div(hi.expr - lo, step)
     return None
 
