@@ -1,7 +1,7 @@
 """Variants of every benchmark task for measuring the cost model's accuracy, and their timing.
 
     python benchmarks/costmodel_variants.py generate [--per-task 10] [--out benchmarks/results/costmodel-variants.json]
-        [--pairs-first] [--all-programs] [--exclude MEASURED.json ...]
+        [--pairs-first] [--all-programs] [--wide] [--exclude MEASURED.json ...]
     python benchmarks/costmodel_variants.py time --variants FILE --out MEASURED.json   # on the GPU
 
 `generate` (no GPU): for each task, parameter sweeps of its tuned and seed programs at the bench
@@ -61,8 +61,10 @@ def with_warps(text: str, warps: int) -> str | None:
     return WARPS.sub(lambda m: f"{m.group(1)}warps({warps})", text, count=1)
 
 
-def moves(program, params: dict[str, int]) -> list[tuple[str, dict[str, int] | int]]:
-    """Single changes: (label, new params) or (label, new warps)."""
+def moves(program, params: dict[str, int], wide: bool = False) -> list[tuple[str, dict[str, int] | int]]:
+    """Single changes: (label, new params) or (label, new warps); `wide` adds the steps of 4x
+    (a tile or the warps quartered and quadrupled)."""
+    factors = (2, 4) if wide else (2,)
     out: list[tuple[str, dict[str, int] | int]] = []
     fixed = fixed_params(program)
     for name, value in params.items():
@@ -73,13 +75,16 @@ def moves(program, params: dict[str, int]) -> list[tuple[str, dict[str, int] | i
                 if v >= 1:
                     out.append((f"{name}={v}", {**params, name: v}))
         elif value >= 2 and value & (value - 1) == 0:
-            for v in (value // 2, value * 2):
-                out.append((f"{name}={v}", {**params, name: v}))
+            for f in factors:
+                for v in (value // f, value * f):
+                    if v >= 1:
+                        out.append((f"{name}={v}", {**params, name: v}))
     warps = program.kernel.num_warps.data
     if program.kernel.warp_unit.data == "warps":
-        for w in (warps // 2, warps * 2):
-            if 1 <= w <= 32:
-                out.append((f"warps={w}", w))
+        for f in factors:
+            for w in (warps // f, warps * f):
+                if 1 <= w <= 32:
+                    out.append((f"warps={w}", w))
     return out
 
 
@@ -90,7 +95,7 @@ def where_holds(program, env: dict[str, int]) -> bool:
         return False
 
 
-def candidates(folder: Path, pairs_first: bool = False, all_programs: bool = False):
+def candidates(folder: Path, pairs_first: bool = False, all_programs: bool = False, wide: bool = False):
     """(program name, label, text, params) in the order they are tried: the bases, then single
     changes of tuned and seed interleaved, then pairs of changes (with `pairs_first`, the pairs
     of changes before the single ones: a second sweep of mostly different variants). With
@@ -111,7 +116,7 @@ def candidates(folder: Path, pairs_first: bool = False, all_programs: bool = Fal
         text = program.text()
         params = {**program.params, **spec.get("params", {}).get("bench", {})}
         bases.append((name, "base", text, params))
-        ms = moves(program, params)
+        ms = moves(program, params, wide)
         mine = []
         for label, change in ms:
             if isinstance(change, int):
@@ -177,6 +182,7 @@ def generate(
     pairs_first: bool = False,
     all_programs: bool = False,
     exclude: list[Path] | None = None,
+    wide: bool = False,
 ) -> list[dict]:
     """Up to `per_task` valid variants a task, skipping those in the `exclude` files (variants
     measured before: a sweep of new variants checks the model out of sample)."""
@@ -193,7 +199,7 @@ def generate(
         seen: set[tuple[str, str]] = set(excluded)
         kept = 0
         t0 = time.time()
-        for name, label, text, params in candidates(folder, pairs_first, all_programs):
+        for name, label, text, params in candidates(folder, pairs_first, all_programs, wide):
             if kept >= per_task:
                 break
             program = parse(text)
@@ -307,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--pairs-first", action="store_true", help="pairs of changes before single ones")
     g.add_argument("--all-programs", action="store_true", help="every program of a task, not only tuned and seed")
     g.add_argument("--exclude", type=Path, action="append", help="a measured or variants file whose variants to skip")
+    g.add_argument("--wide", action="store_true", help="also steps of 4x (tiles and warps quartered and quadrupled)")
     t = sub.add_parser("time")
     t.add_argument("--variants", type=Path, default=DEFAULT_OUT)
     t.add_argument("--out", type=Path, required=True)
@@ -318,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--timeout", type=float, default=300.0)
     args = ap.parse_args(argv)
     if args.cmd == "generate":
-        generate(args.per_task, args.task, args.out, args.pairs_first, args.all_programs, args.exclude)
+        generate(args.per_task, args.task, args.out, args.pairs_first, args.all_programs, args.exclude, args.wide)
     else:
         measure(args.variants, args.out, args.jobs, args.timeout, args.chunk, args.passes)
     return 0
