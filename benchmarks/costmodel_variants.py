@@ -163,6 +163,23 @@ def validate(folder: Path, text: str, params: dict[str, int], shapes: dict[str, 
     return {"registers": report.registers, "smem_bytes": report.shared_bytes, "spills": report.spills}
 
 
+VALIDATE_S = 120.0  # a variant whose check and compile take longer is dropped (a huge tile per thread)
+
+
+def validate_within(seconds: float, *args) -> dict | None:
+    """`validate` in a forked child, given up after `seconds` (ptxas and LLVM can take many
+    minutes on a tile of thousands of values a thread; such a variant is dropped)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:
+        pending = pool.apply_async(validate, args)
+        try:
+            return pending.get(timeout=seconds)
+        except mp.TimeoutError:
+            raise TimeoutError(f"check and compile took over {seconds:.0f} s") from None
+
+
 def measured_keys(files: list[Path]) -> set[tuple[str, str]]:
     """(content hash, parameters) of every variant in these measured or variants files."""
     from kir.parser import parse
@@ -209,7 +226,7 @@ def generate(
                 continue
             seen.add(key)
             try:
-                figures = validate(folder, text, params, shp)
+                figures = validate_within(VALIDATE_S, folder, text, params, shp)
             except Exception as err:  # noqa: BLE001 - a variant that breaks a tool is dropped, not fatal
                 print(f"  {folder.name} {name} {label}: dropped ({type(err).__name__}: {err})", file=sys.stderr)
                 continue

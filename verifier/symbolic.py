@@ -12,8 +12,10 @@ proves of them: an induction variable (`off = off + BK`) is exact and untainted,
 the bounds that every iteration preserves (see `Symbolic._carried`).
 
 Integer semantics are KIR's: `/` truncates toward zero and `%` takes the sign of the dividend
-(C), `>>` is an arithmetic shift (floor division by a power of two). Integers do not wrap here:
-an index that overflows i32 is out of bounds anyway.
+(C), `>>` is an arithmetic shift (floor division by a power of two), `x & (2^n - 1)` is x mod
+2^n, and `x ^ y` or `x | y` with 0 <= y < 2^n evident (a constant, a value mod 2^n) keeps x's
+bits above the n low ones and leaves those unknown (a bank swizzle stays in its row). Integers
+do not wrap here: an index that overflows i32 is out of bounds anyway.
 
 A query (`counterexample`) asserts only the facts that share a variable with the claim (the
 closure over shared variables), so that the text of a query does not depend on which other
