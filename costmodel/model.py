@@ -23,7 +23,7 @@ import numpy as np
 
 from costmodel import calibration, hints
 from costmodel.counting import Access, CountError, Counts, Evaluator, count
-from costmodel.occupancy import Occupancy, occupancy
+from costmodel.occupancy import SMEM_RESERVED, Occupancy, occupancy
 from costmodel.spec import Chip, chip
 from costmodel.timing import COMPUTE, RESOURCES, Raw, overlap
 from kir.diagnostics import Diagnostic, KirError, Span
@@ -118,12 +118,17 @@ def bind_env(program: Program, params: dict[str, int] | None, shapes: dict[str, 
     return env
 
 
-def _reuse(counts: Counts, ev_wave: Evaluator | None, wave: int, c: Chip) -> list[tuple[Access, float, float]]:
+def _reuse(
+    counts: Counts, ev_wave: Evaluator | None, wave: int, c: Chip, concurrent: int
+) -> list[tuple[Access, float, float]]:
     """(access, DRAM bytes, ideal bytes) over all programs. A tile that several programs of one
     wave read comes from DRAM once per wave (they run together, so it is still in L2); a tensor
-    small enough to stay in L2 comes from DRAM once; data-dependent reads get no reuse."""
+    small enough to stay in L2 comes from DRAM once; data-dependent reads get no reuse. A
+    program's second read of what it read before (`_reread_hit`) comes from L2 as far as L2
+    still holds it."""
     out = []
     p = counts.programs
+    seen: dict[tuple, Access] = {}
     for a in counts.accesses:
         requested = a.bytes * p
         ideal = min(requested, a.tensor_bytes) if not a.write else requested
@@ -131,16 +136,38 @@ def _reuse(counts: Counts, ev_wave: Evaluator | None, wave: int, c: Chip) -> lis
             out.append((a, requested, ideal))
             continue
         dram = requested
+        keys = None
         if not a.data_dependent and ev_wave is not None and wave > 1:
             keys = ev_wave.index_keys(a.indices)
             if keys is not None and len(keys):
                 distinct = len(np.unique(keys, axis=0))
                 dram = requested * distinct / len(keys)
+        first = None
+        if keys is not None:
+            key = (a.tensor, a.bytes, keys.shape, keys.tobytes())
+            first = seen.get(key)
+            seen.setdefault(key, a)
+        if first is not None:
+            ideal = 0.0
+            dram *= 1.0 - _reread_hit(first, concurrent, c)
         dram = max(dram, ideal)
         if a.tensor_bytes <= L2_RESIDENT * c.l2_bytes:
             dram = min(dram, a.tensor_bytes)
         out.append((a, dram, ideal))
     return out
+
+
+def _reread_hit(first: Access, concurrent: int, c: Chip) -> float:
+    """The share of a program's second read of the same tiles that L2 still holds. Between the
+    two reads every resident program reads its own tiles, so the data live for re-reading is
+    about the concurrent programs times the bytes the first read brought in; L2 keeps
+    `l2_reuse_bytes` of it (Hopper caches a line in the L2 partition near the SM that reads it
+    as well as at home, so about half of L2 serves re-reads). rmsnorm in two chunked passes over
+    a 16 KB row: 8 blocks an SM (17 MB live) re-read from L2, 32 (69 MB) mostly from DRAM."""
+    live = concurrent * first.bytes
+    if live <= 0:
+        return 1.0
+    return min(1.0, c.l2_reuse_bytes / live)
 
 
 L1_RESIDENT = 65536  # bytes: a tensor this small stays in L1 after a program's first touch
@@ -186,7 +213,7 @@ def analyze(
     concurrent = occ.blocks_per_sm * c.sms
     wave = min(counts.programs, concurrent, WAVE_SAMPLE_LIMIT)
     ev_wave = Evaluator(program.kernel, env, counts.grid, np.arange(wave, dtype=np.int64)) if wave > 1 else None
-    dram = _reuse(counts, ev_wave, wave, c)
+    dram = _reuse(counts, ev_wave, wave, c, min(counts.programs, concurrent))
     p = max(1, counts.programs)
 
     per_program: dict[str, float] = {r: 0.0 for r in COMPUTE}
@@ -238,7 +265,7 @@ def analyze(
         overlap=overlap(occ.blocks_per_sm * _free_warps(counts, c), stages, counts.roles) * lane_overlap,
         cta_overhead_s=c.cta_overhead_s,
         launch_s=c.launch_s,
-        spill_s=_spill_s(spills or 0, counts, c),
+        spill_s=_spill_s(spills or 0, counts, occ, c),
         chain_s=counts.chain_shuffles * c.shfl_latency_s + counts.chain_syncs * c.sync_latency_s,
         extra={"stages": stages},
     )
@@ -248,17 +275,42 @@ def analyze(
 SCHEDULERS = 4  # warp schedulers (SM sub-partitions) per SM on NVIDIA
 
 
-def _spill_s(spills: float, counts: Counts, c: Chip) -> float:
-    """Per wave: a thread's spill stores and reloads (`spills` bytes of spill code), each on its
+def _spill_s(spills: float, counts: Counts, occ: Occupancy, c: Chip) -> float:
+    """Per wave: a thread's spill stores and reloads (`spills` bytes of spill code), on its
     critical path. In a loop they run every trip and the spilled tiles outgrow L1, so a reload
     waits about a DRAM latency (`spill_bytes_per_latency` bytes per latency, fitted to spilling
-    gemm, attention, k-means and rmsnorm-backward loops). Straight-line code (no loop) stores
-    and reloads each value once, soon after: the local-memory lines are still in L1, so a reload
-    waits an L1 hit."""
+    gemm, attention, k-means and rmsnorm-backward loops). Straight-line code stores and reloads
+    each value once: see `_straight_spill_s`."""
     if not spills:
         return 0.0
-    latency = c.dram_latency_s if counts.loops else (c.l1_latency_s or c.dram_latency_s)
-    return spills / c.spill_bytes_per_latency * latency
+    if counts.loops:
+        return spills / c.spill_bytes_per_latency * c.dram_latency_s
+    return _straight_spill_s(spills, counts, occ, c)
+
+
+def _straight_spill_s(spills: float, counts: Counts, occ: Occupancy, c: Chip) -> float:
+    """Per wave: straight-line spill code, served by the memory level that holds the spilled
+    values. Each value is stored once and reloaded once, so a thread's local-memory footprint is
+    about half its spill bytes; every resident thread's is live together. L1 (what shared memory
+    leaves of it) holds min(1, L1 / footprint) of an SM's; L2 holds its share of the rest, and
+    DRAM serves what is left. At each level a byte costs the longer of its latency over the bytes a
+    thread keeps in flight (`spill_inflight_bytes`: ptxas hoists independent reloads) and the
+    level's bandwidth shared by every thread of the wave (layernorm at 16384 wide on one warp:
+    16 KB a thread, 8 MB an SM, 4 GB from DRAM, 1.3 ms)."""
+    threads_sm = occ.blocks_per_sm * max(1, counts.threads)
+    active = min(max(1, counts.programs), occ.blocks_per_sm * c.sms)
+    sms = min(c.sms, active)
+    footprint_sm = spills / 2 * threads_sm
+    l1 = max(0.0, c.l1_bytes - occ.blocks_per_sm * (occ.smem_bytes + SMEM_RESERVED if occ.smem_bytes else 0))
+    in_l1 = min(1.0, l1 / footprint_sm) if footprint_sm else 1.0
+    in_l2 = min(1.0, L2_RESIDENT * c.l2_bytes / (footprint_sm * sms)) if footprint_sm else 1.0
+    inflight = c.spill_inflight_bytes
+    # seconds per spill byte of one thread, at each level: latency- or bandwidth-bound
+    l1_s = max(c.l1_latency_s / inflight, threads_sm / c.smem_bps_per_sm)
+    l2_s = max(c.l2_latency_s / inflight, threads_sm * sms / c.l2_bps)
+    dram_s = max(c.dram_latency_s / inflight, threads_sm * sms / c.dram_bps)
+    per_byte = in_l1 * l1_s + (1 - in_l1) * (in_l2 * l2_s + (1 - in_l2) * dram_s)
+    return spills * per_byte
 
 
 def _free_warps(counts: Counts, c: Chip) -> int:

@@ -50,6 +50,10 @@ class Chip:
     cta_overhead_s: float
     spill_bytes_per_latency: float  # bytes of spill code a thread gets through per memory latency
     l1_latency_s: float = 0.0  # load-to-use of an L1 hit (local memory that stays in L1)
+    l2_latency_s: float = 0.0  # load-to-use of an L2 hit
+    l1_bytes: int = 0  # L1 and shared memory together, per SM
+    l2_reuse_bytes: int = 0  # the part of L2 that holds data a program reads a second time
+    spill_inflight_bytes: float = 0.0  # straight-line spill reloads a thread keeps in flight
     latency_warps: int = 0  # resident warps per SM that hide ALU latency (4 schedulers x ~4-6 clk)
     shfl_latency_s: float = 0.0  # one dependent shuffle step (shfl and the combining op)
     sync_latency_s: float = 0.0  # a cross-warp exchange: smem store, barrier, load, barrier
@@ -123,6 +127,10 @@ def chip(target: str) -> Chip:
         cta_overhead_s=float(cost.get("cta_overhead_ns", 400.0)) * 1e-9,
         spill_bytes_per_latency=float(cost.get("spill_bytes_per_latency", 6.0)),
         l1_latency_s=float(cost.get("l1_latency_clk", 35)) / clock,
+        l2_latency_s=float(cost.get("l2_latency_clk", 270)) / clock,
+        l1_bytes=int(cost.get("l1_bytes", s.smem_per_sm)),
+        l2_reuse_bytes=int(cost.get("l2_reuse_bytes", int(cost.get("l2_bytes", 0)) // 2)),
+        spill_inflight_bytes=float(cost.get("spill_inflight_bytes", 24.0)),
         latency_warps=int(cost.get("latency_warps", 0)),
         shfl_latency_s=float(cost.get("shfl_latency_clk", 0)) / clock,
         sync_latency_s=float(cost.get("sync_latency_clk", 0)) / clock,

@@ -38,11 +38,16 @@ programs (a 4-warp block of 32 i64 per thread at 3 blocks per SM) when its lane 
 hides under the memory time.
 
 Register spills (`spill`: the compile report's bytes of spill stores and loads per thread) are
-a memory resource of their own: a spilled value is stored and reloaded on its thread's critical
-path, with a few bytes in flight per thread, so a wave takes a latency per
-`spill_bytes_per_latency` bytes of spill code (`costmodel/spec.py`): a DRAM latency where the
-program loops (reloaded every trip, the spilled tiles outgrow L1), an L1 hit in straight-line
-code (each value stored and reloaded once, soon after).
+a memory resource of their own (`costmodel/model.py`, `_spill_s`). In a loop a spilled value is
+reloaded every trip on its thread's critical path: a DRAM latency per `spill_bytes_per_latency`
+bytes. Straight-line code stores and reloads each value once; the spilled values of every
+resident thread are live together, so L1 serves the share of them it can hold, L2 its share of
+the rest and DRAM the remainder, each at the longer of its latency over the bytes a thread keeps
+in flight and its bandwidth shared by the wave's threads (a 16 KB-a-thread spill of 32 resident
+blocks is DRAM traffic; 432 bytes a thread on 4 blocks stays in L1).
+
+A program's second read of what it read before (rmsnorm's two passes over a row) comes from L2
+for the share of the resident programs' tiles that `l2_reuse_bytes` holds (`_reread_hit`).
 
 `Raw` holds every figure this needs, so calibration can re-time a program cheaply with other
 correction factors (`Raw.time(factors)`).
