@@ -115,7 +115,17 @@ ENTRIES_3: list[tuple] = [
         GLUON,
     ),
 ]
-RUNS = {"1": ENTRIES, "2": ENTRIES_2, "3": ENTRIES_3}
+# run 7: conv1d's implicit GEMM at the explicit level (ws.kir: the weight by TMA, the im2col
+# tile gathered by a producer warpgroup, two wgmma consumers) against the tuned tile-level program
+ENTRIES_7: list[tuple] = [
+    ("conv1d", "tuned", "tuned", {}, []),
+    ("conv1d", "ws-256x128-S4", "ws", {}, [], GLUON),
+    ("conv1d", "ws-256x128-S3", "ws", {"S": 3}, [], GLUON),
+    ("conv1d", "ws-128x128-S4", "ws", {"BM": 128}, [], GLUON),
+    ("conv1d", "ws-256x64-S4", "ws", {"BN": 64}, [], GLUON),
+    ("conv1d", "ws-128x64-S6", "ws", {"BM": 128, "BN": 64, "S": 6}, [], GLUON),
+]
+RUNS = {"1": ENTRIES, "2": ENTRIES_2, "3": ENTRIES_3, "7": ENTRIES_7}
 
 
 def source(task: str, name: str) -> tuple[str, dict]:

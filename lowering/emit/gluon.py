@@ -49,10 +49,17 @@ Top-level statements before the last role run in the parent region (on the defau
 partition's warps, before the workers start); statements after the last role run there once
 every partition has joined.
 
+Gathers: a load from a global tensor through index tiles (`load(x[b, rows[:, None],
+cols[None, :]])`, as an im2col tile) adds each index times its stride to the base pointer, the
+index tiles broadcasting in the load's layout (they join its layout class). A tile that
+`expand_dims` (`v[:, None]`) widens takes `gl.SliceLayout(axis, L)` of the layout L of what it
+widens into, so the expansion moves nothing; if it already has another layout (the layouts pass
+wrote one, or it widens into two layouts), it is converted first.
+
 What the backend refuses (`lower.unsupported`, at the op): reductions, scans, reshapes and
-broadcasts of tiles, `dot` (write `wgmma`), atomics, gathers (loads through index tiles, and the
-`gather` op: `gl.gather` gives its result the index's layout, which the layout pass does not
-model yet), `cp.async` (sm_80), a CTA `barrier()` inside a role (a partition can only
+explicit broadcasts of tiles, `dot` (write `wgmma`), atomics, scattered stores, gathers from
+shared memory, the `gather` op (`gl.gather` gives its result
+the index's layout, which the layout pass does not model yet), `cp.async` (sm_80), a CTA `barrier()` inside a role (a partition can only
 synchronize its own warps), a wgmma in a role of fewer than four warps, and tiles whose shape
 depends on a shape symbol.
 """
@@ -189,6 +196,7 @@ _PURE = (
     tl.UnaryOp,
     tl.WhereOp,
     tl.CastOp,
+    tl.ExpandDimsOp,
     ex.SizeofOp,
     st.RoleRankOp,
 )
@@ -209,6 +217,7 @@ SUPPORTED = (
     tl.UnaryOp,
     tl.WhereOp,
     tl.CastOp,
+    tl.ExpandDimsOp,
     tl.ZerosOp,
     tl.FullOp,
     tl.ArangeOp,
@@ -253,9 +262,16 @@ def _refusals(program: Program) -> list[Diagnostic]:
         if isinstance(op, tl.UnaryOp) and op.fn.data == "tanh":
             out.append(_unsupported(op, "the gluon backend has no `tanh`", "write it with exp"))
         if isinstance(op, tl.LoadOp | tl.StoreOp) and any(isinstance(v.type, TileType) for v in op.indices):
-            out.append(
-                _unsupported(op, "the gluon backend lowers block accesses only, not gathers", "index with slices")
-            )
+            if isinstance(op, tl.StoreOp) or not isinstance(op.mem.type, GlobalType):
+                out.append(
+                    _unsupported(
+                        op,
+                        "the gluon backend gathers by loads from global tensors only (no scattered stores, "
+                        "no gathers from shared memory)",
+                        "index with slices",
+                    )
+                )
+
         if isinstance(op, tl.LoadOp | tl.StoreOp) and isinstance(op.mem.type, SmemType):
             if not isinstance(op.res.type if isinstance(op, tl.LoadOp) else op.value.type, TileType):
                 out.append(_unsupported(op, "the gluon backend moves tiles, not scalars, through shared memory"))
@@ -405,6 +421,26 @@ def _layout_text(layout: Layout) -> str:
     return f"gl.NVMMADistributedLayout(version={p[0]}, warps_per_cta={p[1]}, instr_shape={p[2]})"
 
 
+class _Classes(LayoutClasses):
+    """The layout classes, plus what gathers and expansions need: a gather's index tiles join
+    its result's class (they broadcast in its layout), and the `expand_dims` ops are kept, so a
+    widened tile can take the slice of the layout it widens into."""
+
+    def __init__(self, kernel: st.KernelOp):
+        self.expansions: list[tl.ExpandDimsOp] = []
+        self.members: list[SSAValue] = []
+        super().__init__(kernel)
+
+    def _visit(self, op: Operation) -> None:
+        super()._visit(op)
+        self.members += [r for r in op.results if isinstance(r.type, TileType)]
+        if isinstance(op, tl.LoadOp) and isinstance(op.mem.type, GlobalType):
+            for v in op.indices:
+                self.union(op.res, v)  # scalars and other ranks are left alone
+        elif isinstance(op, tl.ExpandDimsOp):
+            self.expansions.append(op)
+
+
 # ---- the emitter ---------------------------------------------------------------------------
 
 
@@ -440,7 +476,7 @@ class _Lowering:
         self.params = dict(params)
         self.symbols = self.kernel.shape_symbols
         self.vals: dict[SSAValue, _Val] = {}
-        self.layouts = LayoutClasses(self.kernel)
+        self.layouts = _Classes(self.kernel)
         self.layout_names: dict[str, str] = {}  # layout constructor text -> module constant
         self.layout_order: list[tuple[str, str]] = []
         self.inlined: set[Operation] = set()
@@ -534,7 +570,7 @@ class _Lowering:
 
     def bind_name(self, fn: _Fn, v: SSAValue | None, hint: str | None, at: Operation | None) -> str:
         base = hint if hint and hint.isidentifier() and not hint.startswith("__") else "v"
-        if re.match(r"(mma_layout|blocked_layout|nvmma|shared_layout)", base):
+        if re.match(r"(mma_layout|blocked_layout|slice_layout|nvmma|shared_layout)", base):
             base = "v_" + base  # the module's layout constants, which may be named later
         base = identifier(base, RESERVED)
         for i in range(10_000):
@@ -574,11 +610,53 @@ class _Lowering:
         return self.class_layouts[key]
 
     def _class_layout(self, v: SSAValue, root: SSAValue, fn: _Fn, op: Operation) -> str:
+        if root not in self.layouts.fixed:
+            # a tile widened by expand_dims takes the slice of what it widens into (one target)
+            slices = {
+                self.slice_const(e.axis.data, self.layout_of(e.res, fn, e))
+                for e in self.layouts.expansions
+                if self.layouts.find(e.operand) is root
+            }
+            if len(slices) == 1:
+                return slices.pop()
+        v = self._widest(v, root, op)
         try:
             layout = self.layouts.choose(v, self.shape(v.type, op), fn.warps)
         except LayoutError as err:
             raise KirError(_unsupported(op, err.message, err.hint)) from None
         return self.layout_const(layout)
+
+    def _widest(self, v: SSAValue, root: SSAValue, op: Operation) -> SSAValue:
+        """The member of `v`'s class with the most elements (`v` unless one has strictly more;
+        a loaded tile first, whose dtype sizes the vectors): a class joined by broadcasting ([BK,
+        1] index tiles and the [BK, BN] gather they address) gets the layout of its full shape."""
+
+        def size(m: SSAValue) -> int:
+            try:
+                return math.prod(self.static(d) for d in shape_of(m.type))
+            except KirError:
+                return 0
+
+        rank = len(shape_of(v.type))
+        wider = [
+            m
+            for m in self.layouts.members
+            if len(shape_of(m.type)) == rank and self.layouts.find(m) is root and size(m) > size(v)
+        ]
+        if not wider:
+            return v
+        return max(wider, key=lambda m: (size(m), isinstance(m.owner, tl.LoadOp)))
+
+    def slice_const(self, axis: int, parent: str) -> str:
+        """The module constant of `gl.SliceLayout(axis, parent)`."""
+        text = f"gl.SliceLayout({axis}, {parent})"
+        name = self.layout_names.get(text)
+        if name is None:
+            name = f"slice_layout_{sum(1 for n in self.layout_names.values() if n.startswith('slice'))}"
+            self.layout_names[text] = name
+            self.layout_order.append((name, text))
+            self.module_names.add(name)
+        return name
 
     def layout_const(self, layout: Layout) -> str:
         text = _layout_text(layout)
@@ -1180,6 +1258,15 @@ class _Lowering:
         lay = self.layout_of(op.res, fn, op)
         self.define(fn, op.res, _Val(f"gl.arange({lo}, {hi}, layout={lay})", "tile"), op)
 
+    def op_ExpandDimsOp(self, op: tl.ExpandDimsOp, fn: _Fn) -> None:
+        x = self.operand(op.operand, op, fn)
+        axis = op.axis.data
+        want = self.slice_const(axis, self.layout_of(op.res, fn, op))
+        text = x.text
+        if self.layout_of(op.operand, fn, op) != want:
+            text = f"gl.convert_layout({text}, {want})"
+        self.define(fn, op.res, _Val(f"gl.expand_dims({text}, {axis})", "tile"), op)
+
     def op_ConvertLayoutOp(self, op: ex.ConvertLayoutOp, fn: _Fn) -> None:
         x = self.operand(op.operand, op, fn)
         lay = self.layout_const(op.layout.data)
@@ -1322,6 +1409,8 @@ class _Lowering:
                     stride = sx.Bin("*", stride, d)
                 strides.append(sx.fold(stride))
         access = op.access.data
+        if any(isinstance(v.type, TileType) for v in op.indices):
+            return self.gather_pointers(op, strides, layout, fn)
         sliced = [i for i, d in enumerate(access.dims) if d is not None]
         if len(sliced) > 2:
             raise KirError(_unsupported(op, "the gluon backend addresses 1-D and 2-D blocks of global tensors"))
@@ -1345,6 +1434,32 @@ class _Lowering:
                     index = f"{index}.to(gl.int64)"
                 if len(sliced) == 2:
                     index += "[:, None]" if pos == 0 else "[None, :]"
+            step = self.sym_text(strides[i], fn)
+            terms.append(
+                index if step.kind == "static" and step.static == 1 else f"{index} * {step.operand(PRODUCT, True)}"
+            )
+        return " + ".join(terms)
+
+    def gather_pointers(self, op, strides: list[sx.SymExpr], layout: str | None, fn: _Fn) -> str:
+        """Addresses of a gather `x[b, rows[:, None], cols]`: the base plus each index (a scalar
+        or an index tile, broadcasting in the load's layout) times its stride, int64 for all but
+        the last dimension."""
+        terms = [self.ref(op.mem, fn).text]
+        last = len(op.indices) - 1
+        for i, idx in enumerate(op.indices):
+            v = self.ref(idx, fn)
+            if v.kind == "static" and v.static == 0:
+                continue
+            if isinstance(idx.type, TileType):
+                text = v.text
+                if layout is not None and self.layout_of(idx, fn, op) != layout:
+                    text = f"gl.convert_layout({text}, {layout})"
+                    v = _Val(text, "tile")
+                index = f"{v.operand()}.to(gl.int64)" if i < last else v.operand(PRODUCT)
+            elif i < last and v.kind == "scalar":
+                index = f"{v.operand()}.to(gl.int64)"
+            else:
+                index = v.operand(PRODUCT)
             step = self.sym_text(strides[i], fn)
             terms.append(
                 index if step.kind == "static" and step.static == 1 else f"{index} * {step.operand(PRODUCT, True)}"

@@ -80,6 +80,12 @@ kernel row_softsign<BN = 256>(x: global f32[M, N], y: out global f32[M, N])
 """
 
 
+# The im2col gather of conv1d (benchmarks/tasks/conv1d/ws.kir) in a producer warpgroup: a load
+# through index tiles, widened by expand_dims, stored into a swizzled ring for wgmma.
+CONV_WS_TEXT = (ROOT / "benchmarks" / "tasks" / "conv1d" / "ws.kir").read_text()
+CONV_WS_SMALL = {"BM": 128, "BN": 64, "BK": 64, "S": 2}
+
+
 def gemm(text: str = GEMM_TEXT):
     """The example at BN = 128 (its default is 256): the assertions below describe that shape."""
     program = parse(text, file="gemm_hopper_ws.kir")
@@ -166,6 +172,42 @@ def test_single_warp_roles_get_an_idle_default_partition():
         ("compute", r, 1) for r in range(4)
     ]
     assert lowered.num_warps == 4 and "mbarrier.init(empty.index(i_1), count=4)" in lowered.source
+
+
+def test_an_im2col_gather_lowers_with_slice_layouts():
+    lowered = lower(parse(CONV_WS_TEXT, file="ws.kir"), "gluon", CONV_WS_SMALL)
+    src = lowered.source
+    blocked = re.search(r"^(blocked_layout_\d+) = gl.constexpr\(gl.BlockedLayout\(\[1, 8\]", src, re.M).group(1)
+    rows = re.search(rf"^(slice_layout_\d+) = gl.constexpr\(gl.SliceLayout\(1, {blocked}\)\)", src, re.M).group(1)
+    cols = re.search(rf"^(slice_layout_\d+) = gl.constexpr\(gl.SliceLayout\(0, {blocked}\)\)", src, re.M).group(1)
+    # the 1-D tiles are made in the slices of the gather's layout: widening them moves nothing
+    assert f"cols = l0 + gl.arange(0, 64, layout={cols})" in src
+    assert f"kk = k * 64 + gl.arange(0, 64, layout={rows})" in src
+    assert "pos = gl.expand_dims(cols, 0) + gl.expand_dims(kk % 7 - 3, 1)" in src
+    assert "x_ptrs = x + b.to(gl.int64) * (C * L) + gl.expand_dims(ci, 1).to(gl.int64) * L + pos" in src
+    assert "xt = gl.load(x_ptrs, mask=(pos >= 0) & (pos < L), other=0)" in src
+    gather_fn = src[src.index("def conv1d_ws_gather") : src.index("def conv1d_ws_mma")]
+    assert "convert_layout" not in gather_fn and "bs.index(s).store(xt)" in gather_fn
+
+
+def test_an_expansion_of_a_tile_with_another_layout_converts_it():
+    text = CONV_WS_TEXT.replace(
+        "cols = l0 + arange(0, BN)", "cols = l0 + convert_layout(arange(0, BN), blocked([1], [32], [4], [0]))"
+    )
+    src = lower(parse(text, file="ws.kir"), "gluon", CONV_WS_SMALL).source
+    assert re.search(r"pos = gl.expand_dims\(gl.convert_layout\(cols, slice_layout_\d+\), 0\)", src)
+
+
+def test_refuses_scattered_stores():
+    text = CONV_WS_TEXT.replace(
+        "store(y[b, o0 + r0 : o0 + r0 + BM / 2, l0 : l0 + BN], cast<bf16>(acc))",
+        "store(y[b, (o0 + r0 + arange(0, BM / 2))[:, None], (l0 + arange(0, BN))[None, :]], cast<bf16>(acc))",
+    )
+    with pytest.raises(KirError) as err:
+        lower(parse(text, file="ws.kir"), "gluon", CONV_WS_SMALL)
+    (d,) = err.value.diagnostics
+    assert d.rule == "lower.unsupported" and "scattered stores" in d.message
+    assert "store(y[b, (o0" in text.splitlines()[d.span.line - 1]
 
 
 def test_refuses_tile_level_programs():
@@ -260,6 +302,14 @@ def test_single_warp_roles_and_masked_blocks_compile():
     assert roles.num_warps == 12  # the idle default warpgroup, five one-warp workers padded to eight
     masked = compile_report(parse(SOFTSIGN_TEXT, file="row_softsign.kir"))
     assert masked.ok, masked.log
+
+
+def test_conv1d_ws_compiles_without_spills_at_bench_size():
+    report = compile_report(parse(CONV_WS_TEXT, file="ws.kir"), {"BM": 256, "BN": 128, "BK": 64, "S": 4})
+    assert report.ok, report.log
+    assert report.spills == 0 and report.local_bytes == 0
+    assert "m64n128k16" in report.ptx and report.shared_bytes <= 232448
+    assert {"inc 160", "inc 168"} <= set(report.extra["setmaxnreg"])  # the gather and mma budgets
 
 
 def test_a_front_end_error_in_emitted_code_points_at_the_kir_op():
