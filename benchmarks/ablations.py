@@ -124,6 +124,9 @@ ENTRIES_7: list[tuple] = [
     ("conv1d", "ws-128x128-S4", "ws", {"BM": 128}, [], GLUON),
     ("conv1d", "ws-256x64-S4", "ws", {"BN": 64}, [], GLUON),
     ("conv1d", "ws-128x64-S6", "ws", {"BM": 128, "BN": 64, "S": 6}, [], GLUON),
+    ("conv1d", "ws2-256x128-S4", "conv1d_ws2.kir", {"BM": 256, "BN": 128, "BK": 64, "KW": 7, "S": 4}, [], GLUON),
+    ("conv1d", "ws2-256x128-S3", "conv1d_ws2.kir", {"BM": 256, "BN": 128, "BK": 64, "KW": 7, "S": 3}, [], GLUON),
+    ("conv1d", "ws2-128x128-S4", "conv1d_ws2.kir", {"BM": 128, "BN": 128, "BK": 64, "KW": 7, "S": 4}, [], GLUON),
 ]
 RUNS = {"1": ENTRIES, "2": ENTRIES_2, "3": ENTRIES_3, "7": ENTRIES_7}
 

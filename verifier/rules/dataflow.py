@@ -891,6 +891,13 @@ def _uncovered_read(ctx: Context, info: OpInfo, ref: Ref, wloop: st.ForOp, wrefs
         return z3.substitute(e, (k_write.expr, k_read.expr))
 
     written = [[(same_round(lo), same_round(hi)) for lo, hi in w] for w in written]
+    # A role of several units writes the union of its units' views: one box per unit
+    boxes, box_refs = [], []
+    for box, w in zip(written, wrefs, strict=True):
+        for unit_box in _per_unit(sym, w.op, box):
+            boxes.append(unit_box)
+            box_refs.append(w)
+    written, wrefs = boxes, box_refs
     element = [z3.Int(f"__element{d}") for d in range(len(region))]
 
     def inside(box) -> z3.BoolRef:
@@ -930,6 +937,21 @@ def _uncovered_read(ctx: Context, info: OpInfo, ref: Ref, wloop: st.ForOp, wrefs
         related=[(w.op, f"what {who} writes") for w in wrefs[:2]],
         counterexample={**shown, "element": at},
     )
+
+
+def _per_unit(sym, op: Operation, box: list) -> list[list]:
+    """`box` (bounds per dimension) once for each unit of `op`'s role, its rank made constant;
+    `[box]` when the box does not depend on the rank."""
+    role = op
+    while role is not None and not isinstance(role, st.RoleOp):
+        role = role.parent_op()
+    rank = sym.names.get(f"role_rank({role.name_text})") if role is not None else None
+    if rank is None or not any(str(rank) in sym.variables(e) for bounds in box for e in bounds):
+        return [box]
+    return [
+        [(z3.substitute(lo, (rank, z3.IntVal(u))), z3.substitute(hi, (rank, z3.IntVal(u)))) for lo, hi in box]
+        for u in range(len(role.id_list))
+    ]
 
 
 def _until_completion(op: Operation) -> Iterator[Operation]:
