@@ -115,18 +115,19 @@ ENTRIES_3: list[tuple] = [
         GLUON,
     ),
 ]
-# run 7: conv1d's implicit GEMM at the explicit level (ws.kir: the weight by TMA, the im2col
-# tile gathered by a producer warpgroup, two wgmma consumers) against the tuned tile-level program
+# run 7: conv1d's implicit GEMM at the explicit level (the weight by TMA, the im2col tile gathered
+# by one producer warpgroup, ablations/conv1d_ws1.kir, or two, the task's ws.kir; two wgmma
+# consumers) against the tuned tile-level program
 ENTRIES_7: list[tuple] = [
     ("conv1d", "tuned", "tuned", {}, []),
-    ("conv1d", "ws-256x128-S4", "ws", {}, [], GLUON),
-    ("conv1d", "ws-256x128-S3", "ws", {"S": 3}, [], GLUON),
-    ("conv1d", "ws-128x128-S4", "ws", {"BM": 128}, [], GLUON),
-    ("conv1d", "ws-256x64-S4", "ws", {"BN": 64}, [], GLUON),
-    ("conv1d", "ws-128x64-S6", "ws", {"BM": 128, "BN": 64, "S": 6}, [], GLUON),
-    ("conv1d", "ws2-256x128-S4", "conv1d_ws2.kir", {"BM": 256, "BN": 128, "BK": 64, "KW": 7, "S": 4}, [], GLUON),
-    ("conv1d", "ws2-256x128-S3", "conv1d_ws2.kir", {"BM": 256, "BN": 128, "BK": 64, "KW": 7, "S": 3}, [], GLUON),
-    ("conv1d", "ws2-128x128-S4", "conv1d_ws2.kir", {"BM": 128, "BN": 128, "BK": 64, "KW": 7, "S": 4}, [], GLUON),
+    ("conv1d", "ws-256x128-S4", "conv1d_ws1.kir", {"BM": 256, "BN": 128, "BK": 64, "KW": 7, "S": 4}, [], GLUON),
+    ("conv1d", "ws-256x128-S3", "conv1d_ws1.kir", {"BM": 256, "BN": 128, "BK": 64, "KW": 7, "S": 3}, [], GLUON),
+    ("conv1d", "ws-128x128-S4", "conv1d_ws1.kir", {"BM": 128, "BN": 128, "BK": 64, "KW": 7, "S": 4}, [], GLUON),
+    ("conv1d", "ws-256x64-S4", "conv1d_ws1.kir", {"BM": 256, "BN": 64, "BK": 64, "KW": 7, "S": 4}, [], GLUON),
+    ("conv1d", "ws-128x64-S6", "conv1d_ws1.kir", {"BM": 128, "BN": 64, "BK": 64, "KW": 7, "S": 6}, [], GLUON),
+    ("conv1d", "ws2-256x128-S4", "ws", {"S": 4}, [], GLUON),
+    ("conv1d", "ws2-256x128-S3", "ws", {}, [], GLUON),
+    ("conv1d", "ws2-128x128-S4", "ws", {"BM": 128, "S": 4}, [], GLUON),
 ]
 RUNS = {"1": ENTRIES, "2": ENTRIES_2, "3": ENTRIES_3, "7": ENTRIES_7}
 

@@ -93,7 +93,7 @@ def test_a_role_of_several_units_covers_the_union_of_their_views():
     from verifier import verify
 
     root = Path(__file__).resolve().parents[2]
-    text = (root / "benchmarks/ablations/conv1d_ws2.kir").read_text()
+    text = (root / "benchmarks/tasks/conv1d/ws.kir").read_text()
 
     def overlap(t: str) -> list:
         return [d for d in verify(parse(t, file="t.kir")) if d.rule == "dataflow.smem-overlap"]
