@@ -288,6 +288,7 @@ def measure(variants_file: Path, out: Path, jobs: int, timeout: float, chunk: in
     # whose measured order differs between passes is known to be within the timing noise
     times: dict[str, list[float | None]] = {v["id"]: [] for v in variants}
     errors: dict[str, str | None] = {}
+    results: list[dict] = []
     for k in range(passes):
         for task, vs in by_task.items():
             t1 = time.time()
@@ -300,11 +301,21 @@ def measure(variants_file: Path, out: Path, jobs: int, timeout: float, chunk: in
                 if not entry.get("ms"):
                     errors[v["id"]] = entry.get("error") or (None if record.get("ok") else record.get("stage"))
             print(f"pass {k + 1}: {task}: {len(vs)} variants timed in {time.time() - t1:.0f} s", file=sys.stderr)
+            # written after every task, so that a run cut short keeps what it measured
+            results = _write_measured(out, variants, times, errors)
+    return results
+
+
+def _write_measured(out: Path, variants: list[dict], times: dict, errors: dict) -> list[dict]:
+    """The measured file: every variant timed so far (a variant not yet timed has no
+    `measured_s`; one timed in fewer passes than others has fewer `measured_passes_s`)."""
     results = []
     for v in variants:
-        row = {key: v[key] for key in v if key != "predicted_s"}
         got = times[v["id"]]
-        row["measured_s"] = statistics.median(got) if got and all(got) else None
+        if not got:
+            continue
+        row = {key: v[key] for key in v if key != "predicted_s"}
+        row["measured_s"] = statistics.median(got) if all(got) else None
         row["measured_passes_s"] = got
         row["error"] = errors.get(v["id"])
         results.append(row)
