@@ -24,8 +24,9 @@ covered length leaves a hole right there. The claim "every element is written" i
 query over the shape symbols, and its counterexample names the shape and the element missed.
 When the dimensions use disjoint counters and the radix is exact (each element is reached by
 one lane only), a mask or an enclosing `if` that is false at an in-bounds lane also leaves that
-element unwritten. Anything else (several writes, data-dependent indices, atomics) is not
-judged: the rule only reports what it proves.
+element unwritten. Anything else (several writes, data-dependent indices, atomics, a loop whose
+trip count depends on the program or an outer loop, as a persistent grid's) is not judged: the
+rule only reports what it proves.
 """
 
 from __future__ import annotations
