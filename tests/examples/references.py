@@ -114,6 +114,7 @@ def _bucketize_inputs(rng):
     bounds = np.sort(_normal(rng, 100))
     x = _normal(rng, 1000)
     x[:50] = bounds[rng.integers(0, 100, 50)]  # values equal to a boundary
+    x[50:53] = [np.nan, np.inf, -np.inf]  # NaN after every boundary, as searchsorted and torch put it
     return {"x": x, "bounds": bounds}
 
 

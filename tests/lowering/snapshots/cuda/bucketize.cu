@@ -46,20 +46,25 @@ extern "C" __global__ void __launch_bounds__(128, 1) bucketize(
         for (int kir_i = 0; kir_i < 8; ++kir_i) {
             v_bm[kir_i] = t_3[kir_i] ? t_bounds[(long long)(v_mid[kir_i])] : kir_f32_bits(2139095040u);
         }
+        bool t_4[8];
+        #pragma unroll
+        for (int kir_i = 0; kir_i < 8; ++kir_i) {
+            t_4[kir_i] = (v_bm[kir_i] >= v_v[kir_i]);
+        }
         bool v_right[8];
         #pragma unroll
         for (int kir_i = 0; kir_i < 8; ++kir_i) {
-            v_right[kir_i] = (v_bm[kir_i] < v_v[kir_i]);
+            v_right[kir_i] = (!t_4[kir_i]);
         }
-        int t_4[8];
+        int t_5[8];
         #pragma unroll
         for (int kir_i = 0; kir_i < 8; ++kir_i) {
-            t_4[kir_i] = ((int)((unsigned int)v_mid[kir_i] + (unsigned int)1));
+            t_5[kir_i] = ((int)((unsigned int)v_mid[kir_i] + (unsigned int)1));
         }
         int v_lo_1[8];
         #pragma unroll
         for (int kir_i = 0; kir_i < 8; ++kir_i) {
-            v_lo_1[kir_i] = (v_right[kir_i] ? t_4[kir_i] : v_lo[kir_i]);
+            v_lo_1[kir_i] = (v_right[kir_i] ? t_5[kir_i] : v_lo[kir_i]);
         }
         int v_hi_1[8];
         #pragma unroll
@@ -69,9 +74,14 @@ extern "C" __global__ void __launch_bounds__(128, 1) bucketize(
         for (int kir_i = 0; kir_i < 8; ++kir_i) v_lo[kir_i] = v_lo_1[kir_i];
         for (int kir_i = 0; kir_i < 8; ++kir_i) v_hi[kir_i] = v_hi_1[kir_i];
     }
+    int t_6[8];
+    #pragma unroll
+    for (int kir_i = 0; kir_i < 8; ++kir_i) {
+        t_6[kir_i] = (v_lo[kir_i] < n_B ? v_lo[kir_i] : n_B);
+    }
     #pragma unroll
     for (int kir_i = 0; kir_i < 8; ++kir_i) {
         const int kir_e = kir_i * 128 + kir_tid;
-        if (((((int)((unsigned int)t_1 + (unsigned int)(kir_e)))) < n_N)) t_out[(long long)(((int)((unsigned int)t_1 + (unsigned int)(kir_e))))] = v_lo[kir_i];
+        if (((((int)((unsigned int)t_1 + (unsigned int)(kir_e)))) < n_N)) t_out[(long long)(((int)((unsigned int)t_1 + (unsigned int)(kir_e))))] = t_6[kir_i];
     }
 }

@@ -14,7 +14,7 @@ def bucketize(x, bounds, out, N, B, BLOCK: tl.constexpr, STEPS: tl.constexpr):
     for _it in range(0, STEPS):
         mid = (lo + hi) // 2
         bm = tl.load(bounds + mid, mask=mid < B, other=float("inf"))
-        right = bm < v
+        right = ~(bm >= v)
         lo = tl.where(right, mid + 1, lo)
         hi = tl.where(right, hi, mid)
-    tl.store(out + offs, lo, mask=mask)
+    tl.store(out + offs, tl.minimum(lo, B), mask=mask)
