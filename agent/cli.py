@@ -119,10 +119,14 @@ def bench_command(
         def progress(what: str, done: int, total: int) -> None:
             bar.update(handle, description=what[:60], completed=done, total=total)
 
+        def folder_of(result: dict) -> Path:
+            gpu = (result["gpu"] or "nogpu").replace("NVIDIA ", "").replace(" ", "-").lower()
+            return Path(out) if out else SUITE.parent / "results" / f"{gpu}-{datetime.date.today().isoformat()}"
+
         try:
             result = run_suite(
                 tasks, backends=backends, programs=programs, preset=preset, jobs=jobs, timeout=timeout, runs=runs,
-                progress=progress,
+                progress=progress, timed=lambda partial: write(partial, folder_of(partial)),
             )  # fmt: skip
         except KirError as err:
             bar.stop()
@@ -132,9 +136,7 @@ def bench_command(
             return 1
     print("\n".join(table_lines(result)))
     print("\n".join(summary_lines(result)))
-    gpu = (result["gpu"] or "nogpu").replace("NVIDIA ", "").replace(" ", "-").lower()
-    folder = Path(out) if out else SUITE.parent / "results" / f"{gpu}-{datetime.date.today().isoformat()}"
-    json_path, md_path = write(result, folder)
+    json_path, md_path = write(result, folder_of(result))
     print(f"wrote {json_path} and {md_path}")
     return 0 if all(r["correct"] for r in result["rows"]) else 1
 

@@ -108,7 +108,10 @@ def run_suite(
     timeout: float = 600.0,
     runs: int = 50,
     progress: Callable[[str, int, int], None] | None = None,
+    timed: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
+    """Check every planned program, then time each task's correct ones with the peers; `timed`
+    gets the result so far after each task's timing (so that a run cut short keeps them)."""
     planned = plan(tasks, backends, programs)
     total = 1 + 2 * len(planned)
     done = 0
@@ -130,6 +133,16 @@ def run_suite(
     environment = ceilings_record.get("metrics", {}).get("environment", {})
     tick("ceilings")
     rows = [Row(task.name, name, backend) for task, name, backend in planned]
+
+    def result() -> dict[str, Any]:
+        return {
+            "date": datetime.date.today().isoformat(),
+            "gpu": environment.get("gpu", ""),
+            "versions": environment.get("versions", {}),
+            "ceilings": ceilings,
+            "preset": preset,
+            "rows": [r.to_json() for r in rows],
+        }
 
     def check(i: int) -> None:
         task, name, backend = planned[i]
@@ -168,14 +181,10 @@ def run_suite(
                 if row.ms is not None and row.ms < row.floor_ms / 10:
                     row.flags.append("implausible: under a tenth of the roofline floor")
             tick(f"{task.name}/{planned[i][1]}/{planned[i][2]}: {row.ms:.3f} ms" if row.ms else task.name)
-    return {
-        "date": datetime.date.today().isoformat(),
-        "gpu": environment.get("gpu", ""),
-        "versions": environment.get("versions", {}),
-        "ceilings": ceilings,
-        "preset": preset,
-        "rows": [r.to_json() for r in rows],
-    }
+        if timed:
+            timed(result())
+
+    return result()
 
 
 def ratio(a: float | None, b: float | None) -> float | None:

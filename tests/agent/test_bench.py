@@ -74,3 +74,26 @@ def test_bench_without_a_gpu_stops_with_a_diagnostic_instead_of_failing_every_ro
         pytest.skip("a GPU is present")
     result = CliRunner().invoke(app, ["bench", "softmax"])
     assert result.exit_code == 1 and "needs a CUDA GPU" in result.output
+
+
+def test_each_task_s_rows_are_handed_over_as_soon_as_it_is_timed(monkeypatch):
+    """A run cut short (the device's time limit) keeps the tasks it finished: `timed` gets the
+    result after each task's timing. The child processes are replaced by canned records."""
+    import agent.harness.bench as bench
+
+    def fake_run_job(job, timeout):
+        if job.get("kind") == "ceilings":
+            return {"ok": True, "metrics": {"ceilings": {"copy_gbps": 4000.0, "bf16_tflops": 700.0}, "environment": {}}}
+        if job.get("kind") == "time":
+            n = len(job["candidates"])
+            metrics = {"candidates": [{"ms": 1.0}] * n, "eager_ms": 2.0, "compile_ms": 1.5, "bytes": 1e6, "flops": 0.0}
+            return {"ok": True, "stage": "done", "metrics": metrics}
+        return {"ok": True, "stage": "done", "diagnostics": []}
+
+    monkeypatch.setattr(bench, "run_job", fake_run_job)
+    tasks = [t for t in load_suite(SUITE) if t.name in ("softmax", "silu_mul")]
+    seen = []
+    result = bench.run_suite(tasks, programs=["tuned"], timed=lambda partial: seen.append(partial))
+    assert len(seen) == 2
+    assert [r["ms"] is not None for r in seen[0]["rows"]].count(True) == 1  # the first task only
+    assert all(r["ms"] == 1.0 for r in seen[1]["rows"]) and seen[1]["rows"] == result["rows"]
