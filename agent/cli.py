@@ -126,7 +126,7 @@ def bench_command(
         try:
             result = run_suite(
                 tasks, backends=backends, programs=programs, preset=preset, jobs=jobs, timeout=timeout, runs=runs,
-                progress=progress, timed=lambda partial: write(partial, folder_of(partial)),
+                progress=progress, on_timed=lambda partial: write(partial, folder_of(partial)),
             )  # fmt: skip
         except KirError as err:
             bar.stop()

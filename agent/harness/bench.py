@@ -108,10 +108,11 @@ def run_suite(
     timeout: float = 600.0,
     runs: int = 50,
     progress: Callable[[str, int, int], None] | None = None,
-    timed: Callable[[dict[str, Any]], None] | None = None,
+    on_timed: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Check every planned program, then time each task's correct ones with the peers; `timed`
-    gets the result so far after each task's timing (so that a run cut short keeps them)."""
+    """Check every planned program, then time each task's correct ones with the peers;
+    `on_timed` gets the result so far after each task's timing (so that a run cut short keeps
+    them)."""
     planned = plan(tasks, backends, programs)
     total = 1 + 2 * len(planned)
     done = 0
@@ -181,8 +182,8 @@ def run_suite(
                 if row.ms is not None and row.ms < row.floor_ms / 10:
                     row.flags.append("implausible: under a tenth of the roofline floor")
             tick(f"{task.name}/{planned[i][1]}/{planned[i][2]}: {row.ms:.3f} ms" if row.ms else task.name)
-        if timed:
-            timed(result())
+        if on_timed:
+            on_timed(result())
 
     return result()
 

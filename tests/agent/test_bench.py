@@ -78,7 +78,7 @@ def test_bench_without_a_gpu_stops_with_a_diagnostic_instead_of_failing_every_ro
 
 def test_each_task_s_rows_are_handed_over_as_soon_as_it_is_timed(monkeypatch):
     """A run cut short (the device's time limit) keeps the tasks it finished: `timed` gets the
-    result after each task's timing. The child processes are replaced by canned records."""
+    result after each task's timing (`on_timed`). The child processes are replaced by canned records."""
     import agent.harness.bench as bench
 
     def fake_run_job(job, timeout):
@@ -93,7 +93,7 @@ def test_each_task_s_rows_are_handed_over_as_soon_as_it_is_timed(monkeypatch):
     monkeypatch.setattr(bench, "run_job", fake_run_job)
     tasks = [t for t in load_suite(SUITE) if t.name in ("softmax", "silu_mul")]
     seen = []
-    result = bench.run_suite(tasks, programs=["tuned"], timed=lambda partial: seen.append(partial))
+    result = bench.run_suite(tasks, programs=["tuned"], on_timed=lambda partial: seen.append(partial))
     assert len(seen) == 2
     assert [r["ms"] is not None for r in seen[0]["rows"]].count(True) == 1  # the first task only
     assert all(r["ms"] == 1.0 for r in seen[1]["rows"]) and seen[1]["rows"] == result["rows"]
