@@ -22,7 +22,9 @@ speed is decided):
 - **Reductions** run the interpreter's exact tree (element i with element i + n/2, level by
   level) in shared memory; scans run one thread per row; `argmin`/`argmax` carry the index
   through the tree; `topk` ranks every element of its row; `gather` stages its source in shared
-  memory and each thread reads its elements at the index; `dot` stages both operands in shared
+  memory and each thread reads its elements at the index (a source the CTA defines at the top
+  level is written there once, where it is defined, and read in place by every gather: a
+  binary search's table); `dot` stages both operands in shared
   memory and each thread computes its own outputs.
 - **Loads, stores, gathers and atomics** compute one address per element, with masks.
 
