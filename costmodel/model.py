@@ -272,9 +272,6 @@ def analyze(
     return raw, counts, occ, dram, c
 
 
-SCHEDULERS = 4  # warp schedulers (SM sub-partitions) per SM on NVIDIA
-
-
 def _spill_s(spills: float, counts: Counts, occ: Occupancy, c: Chip) -> float:
     """Per wave: a thread's spill stores and reloads (`spills` bytes of spill code), on its
     critical path. In a loop they run every trip and the spilled tiles outgrow L1, so a reload
@@ -320,7 +317,7 @@ def _free_warps(counts: Counts, c: Chip) -> int:
     warp roles put every warp of the block in step at each barrier)."""
     if c.single_thread or counts.chain_syncs or counts.smem_bytes or counts.roles:
         return 1
-    return max(1, counts.warps // SCHEDULERS)
+    return max(1, counts.warps // c.schedulers)
 
 
 def _phase_overlap(counts: Counts, per_program: dict[str, float], stages: int, c: Chip) -> float:
@@ -340,7 +337,7 @@ def _phase_overlap(counts: Counts, per_program: dict[str, float], stages: int, c
         return 1.0
     phases = max(1.0, max(loads))
     lane = max(per_program.get(r, 0.0) for r in ("alu", "int", "sfu", "fma"))
-    phase_s = lane / phases * SCHEDULERS / max(1, counts.warps)
+    phase_s = lane / phases * c.schedulers / max(1, counts.warps)
     if phase_s <= c.dram_latency_s:
         return 1.0
     return c.dram_latency_s / phase_s

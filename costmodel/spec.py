@@ -44,6 +44,7 @@ class Chip:
     int_ops_per_sm: float
     sfu_ops_per_sm: float
     issue_per_sm: float  # warp instructions per second per SM
+    schedulers: int  # warp schedulers per SM, each issuing one warp instruction a clock
     lsu_per_sm: float  # warp-wide global load/store instructions per second per SM
     shfl_per_sm: float  # warp shuffles per second per SM
     launch_s: float
@@ -121,6 +122,7 @@ def chip(target: str) -> Chip:
         int_ops_per_sm=float(cost.get("int_ops_per_clk", 64)) * clock,
         sfu_ops_per_sm=float(cost.get("sfu_ops_per_clk", 16)) * clock,
         issue_per_sm=float(cost.get("issue_per_clk", 4)) * clock,
+        schedulers=max(1, int(cost.get("issue_per_clk", 4))),
         lsu_per_sm=float(cost.get("lsu_insts_per_clk", 4)) * clock,
         shfl_per_sm=float(cost.get("shfl_insts_per_clk", 1)) * clock,
         launch_s=float(cost.get("launch_us", rates.get("launch_us", 3.0))) * 1e-6,

@@ -647,27 +647,26 @@ class _Lowering:
             return v
         return max(wider, key=lambda m: (size(m), isinstance(m.owner, tl.LoadOp)))
 
-    def slice_const(self, axis: int, parent: str) -> str:
-        """The module constant of `gl.SliceLayout(axis, parent)`."""
-        text = f"gl.SliceLayout({axis}, {parent})"
-        name = self.layout_names.get(text)
+    def module_const(self, text: str, name: str | None = None, numbered: str | None = None) -> str:
+        """The module constant holding the layout `text`, defined once: named `name`, or
+        `<numbered>_<n>` with n counting the constants of that prefix."""
+        known = self.layout_names.get(text)
+        if known is not None:
+            return known
         if name is None:
-            name = f"slice_layout_{sum(1 for n in self.layout_names.values() if n.startswith('slice'))}"
-            self.layout_names[text] = name
-            self.layout_order.append((name, text))
-            self.module_names.add(name)
+            name = f"{numbered}_{sum(1 for n in self.layout_names.values() if n.startswith(str(numbered)))}"
+        self.layout_names[text] = name
+        self.layout_order.append((name, text))
+        self.module_names.add(name)
         return name
 
+    def slice_const(self, axis: int, parent: str) -> str:
+        """The module constant of `gl.SliceLayout(axis, parent)`."""
+        return self.module_const(f"gl.SliceLayout({axis}, {parent})", numbered="slice_layout")
+
     def layout_const(self, layout: Layout) -> str:
-        text = _layout_text(layout)
-        name = self.layout_names.get(text)
-        if name is None:
-            kind = "mma" if layout.kind == "mma" else "blocked"
-            name = f"{kind}_layout_{sum(1 for n in self.layout_names.values() if n.startswith(kind))}"
-            self.layout_names[text] = name
-            self.layout_order.append((name, text))
-            self.module_names.add(name)
-        return name
+        kind = "mma" if layout.kind == "mma" else "blocked"
+        return self.module_const(_layout_text(layout), numbered=f"{kind}_layout")
 
     def smem_layout(self, t: SmemType) -> str:
         bits = DTYPES[t.dtype.data].bits
@@ -677,13 +676,7 @@ class _Lowering:
         else:
             text = f"gl.NVMMASharedLayout({t.swizzle.data}, {bits}, 2)"
             base = f"nvmma_{t.swizzle.data}b_{bits}bit"
-        name = self.layout_names.get(text)
-        if name is None:
-            name = base
-            self.layout_names[text] = name
-            self.layout_order.append((name, text))
-            self.module_names.add(name)
-        return name
+        return self.module_const(text, name=base)
 
     # -- the module --------------------------------------------------------------------------
 
