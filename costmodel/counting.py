@@ -53,6 +53,7 @@ from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.types import GlobalType, SmemType, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
+from kir.interp.values import COMPARISONS
 from kir.program import Program, span_of
 
 SECTOR = 32  # bytes: the unit of a scattered access
@@ -169,14 +170,6 @@ _INT_BIN = {
     "maximum": np.maximum,
     "minimum": np.minimum,
 }
-_CMP = {
-    "lt": np.less,
-    "le": np.less_equal,
-    "gt": np.greater,
-    "ge": np.greater_equal,
-    "eq": np.equal,
-    "ne": np.not_equal,
-}
 
 
 def _is_int(t) -> bool:
@@ -247,7 +240,7 @@ class Evaluator:
         elif isinstance(op, tl.CompareOp):
             a, b = self.get(op.lhs), self.get(op.rhs)
             if a is not None and b is not None:
-                val = _CMP[op.predicate.data](a, b).astype(np.int64)
+                val = COMPARISONS[op.predicate.data](a, b).astype(np.int64)
         elif isinstance(op, tl.WhereOp):
             c, a, b = self.get(op.cond), self.get(op.lhs), self.get(op.rhs)
             if c is not None and a is not None and b is not None:

@@ -262,7 +262,7 @@ def binary(fn: str, a: np.ndarray, b: np.ndarray, d: DType) -> np.ndarray:
     raise ValueError(f"unknown binary function {fn}")
 
 
-_CMP = {
+COMPARISONS = {  # KIR predicate -> numpy comparison
     "lt": np.less,
     "le": np.less_equal,
     "gt": np.greater,
@@ -273,7 +273,7 @@ _CMP = {
 
 
 def compare(pred: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.asarray(_CMP[pred](a, b))
+    return np.asarray(COMPARISONS[pred](a, b))
 
 
 def select(cond: np.ndarray, a: np.ndarray, b: np.ndarray, d: DType) -> np.ndarray:
