@@ -41,6 +41,7 @@ from lowering.report import (
     cache_dir,
     code_version,
     compile_error,
+    ptxas_failure,
     resource_warnings,
     write_atomic,
 )
@@ -223,7 +224,9 @@ def _report(lowered: Lowered, source: str, path: Path, raw: dict, arch: str) -> 
         report.log = stderr
     first_line = message.strip().splitlines()[0] if message.strip() else ""
     shown = lowered if source == lowered.source else Lowered(**{**lowered.__dict__, "source": source})
-    report.diagnostics.append(compile_error(shown, line, first_line, column=col, path=str(path)))
+    report.diagnostics.append(
+        ptxas_failure(lowered, first_line) or compile_error(shown, line, first_line, column=col, path=str(path))
+    )
     return report
 
 
@@ -248,11 +251,11 @@ def _generated_line(source: str, err: BaseException) -> tuple[int | None, int | 
     and its message."""
     import ast
 
-    from lowering.compile_triton import exception_chain, front_end_location
+    from lowering.compile_triton import exception_chain, front_end_location, ptxas_reason
 
     chain = exception_chain(err)
     root = chain[-1]
-    message = f"{type(root).__name__}: {root}"
+    message = ptxas_reason(err) or f"{type(root).__name__}: {root}"
     # The innermost CompilationError names the failing node (inside a partition's function).
     found = front_end_location(source, chain, innermost=True)
     if found:

@@ -55,6 +55,7 @@ from lowering.report import (
     count_instructions,
     load_report,
     note_unavailable,
+    ptxas_failure,
     read_nvidia_texts,
     read_ptxas,
     resource_warnings,
@@ -163,9 +164,26 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
+PTXAS_ERROR = re.compile(r"^ptxas (?:fatal|error)\s*:\s*(.+)$", re.MULTILINE)
+
+
+def ptxas_reason(err: BaseException) -> str | None:
+    """ptxas's own error lines when ptxas rejected the generated PTX (Triton raises PTXASError
+    with them inside its message, chained to the subprocess's exit status), else None."""
+    for e in exception_chain(err):
+        if type(e).__name__ == "PTXASError":
+            lines = [m.group(1).strip() for m in PTXAS_ERROR.finditer(str(e))]
+            lines = [ln for ln in lines if not ln.startswith("Ptx assembly aborted")]
+            if lines:
+                return "ptxas: " + " ".join(lines)
+    return None
+
+
 def _reason(err: BaseException) -> str:
     from triton.compiler.errors import CompilationError
 
+    if (ptxas := ptxas_reason(err)) is not None:
+        return ptxas
     e: BaseException = err
     while isinstance(e, CompilationError) and e.__cause__ is not None:
         e = e.__cause__
@@ -261,7 +279,9 @@ def compile_lowered(
     report = CompileReport.from_json(result)
     report.seconds = time.monotonic() - start
     if error is not None:
-        report.diagnostics.append(compile_diagnostic(lowered, error["message"], error["line"]))
+        report.diagnostics.append(
+            ptxas_failure(lowered, error["message"]) or compile_diagnostic(lowered, error["message"], error["line"])
+        )
         return report
     if use_cache:
         save_report(cached, report)

@@ -355,6 +355,29 @@ def compile_error(
     )
 
 
+INSUFFICIENT_REGISTERS = re.compile(r"Insufficient registers \((\d+)\).*?register target of (\d+)")
+
+
+def ptxas_failure(lowered: Lowered, reason: str) -> Diagnostic | None:
+    """ptxas refusing the kernel for want of registers is the program's resource problem, not a
+    backend bug: a `lower.registers` error at the kernel, with what ptxas had and needed."""
+    m = INSUFFICIENT_REGISTERS.search(reason)
+    if not m:
+        return None
+    had, need = int(m.group(1)), int(m.group(2))
+    warps = lowered.options.get("total_warps") or lowered.num_warps or 1
+    return Diagnostic(
+        "lower.registers",
+        "error",
+        lowered.program.span(),
+        f"ptxas cannot fit an instruction of this kernel in {had} registers a thread (it needs {need}): "
+        f"with {warps} warps a block, 65536 registers give each thread at most {65536 // (32 * warps)}",
+        "hold smaller tiles a thread (a wgmma accumulator of a warpgroup costs M x N / 128 registers a "
+        "thread), or run fewer warps",
+        counterexample={"registers": had, "needed": need},
+    )
+
+
 def unread_failure(lowered: Lowered, log: str, tool: str, source_name: str, path: str | None = None) -> Diagnostic:
     """The `lower.compile` error at the kernel when no error of the compiler's log names a line
     (a failure of the backend, the linker, or a missing compiler): the log's last line."""

@@ -341,3 +341,15 @@ def test_a_compiler_crash_in_emitted_code_points_at_the_kir_op():
     (d,) = report.diagnostics
     assert d.rule == "lower.compile"
     assert d.span.line == kir_line("acc = wgmma(")
+
+
+def test_ptxas_out_of_registers_is_the_programs_resource_error():
+    # conv1d's warp-specialized program at BM = 128, BN = 256: 16 warps leave 128 registers a
+    # thread, and a consumer's m64n256 wgmma needs more; ptxas's own words become the message
+    program = parse((ROOT / "benchmarks/tasks/conv1d/ws.kir").read_text(), file="ws.kir")
+    report = compile_report(program, {"BM": 128, "BN": 256, "BK": 64, "S": 3})
+    assert not report.ok
+    (d,) = report.diagnostics
+    assert d.rule == "lower.registers" and d.severity == "error"
+    assert "in 128 registers a thread" in d.message and "16 warps" in d.message
+    assert d.counterexample["needed"] > 128 and "bug of the" not in d.message + (d.hint or "")

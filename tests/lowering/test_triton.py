@@ -691,3 +691,32 @@ def test_the_report_reads_the_hardware_facts():
 
 def report_kernel_span():
     return _example("gemm_bias_gelu").span()
+
+
+def test_ptxas_reason_is_ptxas_own_error_line():
+    import subprocess
+
+    from triton.runtime.errors import PTXASError
+
+    from lowering.compile_triton import _reason, ptxas_reason
+
+    log = (
+        "PTXAS error: Internal Triton PTX codegen error\n`ptxas` stderr:\n"
+        "ptxas fatal   : (C7602) Insufficient registers (128) to compile instruction at line 422 in function k. "
+        "Try to compile with register target of 154 or higher.\n"
+        "ptxas fatal   : Ptx assembly aborted due to errors\n\nRepro command: ptxas k.ptx"
+    )
+    try:
+        try:
+            raise subprocess.CalledProcessError(255, ["ptxas"])
+        except subprocess.CalledProcessError:
+            raise PTXASError(log) from None
+    except PTXASError as err:
+        caught = err
+    reason = ptxas_reason(caught)
+    assert reason == (
+        "ptxas: (C7602) Insufficient registers (128) to compile instruction at line 422 in function k. "
+        "Try to compile with register target of 154 or higher."
+    )
+    assert _reason(caught) == reason
+    assert ptxas_reason(ValueError("x")) is None
