@@ -18,8 +18,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from kir.diagnostics import Diagnostic
+from kir.dialect import explicit as ex
 from kir.dialect import tile as tl
 from kir.dialect.types import shape_of, shape_text
+from kir.dtypes import DTYPES
 from verifier.context import Context
 from verifier.registry import rule
 
@@ -736,6 +738,64 @@ def check_topk(ctx) -> Iterator[Diagnostic]:
             op,
             f"topk: k = {k} must be between 1 and the axis extent {n} (with {_param_text(ctx, op)})",
             hint=f"choose k from 1 to {n}, or widen the tile",
+        )
+
+
+@rule(
+    "types.swizzle-width",
+    family="types",
+    severity="error",
+    summary="a swizzled shared buffer's rows are narrower than its swizzle",
+    explanation="""
+A swizzle of W bytes permutes 16-byte chunks within each W-byte row segment (the TMA and wgmma
+swizzle atom is 8 rows of W bytes), so the innermost dimension of a swizzled buffer must span a
+whole number of W-byte segments: `bf16[S, BM, 32]` is 64 bytes a row, too narrow for
+`swizzle = 128`; Triton's compiler aborts on it, and a hand-written layout would read the wrong
+elements. Use a swizzle no wider than a row (64 here), or wider rows.
+""",
+    bad="""
+kernel stage<BM = 64, BK = 32>(x: global bf16[M, K] align(16), y: out global bf16[M, K] align(16))
+  where M % BM == 0, K % BK == 0
+  target sm_90 grid(M / BM, K / BK) warps(4)
+{
+  buf = smem(bf16[BM, BK], swizzle = 128)  # <-
+  m0 = program_id(0) * BM
+  k0 = program_id(1) * BK
+  store(buf[0 : BM], load(x[m0 : m0 + BM, k0 : k0 + BK]))
+  barrier()
+  store(y[m0 : m0 + BM, k0 : k0 + BK], load(buf[0 : BM]))
+}
+""",
+    good="""
+kernel stage<BM = 64, BK = 32>(x: global bf16[M, K] align(16), y: out global bf16[M, K] align(16))
+  where M % BM == 0, K % BK == 0
+  target sm_90 grid(M / BM, K / BK) warps(4)
+{
+  buf = smem(bf16[BM, BK], swizzle = 64)
+  m0 = program_id(0) * BM
+  k0 = program_id(1) * BK
+  store(buf[0 : BM], load(x[m0 : m0 + BM, k0 : k0 + BK]))
+  barrier()
+  store(y[m0 : m0 + BM, k0 : k0 + BK], load(buf[0 : BM]))
+}
+""",
+)
+def check_swizzle_width(ctx) -> Iterator[Diagnostic]:
+    for info in ctx.ops(ex.SmemAllocOp):
+        t = info.op.res.type
+        width = t.swizzle.data
+        inner = ctx.static(t.shape.data[-1].data) if t.shape.data else None
+        if not width or inner is None:
+            continue
+        row = inner * DTYPES[t.dtype.data].nbytes
+        if row % width == 0:
+            continue
+        fits = max((w for w in (32, 64, 128) if row % w == 0), default=0)
+        yield ctx.report(
+            info.op,
+            f"a {width}-byte swizzle needs rows of a multiple of {width} bytes; this buffer's rows are "
+            f"{inner} {t.dtype.data} = {row} bytes (with {_param_text(ctx, info.op)})",
+            hint=f"use swizzle = {fits}, or a wider innermost dimension" if fits else "drop the swizzle (0)",
         )
 
 
