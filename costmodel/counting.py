@@ -88,7 +88,8 @@ class Access:
     vector_max: int = 1  # elements in a 16-byte vector of this dtype
     vector_why: str = ""  # why the access is not 16-byte vectorized
     instructions: float = 0.0  # warp-wide load/store instructions per program, all trips
-    l1_bytes: float = 0.0  # L1 sectors beyond the useful bytes (scalar strided lanes), or every lane's of a scattered load
+    # L1 sectors beyond the useful bytes (scalar strided lanes), or every lane's of a scattered load
+    l1_bytes: float = 0.0
 
 
 @dataclass
@@ -101,6 +102,21 @@ class Work:
     amount: float  # flops (tensor, fma: 2 per multiply-add) or lane operations
     dtype: str
     what: str
+
+
+@dataclass
+class DotShape:
+    """One tile-level `dot`: its M x N x K shape and operand dtype, and how often it runs (loop
+    trips). The model (`costmodel/model.py`, `dot_path`) decides from the shape and
+    the warps which instruction path Triton takes and what each warp reads of the operands."""
+
+    op: Operation
+    span: Span | None
+    m: int
+    n: int
+    k: int
+    dtype: str
+    mult: float
 
 
 @dataclass
@@ -135,6 +151,7 @@ class Counts:
     straight_load_bytes: float = 0.0  # global loads issued outside loops, per program
     chain_shuffles: float = 0.0  # dependent shuffle steps on the program's critical path
     chain_syncs: float = 0.0  # dependent cross-warp exchanges (smem store, barrier, load, barrier)
+    dots: list[DotShape] = field(default_factory=list)  # tile-level dots, for their instruction path
 
     def unit_total(self, unit: str) -> float:
         return sum(w.amount for w in self.work if w.unit == unit)
@@ -498,6 +515,7 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
                 dt = dtype_of(op.lhs.type)
                 work(op, "tensor", 2 * m * n * k, dt, "dot", mult)
                 counts.smem_bytes += (m * k + k * n) * DTYPES[dt].nbytes * mult
+                counts.dots.append(DotShape(op, span_of(op), m, n, k, dt, mult))
             elif isinstance(op, tl.ReduceOp | tl.ArgReduceOp | tl.ScanOp):
                 n = _tile_elems(op.operand.type, env)
                 dt = dtype_of(op.operand.type)

@@ -15,11 +15,13 @@ calibration (`calibration.py`) multiplies each resource's time by a fitted per-t
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from xdsl.ir import Operation
 
 from costmodel import calibration, hints
 from costmodel.counting import Access, CountError, Counts, Evaluator, count
@@ -28,6 +30,8 @@ from costmodel.spec import Chip, chip
 from costmodel.timing import COMPUTE, RESOURCES, Raw, overlap
 from kir.diagnostics import Diagnostic, KirError, Span
 from kir.dialect import explicit as ex
+from kir.dialect import structure as st
+from kir.dtypes import DTYPES
 from kir.program import Program
 
 WAVE_SAMPLE_LIMIT = 8192
@@ -231,7 +235,14 @@ def analyze(
         elif w.unit == "shfl":
             per_program["lsu"] += w.amount / c.shfl_per_sm
     per_program["lsu"] += sum(a.instructions for a in counts.accesses) / c.lsu_per_sm
-    l1_bytes = counts.smem_bytes + sum(a.l1_bytes for a in counts.accesses)
+    dot_reads = 0.0
+    for d in counts.dots:
+        path = dot_path(d.m, d.n, d.k, d.dtype, counts.warps, len(counts.dots) >= 2, c)
+        dot_reads += path.smem_bytes * d.mult
+        if path.replicas > 1:  # the duplicated warps' products issue too
+            unit = "fma" if path.name == "fma" else "tensor"
+            per_program[unit] += 2 * d.m * d.n * d.k * d.mult * (path.replicas - 1) / (c.tc_rate(d.dtype)[1] / c.sms)
+    l1_bytes = counts.smem_bytes + sum(a.l1_bytes for a in counts.accesses) + dot_reads
     per_program["l1"] = l1_bytes / c.smem_bps_per_sm
 
     unscaled = dict(per_program)
@@ -272,6 +283,76 @@ def analyze(
     return raw, counts, occ, dram, c
 
 
+@dataclass(frozen=True)
+class DotPath:
+    """How Triton runs one tile-level dot: the instruction path, how many times the warps repeat
+    the same product, and the shared-memory bytes its warps read as operands."""
+
+    name: str  # wgmma, mma (mma.sync m16n8k16), fma (an f32 dot: FFMA with operands from LDS)
+    replicas: float  # warps beyond the tile's instruction tiles compute copies of the same product
+    smem_bytes: float  # operand bytes read from shared memory by all warps, one dot
+
+
+def dot_path(m: int, n: int, k: int, dtype: str, warps: int, chained: bool, c: Chip) -> DotPath:
+    """The instruction path of a dot and its operand traffic (Triton's AccelerateMatmul).
+
+    Hopper's wgmma needs warps in warpgroups of 4, M a multiple of 64 and N of 8; otherwise a
+    bf16/f16 dot falls back to mma.sync m16n8k16, and an f32 dot (IEEE) is FFMA on the FMA pipes.
+    Warps tile the output: a warp covers 16 rows (a warpgroup 64) by at least 8 columns; Triton
+    keeps splitting the tile until every warp has a place (`warpsPerTileV2/V3`), so warps beyond
+    the instruction tiles compute duplicate copies (`replicas`); a chained dot (attention) puts
+    every warp along M. Each unit (warpgroup for wgmma, warp for mma.sync, thread for FFMA)
+    reads its rows of A and its columns of B over all of K from shared memory (ldmatrix,
+    wgmma descriptors, LDS): small tiles and many warps read the operands many times over per
+    flop, which bounds small-tile dots by shared-memory bandwidth, not the tensor cores."""
+    b = DTYPES[dtype].nbytes if dtype in DTYPES else 4
+    unit, _ = c.tc_rate(dtype)
+    if c.single_thread or c.vendor != "nvidia":
+        return DotPath("tensor", 1.0, 0.0)
+    if unit == "fma":
+        # an FFMA dot: each thread owns a ~square r x c patch of outputs and reads r rows of A
+        # and c columns of B from shared memory for every k; the operand tiles are not swizzled,
+        # so the lanes of an LDS.128 on different rows collide on the same banks
+        threads = 32 * max(1, warps)
+        per_thread = m * n / threads
+        replicas = max(1.0, 1.0 / per_thread) if per_thread else 1.0
+        side = math.sqrt(max(1.0, per_thread))
+        reads = threads * 2 * side * k * b * c.fma_dot_lds_conflict
+        return DotPath("fma", replicas, reads)
+    wgmma = c.has_wgmma and warps % 4 == 0 and m % 64 == 0 and n % 8 == 0
+    wm, wn = _warps_per_tile(m, n, warps, wgmma, chained)
+    um = min(wm, max(1, -(-m // 16)))
+    un = min(wn, max(1, -(-n // 8)))
+    replicas = max(1.0, warps / (um * un))
+    if wgmma:  # a warpgroup (4 warps along M, 64 rows) reads its A rows and B columns
+        groups = max(1, warps // 4)
+        rows = m / max(1, min(wm // 4, m // 64))
+        cols = n / un
+        return DotPath("wgmma", replicas, groups * (rows + cols) * k * b)
+    return DotPath("mma", replicas, warps * (m / um + n / un) * k * b)
+
+
+def _warps_per_tile(m: int, n: int, warps: int, wgmma: bool, chained: bool) -> tuple[int, int]:
+    """Warps along M and N of a dot's output (Triton's warpsPerTileV3 / V2)."""
+    if wgmma:
+        if chained:
+            return (warps, 1) if m >= n else (1, warps)
+        wm, wn = 4, 1
+        while wm * wn < warps:
+            if m > 16 * wm:
+                wm *= 2
+            else:
+                wn *= 2
+        return wm, wn
+    wm, wn = 1, 1
+    while wm * wn < warps:
+        if m / 16 / wm >= n / 16 / wn and wm < m / 16:
+            wm *= 2
+        else:
+            wn *= 2
+    return wm, wn
+
+
 def _spill_s(spills: float, counts: Counts, occ: Occupancy, c: Chip) -> float:
     """Per wave: a thread's spill stores and reloads (`spills` bytes of spill code), on its
     critical path. In a loop they run every trip and the spilled tiles outgrow L1, so a reload
@@ -281,8 +362,42 @@ def _spill_s(spills: float, counts: Counts, occ: Occupancy, c: Chip) -> float:
     if not spills:
         return 0.0
     if counts.loops:
-        return spills / c.spill_bytes_per_latency * c.dram_latency_s
+        latency = spills / c.spill_bytes_per_latency * c.dram_latency_s
+        return max(latency, _loop_spill_traffic_s(spills, counts, occ, c))
     return _straight_spill_s(spills, counts, occ, c)
+
+
+def _loop_spill_traffic_s(spills: float, counts: Counts, occ: Occupancy, c: Chip) -> float:
+    """Per wave: the local-memory traffic of spill code in a loop. Every trip of the loop runs
+    the spill stores and reloads again, so a thread moves `spills` bytes per trip of its longest
+    top-level loop; every resident thread does so at once, and the spilled values (half the
+    spill bytes a thread, as in `_straight_spill_s`) live in L1 as far as it holds them, then
+    L2, then DRAM, each at its bandwidth shared by the wave's threads (other resident warps
+    hide a reload's latency; `_spill_s` keeps the latency chain as a floor). A top-K loop of
+    2048 trips spilling 29 KB a thread is DRAM-bandwidth bound: a third of a second."""
+    trips = max((i.trips for i in counts.loops if _top_level(i.op)), default=1.0)
+    threads_sm = occ.blocks_per_sm * max(1, counts.threads)
+    active = min(max(1, counts.programs), occ.blocks_per_sm * c.sms)
+    sms = min(c.sms, math.ceil(active / max(1, occ.blocks_per_sm)))
+    footprint_sm = spills / 2 * threads_sm
+    l1 = max(0.0, c.l1_bytes - occ.blocks_per_sm * (occ.smem_bytes + SMEM_RESERVED if occ.smem_bytes else 0))
+    in_l1 = min(1.0, l1 / footprint_sm) if footprint_sm else 1.0
+    in_l2 = min(1.0, L2_RESIDENT * c.l2_bytes / (footprint_sm * sms)) if footprint_sm else 1.0
+    l1_s = threads_sm / c.smem_bps_per_sm
+    l2_s = threads_sm * sms / c.l2_bps
+    dram_s = threads_sm * sms / c.dram_bps
+    per_byte = in_l1 * l1_s + (1 - in_l1) * (in_l2 * l2_s + (1 - in_l2) * dram_s)
+    return spills * max(1.0, trips) * per_byte
+
+
+def _top_level(loop: Operation) -> bool:
+    """A loop that no other loop encloses."""
+    op = loop.parent_op()
+    while op is not None:
+        if isinstance(op, st.ForOp):
+            return False
+        op = op.parent_op()
+    return True
 
 
 def _straight_spill_s(spills: float, counts: Counts, occ: Occupancy, c: Chip) -> float:
@@ -369,6 +484,7 @@ def _breakdown(counts: Counts, dram: list, totals: dict[str, float], c: Chip, en
         what = "store to" if a.write else "load of"
         terms.append(Term(f"{a.kind}: {what} `{a.tensor}`", totals["dram"] * share, d, "bytes", a.span, note, "dram"))
     terms += _lsu_terms(counts, totals, c)
+
     def resource(w) -> str:
         """The resource a unit of work runs on (a dot runs on the FMA pipes where the dtype has no
         tensor-core rate)."""

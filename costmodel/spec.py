@@ -58,6 +58,8 @@ class Chip:
     latency_warps: int = 0  # resident warps per SM that hide ALU latency (4 schedulers x ~4-6 clk)
     shfl_latency_s: float = 0.0  # one dependent shuffle step (shfl and the combining op)
     sync_latency_s: float = 0.0  # a cross-warp exchange: smem store, barrier, load, barrier
+    fma_dot_lds_conflict: float = 1.0  # shared-memory wavefronts per ideal one of an FFMA dot's operand reads
+    has_wgmma: bool = False  # warpgroup MMA (Hopper): a dot with M % 64 == 0 on warpgroups
     tc_flops: dict[str, float] = field(default_factory=dict)  # operand dtype -> flop/s, whole chip
     fma_flops: dict[str, float] = field(default_factory=dict)
     vendor: str = "nvidia"
@@ -136,6 +138,8 @@ def chip(target: str) -> Chip:
         latency_warps=int(cost.get("latency_warps", 0)),
         shfl_latency_s=float(cost.get("shfl_latency_clk", 0)) / clock,
         sync_latency_s=float(cost.get("sync_latency_clk", 0)) / clock,
+        fma_dot_lds_conflict=float(cost.get("fma_dot_lds_conflict", 1.0)),
+        has_wgmma=s.has("wgmma"),
         tc_flops=tc,
         fma_flops=fma,
         vendor=s.vendor,
