@@ -383,6 +383,9 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
             counts.smem_bytes += elems * b * mult
             return
         tensor_elems = _elements(shape_of(t), env, "a tensor dimension")
+        # lanes the mask turns off move nothing (their instructions still issue: `lanes`)
+        lanes = elems
+        elems *= _mask_fraction(getattr(op, "mask", None), extents, ev)
         requested = elems  # lanes that ask: a gather from a small table asks more than it holds
         elems = min(elems, tensor_elems) if tensor_elems else elems
         keys = [ev.get(v) for v in indices]
@@ -391,7 +394,11 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
         nbytes = elems * (SECTOR if scattered and not write else b)
         vec, why, lane_stride = _vector(mem, indices, access_attr, extents, env, scattered)
         vmax = max(1, VECTOR_BYTES // b)
-        warp_insts = elems / vec / 32 * mult if kind in ("load", "store", "atomic", "cp.async") else 0.0
+        warp_insts = (
+            min(lanes, tensor_elems or lanes) / vec / 32 * mult
+            if kind in ("load", "store", "atomic", "cp.async")
+            else 0.0
+        )
         l1_extra = 0.0
         if vec < vmax and not scattered and warp_insts:
             # a scalar instruction's 32 lanes, `lane_stride` elements apart, touch this many sectors
@@ -618,6 +625,88 @@ def _clamp_gather(extents: list[int], indices, t: GlobalType, env: dict[str, int
         axes = [rank - len(shape) + j for j, e in enumerate(shape) if e != 1]
         if len(axes) == 1 and i < len(dims):
             extents[axes[0]] = min(extents[axes[0]], _static(dims[i], env, "a tensor dimension"))
+
+
+def _mask_fraction(mask: SSAValue | None, extents: list[int], ev: Evaluator) -> float:
+    """The share of an access's lanes that its mask lets through, from the conjuncts of the
+    mask that bound one axis: `j < L` with j an arange along that axis (plus a scalar offset,
+    broadcast), averaged over the sampled programs (an embedding bag's `j < L` in a BL-row tile
+    with BL > L, a tail block's `offs < N`). Other conjuncts count as all lanes on."""
+    if mask is None or not isinstance(mask.type, TileType):
+        return 1.0
+    rank = len(extents)
+    share = 1.0
+    limits: dict[int, float] = {}
+    for cmp, axis in _conjuncts(mask, len(shape_of(mask.type))):
+        axis += rank - len(shape_of(mask.type))
+        if not 0 <= axis < rank or not extents[axis]:
+            continue
+        first, bound = ev.get(cmp.lhs), ev.get(_scalar_source(cmp.rhs))
+        if first is None or bound is None or _arange_axis(cmp.lhs) is None:
+            continue
+        inclusive = 1 if cmp.predicate.data == "le" else 0
+        active = float(np.mean(np.clip(bound + inclusive - first, 0, extents[axis])))
+        limits[axis] = min(limits.get(axis, extents[axis]), active)
+    for axis, active in limits.items():
+        share *= active / extents[axis]
+    return share
+
+
+def _conjuncts(v: SSAValue, rank: int):
+    """(comparison `x < y` or `x <= y`, the axis of v's rank-`rank` tile that x runs along) for
+    each conjunct of a mask built with `&`, expand_dims and broadcasts."""
+    op = v.owner
+    if isinstance(op, tl.BinaryOp) and op.fn.data == "and":
+        for side in (op.lhs, op.rhs):
+            r = len(shape_of(side.type)) if isinstance(side.type, TileType) else 0
+            for cmp, axis in _conjuncts(side, r):
+                yield cmp, axis + rank - r
+    elif isinstance(op, tl.ExpandDimsOp):
+        for cmp, axis in _conjuncts(op.operand, rank - 1):
+            yield cmp, axis + (1 if op.axis.data <= axis else 0)
+    elif isinstance(op, tl.BroadcastOp) and isinstance(op.operand.type, TileType):
+        r = len(shape_of(op.operand.type))
+        for cmp, axis in _conjuncts(op.operand, r):
+            yield cmp, axis + rank - r
+    elif isinstance(op, tl.CompareOp) and op.predicate.data in ("lt", "le"):
+        axis = _arange_axis(op.lhs)
+        if axis is not None and _scalar_source(op.rhs) is not None:
+            yield op, axis + rank - len(shape_of(op.lhs.type))
+
+
+def _arange_axis(v: SSAValue) -> int | None:
+    """The one axis along which an integer tile steps by 1 (an arange, expanded, broadcast, or
+    plus a scalar), or None."""
+    op = v.owner
+    if isinstance(op, tl.ArangeOp):
+        return 0
+    if isinstance(op, tl.ExpandDimsOp):
+        axis = _arange_axis(op.operand)
+        return None if axis is None else axis + (1 if op.axis.data <= axis else 0)
+    if isinstance(op, tl.BroadcastOp) and isinstance(op.operand.type, TileType):
+        axis = _arange_axis(op.operand)
+        return None if axis is None else axis + len(shape_of(v.type)) - len(shape_of(op.operand.type))
+    if isinstance(op, tl.BinaryOp) and op.fn.data in ("add", "sub"):
+        sides = [(op.lhs, op.rhs)] if op.fn.data == "sub" else [(op.lhs, op.rhs), (op.rhs, op.lhs)]
+        for tile, other in sides:
+            if _scalar_source(other) is not None:
+                axis = _arange_axis(tile)
+                if axis is not None:
+                    return axis + len(shape_of(v.type)) - len(shape_of(tile.type))
+    return None
+
+
+def _scalar_source(v: SSAValue) -> SSAValue | None:
+    """The scalar a value broadcasts (itself when it is a scalar), or None for a varying tile."""
+    while isinstance(v.type, TileType):
+        op = v.owner
+        if isinstance(op, tl.BroadcastOp | tl.ExpandDimsOp):
+            v = op.operand
+        elif isinstance(op, tl.FullOp | tl.ConstOp):
+            return v
+        else:
+            return None
+    return v
 
 
 def _dot_operand_loads(kernel: st.KernelOp) -> set[SSAValue]:

@@ -563,3 +563,37 @@ def test_a_second_read_of_a_row_comes_from_l2_while_the_resident_rows_fit():
     assert sum(d for _, d, _ in wide_dram) == pytest.approx(2 * row, rel=0.01)  # x once, y once
     assert sum(d for _, d, _ in narrow_dram) > 2.3 * row
     assert narrow.time()[0] > 1.1 * wide.time()[0]
+
+
+def test_lanes_a_mask_turns_off_move_no_bytes():
+    # an embedding bag gathering a BL-row tile for bags of L < BL rows: the rows past L are
+    # masked off by `j < L`, so BL = 64 or 128 moves the bytes of BL = 32 (the H200 measured
+    # 127, 129 and 176 us for 32, 64 and 128 rows a tile), while every lane still issues
+    from costmodel.counting import count
+    from kir.parser import parse
+
+    text = (Path(__file__).resolve().parents[2] / "benchmarks/tasks/embedding_bag/seed.kir").read_text()
+    p = parse(text, file="seed.kir")
+    shapes = {"R": 1 << 20, "D": 128, "NB": 4096, "L": 32}
+    by_rows = {}
+    for bl in (32, 64, 128):
+        counts, _ = count(p, {**p.params, **shapes, "BL": bl})
+        (gather,) = [a for a in counts.accesses if a.tensor == "table"]
+        by_rows[bl] = gather
+    assert by_rows[64].bytes == by_rows[32].bytes == by_rows[128].bytes
+    assert by_rows[128].instructions == 4 * by_rows[32].instructions
+    # a tail mask on a partial last block: N = 1000 of 4 blocks of 256 lanes
+    tail = parse(
+        """
+kernel copy<BLOCK = 256>(x: global f32[N], y: out global f32[N])
+  target sm_90 grid(cdiv(N, BLOCK)) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  store(y[offs], load(x[offs], mask = offs < N), mask = offs < N)
+}
+""",
+        file="copy.kir",
+    )
+    counts, _ = count(tail, {"BLOCK": 256, "N": 1000})
+    (load,) = [a for a in counts.accesses if not a.write]
+    assert load.bytes * counts.programs == pytest.approx(1000 * 4)
