@@ -30,6 +30,10 @@ The tile level is `cbase.KernelGen`. The hardware-explicit level maps KIR's ops 
   `wgmma.wait(n)` is `wgmma.wait_group n`. The accumulator is held in the wgmma register
   layout (`WgmmaAcc`): every tile that flows into a wgmma accumulator (its `zeros`, the loop
   that carries it, the casts of it) gets that layout, so the epilogue stores straight from it.
+  An accumulator that starts as `zeros` is never zero-filled before its wgmmas (ptxas serializes
+  wgmmas whose accumulator registers a non-wgmma instruction defines, C7515): the first
+  instruction into each accumulator block passes scale-d 0 (D = A B) on the loop's first step,
+  and the zeros are written only when the loop runs no step.
 """
 
 from __future__ import annotations
@@ -184,18 +188,20 @@ def _tma_helpers() -> str:
 
 
 def _wgmma_helper(n: int, ab: str) -> str:
-    """`kir_wgmma_m64n{n}k16_{ab}`: one wgmma.mma_async, A K-major and B N-major (imm-trans-b 1)."""
+    """`kir_wgmma_m64n{n}k16_{ab}`: one wgmma.mma_async, A K-major and B N-major (imm-trans-b 1).
+    `scale_d` is the instruction's scale-d predicate: D = A B + D when it is non-zero, D = A B
+    (the registers of D only written) when it is zero."""
     regs = n // 2
     dlist = ", ".join(f"%{i}" for i in range(regs))
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
     return (
-        f"KIR_DEV void kir_wgmma_m64n{n}k16_{ab}(float* d, uint64_t a, uint64_t b) {{\n"
+        f"KIR_DEV void kir_wgmma_m64n{n}k16_{ab}(float* d, uint64_t a, uint64_t b, int scale_d) {{\n"
         f"    asm volatile(\n"
         f'        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"\n'
         f'        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} "\n'
         f'        "{{{dlist}}}, %{regs}, %{regs + 1}, p, 1, 1, 0, 1;\\n}}\\n"\n'
         f"        : {outs}\n"
-        f'        : "l"(a), "l"(b), "r"(1));\n'
+        f'        : "l"(a), "l"(b), "r"(scale_d));\n'
         f"}}\n"
     )
 
@@ -310,6 +316,8 @@ class CudaGen(KernelGen):
         self.wait_lines: list[tuple[int, Operation, str]] = []  # writer line, op, indentation
         self.smem_reading_roles: set[int] = set()  # ids of roles (or of None: the CTA) that ld shared buffers
         self.role_order: list[st.RoleOp] = []
+        # wgmmas whose accumulator starts at zero: on the first step of this loop (None: always)
+        self.zero_starts: dict[Operation, st.ForOp | None] = {}
 
     # ---- planning ---------------------------------------------------------------------------
 
@@ -661,6 +669,63 @@ class CudaGen(KernelGen):
 
     # ---- wgmma -----------------------------------------------------------------------------------
 
+    @staticmethod
+    def is_zeros(v: SSAValue) -> bool:
+        """Whether `v` is `zeros(...)` or `full(..., 0)`."""
+        owner = v.owner
+        if isinstance(owner, tl.ZerosOp):
+            return True
+        if isinstance(owner, tl.FullOp) and isinstance(owner.value.owner, tl.ConstOp):
+            return owner.value.owner.number == 0
+        return False
+
+    def zero_started_wgmma(self, op: st.ForOp, init: SSAValue, arg: SSAValue) -> ex.WgmmaOp | None:
+        """The wgmma that starts from the loop-carried accumulator `arg` when it enters the loop
+        as zeros (used by the loop alone), is used by that wgmma alone, and the wgmma runs on
+        every step (it is in the loop's body, not in a branch): on the first step its input is
+        the zeros, so it can discard its input instead."""
+        if not self.is_zeros(init) or len(list(init.uses)) != 1 or len(list(arg.uses)) != 1:
+            return None
+        src = self.val(init)
+        if not (isinstance(src, Tile) and src.lazy and isinstance(src.layout, WgmmaAcc)):
+            return None
+        user = next(iter(arg.uses)).operation
+        if isinstance(user, ex.WgmmaOp) and user.acc is arg and user.parent_block() is op.body.block:
+            return user
+        return None
+
+    def op_for(self, op: st.ForOp) -> None:
+        """A loop that carries a wgmma accumulator from zeros: the zeros are not written into its
+        registers (a non-wgmma instruction defining them makes ptxas serialize the wgmmas,
+        C7515); the first step's wgmma discards the accumulator's input instead (scale-d 0), and
+        the zeros are written only when the loop runs no step at all."""
+        starts = [
+            (init, arg, wg)
+            for init, arg in zip(op.inits, op.body.block.args[1:], strict=True)
+            if (wg := self.zero_started_wgmma(op, init, arg)) is not None
+        ]
+        lo, hi = (self.val(v).name for v in (op.lower, op.upper))
+        for init, arg, wg in starts:
+            storage = self.declare(init, op, self.name_for(arg), bind=False)
+            self.w.line(f"if (!({lo} < {hi})) {{  // the loop runs no step: its result is the zeros", op)
+            self.w.indent()
+            self.copy(storage, init, op)
+            self.w.dedent()
+            self.w.line("}", op)
+            self.vals[init] = storage  # the loop takes this storage over in place
+            self.zero_starts[wg] = op
+        super().op_for(op)
+
+    def scale_d(self, op: ex.WgmmaOp) -> str:
+        """The scale-d operand of the wgmma's first instruction into each accumulator block:
+        0 where the accumulator is known to be zero, else 1 (D = A B + D)."""
+        if op not in self.zero_starts:
+            return "1"
+        loop = self.zero_starts[op]
+        if loop is None:
+            return "0"
+        return f"{self.val(loop.body.block.args[0]).name} != {self.val(loop.lower).name}"
+
     def op_wgmma(self, op: ex.WgmmaOp) -> None:
         inst = self.instance
         role = inst.role
@@ -700,9 +765,13 @@ class CudaGen(KernelGen):
         if not isinstance(acc.layout, WgmmaAcc):
             raise Unsupported(op, "internal: the accumulator is not in the wgmma layout")
         if acc.lazy:  # zeros(...) straight into the wgmma: give it registers
+            zeros = self.is_zeros(op.acc)
             acc = self.declare(op.res, op)
             assert isinstance(acc, Tile)
-            self.copy(acc, op.acc, op)
+            if zeros:
+                self.zero_starts[op] = None  # the wgmma discards the registers' contents
+            else:
+                self.copy(acc, op.acc, op)
         elif self.single_use(op.acc, op) and acc.name not in self.views:
             self.vals[op.res] = acc  # the wgmma accumulates in place
         else:
@@ -718,6 +787,7 @@ class CudaGen(KernelGen):
         w = self.w
         e = a.buf.esize
         wa, wb = a.buf.swizzle, b.buf.swizzle
+        first_scale = self.scale_d(op)
         w.line(f"kir_fence_regs<{slots}>({acc.name});", op)
         w.line("kir_wgmma_fence();", op)
         w.line("{", op)
@@ -733,7 +803,8 @@ class CudaGen(KernelGen):
                     d_off = mt * (acc.layout.n // 2) + nt * (n_instr // 2)
                     da = f"kir_wgmma_desc(kir_a + {a_off}, 16, {8 * wa}, {SWIZZLE_MODE[wa]})"
                     db = f"kir_wgmma_desc(kir_b + {b_off}, {b.buf.chunk_bytes}, {8 * wb}, {SWIZZLE_MODE[wb]})"
-                    w.line(f"kir_wgmma_m64n{n_instr}k16_{ab}({acc.name} + {d_off}, {da}, {db});", op)
+                    scale = first_scale if kk == 0 else "1"
+                    w.line(f"kir_wgmma_m64n{n_instr}k16_{ab}({acc.name} + {d_off}, {da}, {db}, {scale});", op)
         w.dedent()
         w.line("}", op)
         w.line("kir_wgmma_commit();", op)
@@ -789,20 +860,31 @@ class CudaGen(KernelGen):
 
     # ---- stores from the accumulator layout ---------------------------------------------------------
 
+    def pairs_adjacent(self, op: tl.StoreOp) -> bool:
+        """Whether the memory holds the tile's neighbouring columns next to each other: a global
+        tensor sliced in every dimension with a contiguous last one, or a shared buffer whose
+        last dimension the tile's columns run along (its rows are contiguous, and a swizzle
+        moves whole 16-byte units, which an aligned pair never straddles)."""
+        access = op.access.data
+        g = self.globals.get(op.mem)
+        if g is not None:
+            return all(d is not None for d in access.dims) and sx.fold(g.strides[-1]) == sx.Int(1)
+        buf = self.smem.get(op.mem)
+        if buf is None or buf.dtype != dtype_of(op.value.type):
+            return False
+        scalar_points = all(not isinstance(v.type, TileType) for v in op.indices)
+        return scalar_points and (len(access.dims) < len(buf.shape) or access.dims[-1] is not None)
+
     def store_tile(self, op: tl.StoreOp, shape: tuple[int, ...], layout: object) -> None:
         value = self.val(op.value)
-        g = self.globals.get(op.mem)
-        access = op.access.data
         pairable = (
             isinstance(layout, WgmmaAcc)
             and isinstance(value, Tile)
             and value.layout == layout
             and not value.lazy
             and op.mask is None
-            and g is not None
-            and all(d is not None for d in access.dims)
-            and sx.fold(g.strides[-1]) == sx.Int(1)
             and DTYPES[value.dtype].nbytes in (2, 4)
+            and self.pairs_adjacent(op)
         )
         if not pairable:
             super().store_tile(op, shape, layout)
@@ -819,18 +901,41 @@ class CudaGen(KernelGen):
             ("kir_x1", f"const int kir_x1 = ((kir_i % {half}) >> 2) * 8 + (kir_lane & 3) * 2;"),
         ]
         self.open_loop(self.slots(layout, shape), decls, op, step=2)
+        access = op.access.data
         ref = self.element_ref(op, op.mem, access, op.indices, ["kir_x0", "kir_x1"], shape, layout)
+        pair = f"*reinterpret_cast<kir_pair<{ct}>*>(kir_p) = kir_pair<{ct}>{{{value.name}[kir_i], {value.name}[kir_i + 1]}};"
         w.line(f"{ct}* kir_p = &{ref};", op)
-        w.line(f"if ((reinterpret_cast<uintptr_t>(kir_p) & {2 * DTYPES[value.dtype].nbytes - 1}) == 0) {{", op)
-        w.line(
-            f"    *reinterpret_cast<kir_pair<{ct}>*>(kir_p) = kir_pair<{ct}>{{{value.name}[kir_i], {value.name}[kir_i + 1]}};",
-            op,
+        if self.smem_pair_aligned(op):
+            w.line(pair, op)
+            self.close(1)
+            return
+        # in a swizzled buffer the second element's address is its own (a misaligned pair may
+        # straddle two 16-byte units)
+        second = (
+            "kir_p[1]"
+            if op.mem in self.globals
+            else self.element_ref(op, op.mem, access, op.indices, ["kir_x0", "kir_x1 + 1"], shape, layout)
         )
+        w.line(f"if ((reinterpret_cast<uintptr_t>(kir_p) & {2 * DTYPES[value.dtype].nbytes - 1}) == 0) {{", op)
+        w.line(f"    {pair}", op)
         w.line("} else {", op)
         w.line(f"    kir_p[0] = {value.name}[kir_i];", op)
-        w.line(f"    kir_p[1] = {value.name}[kir_i + 1];", op)
+        w.line(f"    {second} = {value.name}[kir_i + 1];", op)
         w.line("}", op)
         self.close(1)
+
+    def smem_pair_aligned(self, op: tl.StoreOp) -> bool:
+        """Whether every pair of a store into a shared buffer starts on a pair boundary, known
+        at compile time: the buffer's base is aligned (to 128 bytes at least), its rows are an
+        even number of elements, and the slice of the last dimension starts at an even constant."""
+        buf = self.smem.get(op.mem)
+        if buf is None or (not buf.swizzle and buf.shape[-1] % 2):
+            return False
+        access = op.access.data
+        if len(access.dims) < len(buf.shape):
+            return True  # the last dimension is taken whole
+        start = self.const_value(list(op.indices)[-1])
+        return start is not None and start % 2 == 0
 
     # ---- roles ---------------------------------------------------------------------------------------
 

@@ -56,9 +56,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_hopper_ws(
         int v_r0 = ((int)((unsigned int)kir_rank_1 * (unsigned int)t_9));
         int t_10 = ((int)(n_K / p_BK));
         float v_acc[64];
-        #pragma unroll
-        for (int kir_i = 0; kir_i < 64; ++kir_i) {
-            v_acc[kir_i] = 0.0f;
+        if (!(0 < t_10)) {  // the loop runs no step: its result is the zeros
+            #pragma unroll
+            for (int kir_i = 0; kir_i < 64; ++kir_i) {
+                v_acc[kir_i] = 0.0f;
+            }
         }
         for (int v_k_1 = 0; v_k_1 < t_10; v_k_1 += 1) {
             int v_s_1 = ((int)(v_k_1 % p_S));
@@ -70,10 +72,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_hopper_ws(
             {
                 const uint32_t kir_a = kir_smem_addr + (0 + (v_s_1) * 16384 + (v_r0) * 128 + (0) * 2);
                 const uint32_t kir_b = kir_smem_addr + (65536 + (v_s_1) * 16384 + ((0) / 64) * 8192 + (0) * 128 + ((0) % 64) * 2);
-                kir_wgmma_m64n128k16_bf16(v_acc + 0, kir_wgmma_desc(kir_a + 0, 16, 1024, 1), kir_wgmma_desc(kir_b + 0, 8192, 1024, 1));
-                kir_wgmma_m64n128k16_bf16(v_acc + 0, kir_wgmma_desc(kir_a + 32, 16, 1024, 1), kir_wgmma_desc(kir_b + 2048, 8192, 1024, 1));
-                kir_wgmma_m64n128k16_bf16(v_acc + 0, kir_wgmma_desc(kir_a + 64, 16, 1024, 1), kir_wgmma_desc(kir_b + 4096, 8192, 1024, 1));
-                kir_wgmma_m64n128k16_bf16(v_acc + 0, kir_wgmma_desc(kir_a + 96, 16, 1024, 1), kir_wgmma_desc(kir_b + 6144, 8192, 1024, 1));
+                kir_wgmma_m64n128k16_bf16(v_acc + 0, kir_wgmma_desc(kir_a + 0, 16, 1024, 1), kir_wgmma_desc(kir_b + 0, 8192, 1024, 1), v_k_1 != 0);
+                kir_wgmma_m64n128k16_bf16(v_acc + 0, kir_wgmma_desc(kir_a + 32, 16, 1024, 1), kir_wgmma_desc(kir_b + 2048, 8192, 1024, 1), 1);
+                kir_wgmma_m64n128k16_bf16(v_acc + 0, kir_wgmma_desc(kir_a + 64, 16, 1024, 1), kir_wgmma_desc(kir_b + 4096, 8192, 1024, 1), 1);
+                kir_wgmma_m64n128k16_bf16(v_acc + 0, kir_wgmma_desc(kir_a + 96, 16, 1024, 1), kir_wgmma_desc(kir_b + 6144, 8192, 1024, 1), 1);
             }
             kir_wgmma_commit();
             kir_fence_regs<64>(v_acc);

@@ -28,13 +28,15 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_tma_store(
     int t_1 = (int)blockIdx.y;
     int v_n0 = ((int)((unsigned int)t_1 * (unsigned int)p_BN));
     int t_2 = ((int)(n_K / p_BK));
+    float v_acc[64];
+    if (!(0 < t_2)) {  // the loop runs no step: its result is the zeros
+        #pragma unroll
+        for (int kir_i = 0; kir_i < 64; ++kir_i) {
+            v_acc[kir_i] = 0.0f;
+        }
+    }
     int v_ph;
     v_ph = 0;
-    float v_acc[64];
-    #pragma unroll
-    for (int kir_i = 0; kir_i < 64; ++kir_i) {
-        v_acc[kir_i] = 0.0f;
-    }
     for (int v_k = 0; v_k < t_2; v_k += 1) {
         int t_3 = ((int)((unsigned int)8192 + (unsigned int)16384));
         if (kir_tid == 0) {
@@ -56,10 +58,10 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_tma_store(
         {
             const uint32_t kir_a = kir_smem_addr + (0 + (0) * 128 + (0) * 2);
             const uint32_t kir_b = kir_smem_addr + (8192 + ((0) / 64) * 8192 + (0) * 128 + ((0) % 64) * 2);
-            kir_wgmma_m64n128k16_bf16(v_acc + 0, kir_wgmma_desc(kir_a + 0, 16, 1024, 1), kir_wgmma_desc(kir_b + 0, 8192, 1024, 1));
-            kir_wgmma_m64n128k16_bf16(v_acc + 0, kir_wgmma_desc(kir_a + 32, 16, 1024, 1), kir_wgmma_desc(kir_b + 2048, 8192, 1024, 1));
-            kir_wgmma_m64n128k16_bf16(v_acc + 0, kir_wgmma_desc(kir_a + 64, 16, 1024, 1), kir_wgmma_desc(kir_b + 4096, 8192, 1024, 1));
-            kir_wgmma_m64n128k16_bf16(v_acc + 0, kir_wgmma_desc(kir_a + 96, 16, 1024, 1), kir_wgmma_desc(kir_b + 6144, 8192, 1024, 1));
+            kir_wgmma_m64n128k16_bf16(v_acc + 0, kir_wgmma_desc(kir_a + 0, 16, 1024, 1), kir_wgmma_desc(kir_b + 0, 8192, 1024, 1), v_k != 0);
+            kir_wgmma_m64n128k16_bf16(v_acc + 0, kir_wgmma_desc(kir_a + 32, 16, 1024, 1), kir_wgmma_desc(kir_b + 2048, 8192, 1024, 1), 1);
+            kir_wgmma_m64n128k16_bf16(v_acc + 0, kir_wgmma_desc(kir_a + 64, 16, 1024, 1), kir_wgmma_desc(kir_b + 4096, 8192, 1024, 1), 1);
+            kir_wgmma_m64n128k16_bf16(v_acc + 0, kir_wgmma_desc(kir_a + 96, 16, 1024, 1), kir_wgmma_desc(kir_b + 6144, 8192, 1024, 1), 1);
         }
         kir_wgmma_commit();
         kir_fence_regs<64>(v_acc);
@@ -100,10 +102,11 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_tma_store(
         t_10[kir_i] = __float2bfloat16_rn(t_9[kir_i]);
     }
     #pragma unroll
-    for (int kir_i = 0; kir_i < 64; ++kir_i) {
+    for (int kir_i = 0; kir_i < 64; kir_i += 2) {
         const int kir_x0 = (kir_i / 64) * 64 + kir_wl * 16 + (kir_lane >> 2) + ((kir_i >> 1) & 1) * 8;
-        const int kir_x1 = ((kir_i % 64) >> 2) * 8 + (kir_lane & 3) * 2 + (kir_i & 1);
-        *reinterpret_cast<__nv_bfloat16*>(kir_smem + kir_swz<7>((24576 + ((kir_x1) / 64) * 8192 + (kir_x0) * 128 + ((kir_x1) % 64) * 2))) = t_10[kir_i];
+        const int kir_x1 = ((kir_i % 64) >> 2) * 8 + (kir_lane & 3) * 2;
+        __nv_bfloat16* kir_p = &*reinterpret_cast<__nv_bfloat16*>(kir_smem + kir_swz<7>((24576 + ((kir_x1) / 64) * 8192 + (kir_x0) * 128 + ((kir_x1) % 64) * 2)));
+        *reinterpret_cast<kir_pair<__nv_bfloat16>*>(kir_p) = kir_pair<__nv_bfloat16>{t_10[kir_i], t_10[kir_i + 1]};
     }
     kir_fence_proxy_async();
     __syncthreads();
