@@ -509,8 +509,7 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
                 access(op, op.src, list(op.src_indices), op.src_access, "tma.store", False, mult, loop)
                 access(op, op.dst, list(op.dst_indices), op.dst_access, "tma.store", True, mult, loop)
             elif isinstance(op, ex.WgmmaOp):
-                a = tl.access_shape(op.a.type, op.a_access.data, list(op.a_indices))
-                b = tl.access_shape(op.b.type, op.b_access.data, list(op.b_indices))
+                a, b = op.operand_shapes()  # as multiplied: [M, K] and [K, N], `trans` applied
                 m, k = (_static(d, env, "a wgmma operand") for d in a)
                 n = _static(b[1], env, "a wgmma operand")
                 dt = dtype_of(op.a.type)

@@ -811,6 +811,8 @@ class _Printer:
         if isinstance(op, ex.WgmmaOp):
             a = self.access(op, op.a, op.a_access.data, "a_indices", dts)
             b = self.access(op, op.b, op.b_access.data, "b_indices", dts)
+            a = f"trans({a})" if op.is_trans_a else a
+            b = f"trans({b})" if op.is_trans_b else b
             ai = _index_of(op, op.acc)
             return f"wgmma({a}, {b}, {self.sub(op, ai, 0, dts[ai])})", P_ATOM
         if isinstance(op, ex.SizeofOp):

@@ -627,6 +627,15 @@ class _Walker:
 
     def access(self, node: Node, what: str, kinds=(GlobalType, SmemType)):
         """`a[i, j0 : j0 + BN]` -> (memory value, Access, index values)."""
+        if _is_trans_call(node):
+            self.fail(
+                "types.access",
+                f"{what} takes a memory access as stored, not trans(...) of one: a transposed shared "
+                "view is only a wgmma operand",
+                node,
+                "write wgmma(a_buf[s], trans(b_buf[s]), acc); elsewhere load the tile and transpose it: "
+                "trans(load(buf[s]))",
+            )
         if not (isinstance(node, Tree) and node.data == "index" and isinstance(node.children[0], Tree) and node.children[0].data == "name"):
             self.fail("call.arguments", f"{what} takes a memory access such as a[i, j0 : j0 + BN]", node)
         base, *subs = node.children
@@ -653,6 +662,25 @@ class _Walker:
         want = {i: "i32" for i in range(len(items))}
         values = self.operands(items, want)
         return mem, Access(tuple(dims)), values
+
+    def no_memory_trans(self, node: Node, arg: Node) -> None:
+        """`trans(buf[s])` of memory outside wgmma: name where it is allowed."""
+        if not (isinstance(arg, Tree) and arg.data == "index" and isinstance(arg.children[0], Tree)):
+            return
+        base = arg.children[0]
+        if base.data != "name":
+            return
+        bound = self.b.lookup(str(base.children[0]))
+        if bound is None or not isinstance(bound.type, GlobalType | SmemType):
+            return
+        kind = "a shared view" if isinstance(bound.type, SmemType) else "global memory"
+        self.fail(
+            "types.access",
+            f"trans of {kind} ('{base.children[0]}[...]') is only allowed as an operand of wgmma, "
+            "as in wgmma(a_buf[s], trans(b_buf[s]), acc)",
+            node,
+            "to transpose a tile elsewhere, load it first: trans(load(buf[s]))",
+        )
 
     def slice_extent(self, start: Node, end: Node, node: Node) -> sx.SymExpr:
         if isinstance(end, Tree) and end.data == "add" and _same_tree(end.children[0], start):
@@ -787,6 +815,10 @@ def _call_name(node: Tree) -> str:
     return ".".join(str(t) for t in dotted.children)
 
 
+def _is_trans_call(node: Node) -> bool:
+    return isinstance(node, Tree) and node.data == "call" and _call_name(node) == "trans"
+
+
 def _call_label(node: Tree) -> str:
     return node.data if node.data in ("cast", "dot") else _call_name(node)
 
@@ -913,6 +945,7 @@ def _shape_change(w: _Walker, node, pos, kw, span):
 def _trans(w: _Walker, node, pos, kw, span):
     w.no_kwargs(node, kw, "trans")
     w.arity(node, pos, 1, "trans(x)")
+    w.no_memory_trans(node, pos[0])
     (x,) = w.operands([(pos[0], 0)])
     return w.b.make(tl.TransOp, x, span=span)
 
@@ -1186,10 +1219,22 @@ _CALLS["fence.async"] = _nullary_call(ex.FenceAsyncOp, "fence.async")
 def _wgmma(w: _Walker, node, pos, kw, span):
     w.no_kwargs(node, kw, "wgmma")
     w.arity(node, pos, 3, "wgmma(a_buf[s], b_buf[s], acc)")
-    a, aa, ai = w.access(pos[0], "wgmma", kinds=(SmemType,))
-    b, ba, bi = w.access(pos[1], "wgmma", kinds=(SmemType,))
+    a_node, trans_a = _wgmma_operand(w, pos[0])
+    b_node, trans_b = _wgmma_operand(w, pos[1])
+    a, aa, ai = w.access(a_node, "wgmma", kinds=(SmemType,))
+    b, ba, bi = w.access(b_node, "wgmma", kinds=(SmemType,))
     (acc,) = w.operands([(pos[2], 0)])
-    return w.b.make(ex.WgmmaOp, a, aa, ai, b, ba, bi, acc, span=span)
+    return w.b.make(ex.WgmmaOp, a, aa, ai, b, ba, bi, acc, trans_a, trans_b, span=span)
+
+
+def _wgmma_operand(w: _Walker, node: Node) -> tuple[Node, bool]:
+    """A wgmma operand: a shared view `bs[s]`, or its transpose `trans(ks[s])`."""
+    if not _is_trans_call(node):
+        return node, False
+    pos, kw = w.split_args(node, node.children[1:])
+    w.no_kwargs(node, kw, "trans")
+    w.arity(node, pos, 1, "trans(buf[s])")
+    return pos[0], True
 
 
 @_call("sizeof")

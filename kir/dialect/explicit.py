@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import IntAttr, StringAttr
+from xdsl.dialects.builtin import IntAttr, StringAttr, UnitAttr
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -25,6 +25,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     var_operand_def,
@@ -344,11 +345,18 @@ class WgmmaOp(IRDLOperation):
     ready, until `wgmma.wait`.
 
         acc = wgmma(as[s], bs[s], acc)
+        s = wgmma(qs, trans(ks[st]), s)
+
+    An operand written `trans(view)` (the `trans_a` / `trans_b` properties) is the transpose of
+    its stored view: with `trans_b` the view is [N, K] (K contiguous: wgmma's K-major B), with
+    `trans_a` it is [K, M] (M contiguous). The elements read are those of the stored view.
     """
 
     name = "kir.wgmma"
     a_access = prop_def(AccessAttr)
     b_access = prop_def(AccessAttr)
+    trans_a = opt_prop_def(UnitAttr)
+    trans_b = opt_prop_def(UnitAttr)
     a = operand_def(SmemType)
     a_indices = var_operand_def()
     b = operand_def(SmemType)
@@ -357,28 +365,70 @@ class WgmmaOp(IRDLOperation):
     res = result_def(TileType)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
-    def __init__(self, a, a_access: Access, a_indices, b, b_access: Access, b_indices, acc: SSAValue):
+    def __init__(
+        self,
+        a,
+        a_access: Access,
+        a_indices,
+        b,
+        b_access: Access,
+        b_indices,
+        acc: SSAValue,
+        trans_a: bool = False,
+        trans_b: bool = False,
+    ):
+        props: dict = {"a_access": AccessAttr(a_access), "b_access": AccessAttr(b_access)}
+        if trans_a:
+            props["trans_a"] = UnitAttr()
+        if trans_b:
+            props["trans_b"] = UnitAttr()
         super().__init__(
-            properties={"a_access": AccessAttr(a_access), "b_access": AccessAttr(b_access)},
+            properties=props,
             operands=[a, list(a_indices), b, list(b_indices), acc],
             result_types=[acc.type],
         )
 
-    def verify_(self) -> None:
+    @property
+    def is_trans_a(self) -> bool:
+        return self.trans_a is not None
+
+    @property
+    def is_trans_b(self) -> bool:
+        return self.trans_b is not None
+
+    def stored_shapes(self) -> tuple[list[sx.SymExpr], list[sx.SymExpr]]:
+        """The shapes of the two shared views as stored (before any `trans`)."""
         a = access_shape(self.a.type, self.a_access.data, list(self.a_indices))
         b = access_shape(self.b.type, self.b_access.data, list(self.b_indices))
+        return a, b
+
+    def operand_shapes(self) -> tuple[list[sx.SymExpr], list[sx.SymExpr]]:
+        """The shapes of the operands as multiplied, [M, K] and [K, N] (`trans` applied)."""
+        a, b = self.stored_shapes()
+        if self.is_trans_a and len(a) == 2:
+            a = a[::-1]
+        if self.is_trans_b and len(b) == 2:
+            b = b[::-1]
+        return a, b
+
+    def verify_(self) -> None:
+        sa, sb = self.stored_shapes()
+        a, b = self.operand_shapes()
         c = shape_of(self.acc.type)
-        if len(a) != 2 or len(b) != 2:
+        if len(sa) != 2 or len(sb) != 2:
             raise RuleViolation(
-                f"wgmma takes 2-D shared views, not {shape_text(a)} and {shape_text(b)}",
+                f"wgmma takes 2-D shared views, not {shape_text(sa)} and {shape_text(sb)}",
                 rule="types.dot-shape",
                 hint="index the stage dimension away: as[s], bs[s]",
             )
         if not (sx.same(a[1], b[0]) and sx.same(a[0], c[0]) and sx.same(b[1], c[1])):
+            ta = f"trans({shape_text(sa)})" if self.is_trans_a else shape_text(sa)
+            tb = f"trans({shape_text(sb)})" if self.is_trans_b else shape_text(sb)
             raise RuleViolation(
-                f"wgmma: {shape_text(a)} x {shape_text(b)} does not give the accumulator {shape_text(c)}",
+                f"wgmma: {ta} x {tb} does not give the accumulator {shape_text(c)}",
                 rule="types.dot-shape",
-                hint="wgmma multiplies [M, K] by [K, N] into an [M, N] accumulator",
+                hint="wgmma multiplies [M, K] by [K, N] into an [M, N] accumulator; "
+                "trans(B) takes B stored [N, K], trans(A) takes A stored [K, M]",
             )
         if dtype_of(self.a.type) != dtype_of(self.b.type):
             raise RuleViolation(

@@ -264,6 +264,11 @@ def _wgmma(cta: Cta, op: ex.WgmmaOp, strand: Strand):
     S.read_check(cta.clocks, b, smem_flat(b_ln), agent, op, ctx, cta.report_uninitialized, async_proxy=True)
     da = _dt(op.a.type)
     av, bv = M.read(a.data, a_ln, None, da), M.read(b.data, b_ln, None, da)
+    # trans(view): the same elements were read (and race-checked) as stored; multiply the transpose
+    if op.is_trans_a and av.ndim == 2:
+        av = av.T
+    if op.is_trans_b and bv.ndim == 2:
+        bv = bv.T
     if av.ndim != 2 or bv.ndim != 2 or av.shape[1] != bv.shape[0]:
         fail(
             "interp.bad-box",

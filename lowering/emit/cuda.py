@@ -26,7 +26,10 @@ The tile level is `cbase.KernelGen`. The hardware-explicit level maps KIR's ops 
   holds no tile at all (a TMA producer) runs on that thread alone.
 - **wgmma**: a KIR `wgmma` of an [M, K] by [K, N] product is `wgmma.fence`, then M/64 x K/16
   `wgmma.mma_async.m64nNk16` instructions back to back (A K-major, B N-major, both from
-  shared-memory descriptors of the swizzled layout), then one `wgmma.commit_group`;
+  shared-memory descriptors of the swizzled layout), then one `wgmma.commit_group`. A
+  `trans(view)` operand flips its major-ness: `trans(B)` (stored [N, K]) is the K-major B
+  (imm-trans-b 0, addressed and described as A is), `trans(A)` (stored [K, M]) the M-major A
+  (imm-trans-a 1, addressed and described as B is);
   `wgmma.wait(n)` is `wgmma.wait_group n`. The accumulator is held in the wgmma register
   layout (`WgmmaAcc`): every tile that flows into a wgmma accumulator (its `zeros`, the loop
   that carries it, the casts of it) gets that layout, so the epilogue stores straight from it.
@@ -187,19 +190,26 @@ def _tma_helpers() -> str:
     return "\n".join(out) + "\n"
 
 
-def _wgmma_helper(n: int, ab: str) -> str:
-    """`kir_wgmma_m64n{n}k16_{ab}`: one wgmma.mma_async, A K-major and B N-major (imm-trans-b 1).
-    `scale_d` is the instruction's scale-d predicate: D = A B + D when it is non-zero, D = A B
-    (the registers of D only written) when it is zero."""
+def _wgmma_name(n: int, ab: str, trans_a: int, trans_b: int) -> str:
+    """The helper's name; the usual operands (A K-major, B N-major) keep the short name."""
+    suffix = "" if (trans_a, trans_b) == (0, 1) else f"_ta{trans_a}_tb{trans_b}"
+    return f"kir_wgmma_m64n{n}k16_{ab}{suffix}"
+
+
+def _wgmma_helper(n: int, ab: str, trans_a: int = 0, trans_b: int = 1) -> str:
+    """`kir_wgmma_m64n{n}k16_{ab}`: one wgmma.mma_async with the given imm-trans-a and
+    imm-trans-b (0: the operand is K-major; 1: A M-major or B N-major). The default is A K-major
+    and B N-major (imm-trans-b 1). `scale_d` is the instruction's scale-d predicate: D = A B + D
+    when it is non-zero, D = A B (the registers of D only written) when it is zero."""
     regs = n // 2
     dlist = ", ".join(f"%{i}" for i in range(regs))
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
     return (
-        f"KIR_DEV void kir_wgmma_m64n{n}k16_{ab}(float* d, uint64_t a, uint64_t b, int scale_d) {{\n"
+        f"KIR_DEV void {_wgmma_name(n, ab, trans_a, trans_b)}(float* d, uint64_t a, uint64_t b, int scale_d) {{\n"
         f"    asm volatile(\n"
         f'        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"\n'
         f'        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} "\n'
-        f'        "{{{dlist}}}, %{regs}, %{regs + 1}, p, 1, 1, 0, 1;\\n}}\\n"\n'
+        f'        "{{{dlist}}}, %{regs}, %{regs + 1}, p, 1, 1, {trans_a}, {trans_b};\\n}}\\n"\n'
         f"        : {outs}\n"
         f'        : "l"(a), "l"(b), "r"(scale_d));\n'
         f"}}\n"
@@ -310,7 +320,7 @@ class CudaGen(KernelGen):
         self.smem: dict[SSAValue, SmemBuf] = {}
         self.mbars: dict[SSAValue, tuple[int, int, int]] = {}  # offset, count, size
         self.tma: list[TmaDesc] = []
-        self.wgmma_shapes: set[tuple[int, str]] = set()
+        self.wgmma_shapes: set[tuple[int, str, int, int]] = set()  # N, dtype, imm-trans-a, imm-trans-b
         self.acc_shape: dict[SSAValue, tuple[sx.SymExpr, sx.SymExpr]] = {}
         self.wgmma_targets: list[tuple[str, int, Block | None]] = []
         self.wait_lines: list[tuple[int, Operation, str]] = []  # writer line, op, indentation
@@ -740,8 +750,10 @@ class CudaGen(KernelGen):
                 f"the cuda backend issues wgmma on bf16 or f16 operands into an f32 accumulator (here {ab} into {dtype_of(op.acc.type)})",
                 "stage the operands as bf16 or f16 and accumulate in f32",
             )
-        m, k = a.shape
-        n = b.shape[1]
+        ta, tb = op.is_trans_a, op.is_trans_b
+        # the product is [M, K] x [K, N]; a trans(view) operand is stored transposed
+        m, k = a.shape[::-1] if ta else a.shape
+        n = b.shape[0] if tb else b.shape[1]
         for name, v in (("A", a), ("B", b)):
             if not v.buf.swizzle:
                 raise Unsupported(
@@ -753,13 +765,21 @@ class CudaGen(KernelGen):
                 )
         if m % 64 or k % 16:
             raise Unsupported(op, f"wgmma takes M a multiple of 64 and K a multiple of 16 (here {m} x {k})")
-        atom_b = b.buf.atom
-        if n % atom_b:
+        atom_a, atom_b = a.buf.atom, b.buf.atom
+        if ta and 64 % atom_a:
+            raise Unsupported(
+                op,
+                f"wgmma's M-major A operand takes 64-row blocks of whole {a.buf.swizzle}-byte chunks ({atom_a} columns)",
+            )
+        if not tb and n % atom_b:
             raise Unsupported(
                 op,
                 f"wgmma's B operand ({n} columns) is a whole number of {b.buf.swizzle}-byte chunks ({atom_b} columns)",
             )
-        n_instr = n if n <= 256 else max(x for x in range(atom_b, 257, atom_b) if n % x == 0)
+        if tb and n % 8:
+            raise Unsupported(op, f"wgmma's K-major B operand has a multiple of 8 rows (here {n})")
+        step = 8 if tb else atom_b  # the N of one instruction: whole chunks when B is N-major
+        n_instr = n if n <= 256 else max(x for x in range(step, 257, step) if n % x == 0)
         acc = self.val(op.acc)
         assert isinstance(acc, Tile)
         if not isinstance(acc.layout, WgmmaAcc):
@@ -781,7 +801,8 @@ class CudaGen(KernelGen):
                 "use only the wgmma's result afterwards (acc = wgmma(a, b, acc))",
             )
         slots = self.slots(acc.layout, acc.shape)
-        self.wgmma_shapes.add((n_instr, ab))
+        imm_ta, imm_tb = int(ta), int(not tb)
+        self.wgmma_shapes.add((n_instr, ab, imm_ta, imm_tb))
         if (acc.name, slots) not in [(t[0], t[1]) for t in self.wgmma_targets]:
             self.wgmma_targets.append((acc.name, slots, self.decl_block.get(acc.name)))
         w = self.w
@@ -794,17 +815,29 @@ class CudaGen(KernelGen):
         w.indent()
         w.line(f"const uint32_t kir_a = {self.smem_addr(a)};", op)
         w.line(f"const uint32_t kir_b = {self.smem_addr(b)};", op)
+        helper = _wgmma_name(n_instr, ab, imm_ta, imm_tb)
         for mt in range(m // 64):
             for kk in range(k // 16):
                 kb = kk * 16 * e
-                a_off = mt * 64 * wa + (kb // wa) * a.buf.chunk_bytes + kb % wa
-                for nt in range(n // n_instr):
-                    b_off = kk * 16 * wb + (nt * n_instr // atom_b) * b.buf.chunk_bytes
-                    d_off = mt * (acc.layout.n // 2) + nt * (n_instr // 2)
+                # K-major: rows of the MN dimension W bytes apart in a chunk, K steps along the
+                # row (into the next chunk past W bytes). MN-major: K rows W bytes apart, MN
+                # blocks of whole chunks (the leading byte offset is the chunk size).
+                if ta:
+                    a_off = kk * 16 * wa + (mt * 64 // atom_a) * a.buf.chunk_bytes
+                    da = f"kir_wgmma_desc(kir_a + {a_off}, {a.buf.chunk_bytes}, {8 * wa}, {SWIZZLE_MODE[wa]})"
+                else:
+                    a_off = mt * 64 * wa + (kb // wa) * a.buf.chunk_bytes + kb % wa
                     da = f"kir_wgmma_desc(kir_a + {a_off}, 16, {8 * wa}, {SWIZZLE_MODE[wa]})"
-                    db = f"kir_wgmma_desc(kir_b + {b_off}, {b.buf.chunk_bytes}, {8 * wb}, {SWIZZLE_MODE[wb]})"
+                for nt in range(n // n_instr):
+                    if tb:
+                        b_off = nt * n_instr * wb + (kb // wb) * b.buf.chunk_bytes + kb % wb
+                        db = f"kir_wgmma_desc(kir_b + {b_off}, 16, {8 * wb}, {SWIZZLE_MODE[wb]})"
+                    else:
+                        b_off = kk * 16 * wb + (nt * n_instr // atom_b) * b.buf.chunk_bytes
+                        db = f"kir_wgmma_desc(kir_b + {b_off}, {b.buf.chunk_bytes}, {8 * wb}, {SWIZZLE_MODE[wb]})"
+                    d_off = mt * (acc.layout.n // 2) + nt * (n_instr // 2)
                     scale = first_scale if kk == 0 else "1"
-                    w.line(f"kir_wgmma_m64n{n_instr}k16_{ab}({acc.name} + {d_off}, {da}, {db}, {scale});", op)
+                    w.line(f"{helper}({acc.name} + {d_off}, {da}, {db}, {scale});", op)
         w.dedent()
         w.line("}", op)
         w.line("kir_wgmma_commit();", op)
@@ -1092,7 +1125,7 @@ class CudaGen(KernelGen):
             *super().helpers(),
             CUDA_HELPERS,
             _tma_helpers(),
-            *(_wgmma_helper(n, ab) for n, ab in sorted(self.wgmma_shapes)),
+            *(_wgmma_helper(*key) for key in sorted(self.wgmma_shapes)),
         ]
 
     def extra_params(self) -> list[str]:

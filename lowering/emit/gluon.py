@@ -1515,6 +1515,9 @@ class _Lowering:
     def op_WgmmaOp(self, op: ex.WgmmaOp, fn: _Fn) -> None:
         a = self.smem_view(op.a, op.a_access.data, list(op.a_indices), op, fn)
         b = self.smem_view(op.b, op.b_access.data, list(op.b_indices), op, fn)
+        # trans(view): the transposed descriptor of the same shared memory (wgmma's K-major B, M-major A)
+        a = f"{a}.permute((1, 0))" if op.is_trans_a else a
+        b = f"{b}.permute((1, 0))" if op.is_trans_b else b
         acc = self.ref(op.acc, fn)
         if op.acc in fn.pending:  # chained: the new group supersedes the one it accumulates on
             fn.pending.remove(op.acc)

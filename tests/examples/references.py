@@ -90,6 +90,14 @@ def _gemm_ref(i):
     return {"c": f64(i["a"]) @ f64(i["b"])}
 
 
+def _scores_inputs(rng):
+    return {"q": _normal(rng, (256, 64), BF16), "k": _normal(rng, (256, 64), BF16)}
+
+
+def _scores_ref(i):
+    return {"out": f64(i["q"]) @ f64(i["k"]).T}
+
+
 def _kmeans_inputs(rng):
     return {"x": _normal(rng, (50, 20)), "cent": _normal(rng, (70, 20))}
 
@@ -137,6 +145,7 @@ CASES = [
     Case("rmsnorm", {"BLOCK": 128}, _rmsnorm_inputs, _rmsnorm_ref, rtol=2e-2, atol=2e-2),
     Case("gemm_bias_gelu", {"BM": 32, "BN": 32, "BK": 32}, _gemm_bias_gelu_inputs, _gemm_bias_gelu_ref, rtol=2e-2, atol=5e-2),
     Case("gemm_hopper_ws", {"BM": 64, "BN": 64, "BK": 32, "S": 2}, _gemm_inputs, _gemm_ref, rtol=2e-2, atol=1e-1),
+    Case("attention_scores_hopper", {"BM": 128, "BN": 64, "D": 64, "S": 2}, _scores_inputs, _scores_ref, rtol=2e-2, atol=1e-1),
     Case("kmeans_assign", {"BP": 16, "BC": 32, "BD": 32}, _kmeans_inputs, _kmeans_ref, check=_kmeans_check),
     Case("bucketize", {"BLOCK": 256, "STEPS": 11}, _bucketize_inputs, _bucketize_ref),
     Case("embedding_bag", {"BL": 8, "BD": 32}, _bag_inputs, _bag_ref, rtol=1e-2, atol=2e-2),

@@ -10,6 +10,7 @@ nvcc tests are skipped where nvcc is missing. Running the kernels needs a GPU:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -451,6 +452,46 @@ def test_a_compile_error_points_at_the_kir_op():
     assert d.rule == "lower.compile" and d.severity == "error"
     assert d.span.line == kir_line("expect(full[s]")
     assert f"kernel.cu:{line}" in d.message and "kir_corrupted_by_test_hook" in d.message
+
+
+# `wgmma.mma_async ... {d}, a-desc, b-desc, p, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b`
+WGMMA_IMMEDIATES = re.compile(r"wgmma\.mma_async\S* \{[^}]*\}, %rd\d+, %rd\d+, p, (\d), (\d), (\d), (\d);")
+
+
+def test_trans_b_is_the_k_major_descriptor_of_a():
+    """`trans(ks[st])` is stored [N, K]: B is addressed and described as A is (K steps of 32
+    bytes along the row, leading byte offset 16, stride 8 rows of 128 bytes), imm-trans-b 0."""
+    lowered = lower(example("attention_scores_hopper"), "cuda")
+    src = lowered.source
+    assert "p, 1, 1, 0, 0;" in src and "p, 1, 1, 0, 1;" not in src
+    for kb in (0, 32, 64, 96):
+        assert f"kir_wgmma_desc(kir_a + {kb}, 16, 1024, 1), kir_wgmma_desc(kir_b + {kb}, 16, 1024, 1)" in src
+    assert "kir_wgmma_m64n64k16_bf16_ta0_tb0(" in src
+
+
+@needs_nvcc
+def test_attention_scores_compile_with_k_major_b():
+    report = compile_lowered(lower(example("attention_scores_hopper"), "cuda"))
+    assert report.ok, report.log
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in report.ptx
+    assert set(WGMMA_IMMEDIATES.findall(report.ptx)) == {("1", "1", "0", "0")}
+    hgmma = [line for line in report.sass.splitlines() if "HGMMA" in line]
+    assert hgmma and not any(".tnsp" in line for line in hgmma)  # the GEMM's N-major B is `.tnspB`
+    assert report.spills == 0 and report.diagnostics == []
+
+
+@needs_nvcc
+def test_trans_a_is_the_m_major_a():
+    """`trans(qs[...])` stored [K, M]: A is described as an N-major B is (K rows 128 bytes
+    apart, the chunk as leading byte offset), imm-trans-a 1."""
+    from tests.kir.test_wgmma_trans import BOTH
+
+    lowered = lower(parse(BOTH, file="both.kir"), "cuda")
+    assert "kir_wgmma_desc(kir_a + 2048, 8192, 1024, 1)" in lowered.source  # K rows 16 .. 31
+    report = compile_lowered(lowered)
+    assert report.ok, report.log
+    assert set(WGMMA_IMMEDIATES.findall(report.ptx)) == {("1", "1", "1", "0")}
+    assert all(".tnspA" in line for line in report.sass.splitlines() if "HGMMA" in line)
 
 
 @needs_nvcc

@@ -281,6 +281,24 @@ def test_gemm_compiles_to_sm90_with_wgmma():
     assert report.registers and report.spills == 0 and report.local_bytes == 0  # ptxas -v
 
 
+# `wgmma.mma_async ... {d}, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b`
+WGMMA_IMMEDIATES = re.compile(r"wgmma\.mma_async\S* \{[^}]*\}, %rd\d+, %rd\d+, \S+ (\d), (\d), (\d), (\d);")
+
+
+def test_attention_scores_take_k_major_b_through_a_permuted_descriptor():
+    """`wgmma(qs[...], trans(ks[st]), s)`: B is the K tile's descriptor `.permute((1, 0))`, which
+    the compiler issues as wgmma's K-major B (imm-trans-b 0; the GEMM's N-major B has 1)."""
+    program = parse((ROOT / "examples" / "attention_scores_hopper.kir").read_text(), file="attention_scores_hopper.kir")
+    lowered = lower(program, "gluon")
+    assert "warpgroup_mma(qs.slice(r0, 64, dim=0), ks.index(st).permute((1, 0)), s, is_async=True)" in lowered.source
+    report = compile_report(program)
+    assert report.ok, report.log
+    assert report.instructions["wgmma"] and report.instructions["HGMMA"]
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in report.ptx
+    assert set(WGMMA_IMMEDIATES.findall(report.ptx)) == {("1", "1", "0", "0")}
+    assert set(WGMMA_IMMEDIATES.findall(compile_report(gemm()).ptx)) == {("1", "1", "0", "1")}
+
+
 def test_bn256_fits_four_stages_and_five_do_not():
     ok = compile_report(gemm(), {"BN": 256, "S": 4})
     assert ok.ok and ok.instructions["wgmma"] and ok.shared_bytes <= 232448

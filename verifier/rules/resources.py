@@ -1046,7 +1046,7 @@ def wgmma_shape(ctx: Context) -> Iterator[Diagnostic]:
         esize = DTYPES[dtype].nbytes
         k_inst = max(1, table["k_bytes"] // esize)
         a_shape = ctx.access_extents(op.a.type, op.a_access.data)
-        k = a_shape[-1] if a_shape else None
+        k = (a_shape[0] if op.is_trans_a else a_shape[-1]) if a_shape else None  # trans(A) is stored [K, M]
         problems = []
         if m is not None:
             rows = m // groups if m % groups == 0 else None
