@@ -45,6 +45,7 @@ from lowering.report import (
     read_ptxas,
     resource_warnings,
     run_tool,
+    shared_memory_error,
     unread_failure,
     with_corrupt_line,
 )
@@ -140,6 +141,9 @@ def compile_lowered(
     report.diagnostics = (
         resource_warnings(lowered, report) if report.ok else error_diagnostics(lowered, report.log, report.ptx)
     )
+    if report.ok and (too_big := shared_memory_error(lowered, report, arch)) is not None:
+        report.ok = False
+        report.diagnostics.append(too_big)
     if not sass:
         report.sass = None
     return report

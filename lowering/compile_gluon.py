@@ -34,7 +34,6 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from kir.diagnostics import Diagnostic
 from lowering.emit.base import Lowered
 from lowering.report import (
     CompileReport,
@@ -43,11 +42,11 @@ from lowering.report import (
     compile_error,
     ptxas_failure,
     resource_warnings,
+    shared_memory_error,
     write_atomic,
 )
 
 ARCH = "sm_90"
-SM90_SHARED_LIMIT = 232448  # bytes of shared memory one CTA may use on sm_90 (227 KB)
 
 
 def signature(lowered: Lowered) -> dict[str, str]:
@@ -189,18 +188,9 @@ def _report(lowered: Lowered, source: str, path: Path, raw: dict, arch: str) -> 
         report = CompileReport.from_json(result["report"])
         report.cached = False
         report.diagnostics = resource_warnings(lowered, report)
-        if report.shared_bytes and report.shared_bytes > SM90_SHARED_LIMIT:
+        if (too_big := shared_memory_error(lowered, report, arch)) is not None:
             report.ok = False
-            report.diagnostics.append(
-                Diagnostic(
-                    "lower.shared-memory",
-                    "error",
-                    lowered.program.param_spans.get("S", lowered.program.span()),
-                    f"the kernel needs {report.shared_bytes} bytes of shared memory; "
-                    f"an sm_90 CTA has {SM90_SHARED_LIMIT}",
-                    "use fewer pipeline stages or smaller tiles",
-                )
-            )
+            report.diagnostics.append(too_big)
         return report
     report = CompileReport(
         backend="gluon",

@@ -355,6 +355,26 @@ def compile_error(
     )
 
 
+def shared_memory_error(lowered: Lowered, report: CompileReport, arch: str) -> Diagnostic | None:
+    """A compiled kernel that asks for more shared memory than a block of `arch` may have (the
+    program's buffers plus what the backend adds: layout scratch, reduction space) cannot
+    launch: a `lower.shared-memory` error at the stage parameter (or the kernel)."""
+    from kir.targets import spec
+
+    limit = spec(arch.removesuffix("a")).max_smem_per_block  # sm_90a: sm_90 with its arch-specific instructions
+    if not report.shared_bytes or report.shared_bytes <= limit:
+        return None
+    params = lowered.program.param_spans
+    at = next((params[p] for p in ("S", "ST", "STAGES", "NSTAGES") if p in params), lowered.program.span())
+    return Diagnostic(
+        "lower.shared-memory",
+        "error",
+        at,
+        f"the kernel needs {report.shared_bytes} bytes of shared memory; an {arch} block may have {limit}",
+        "use fewer pipeline stages or smaller tiles",
+    )
+
+
 INSUFFICIENT_REGISTERS = re.compile(r"Insufficient registers \((\d+)\).*?register target of (\d+)")
 
 

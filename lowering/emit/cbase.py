@@ -444,6 +444,7 @@ class KernelGen:
         self.resident: dict[SSAValue, str] = {}
         self.views: set[str] = set()  # arrays that more than one value names (expand_dims, reshape)
         self.decl_block: dict[str, Block | None] = {}
+        self.decl_line: dict[str, int] = {}  # the output line of a tile's declaration
         self.instance = Instance(self.threads, "kir_tid", "kir_tid == 0", cta=True, unit_sync=dialect.barrier)
         self.current_op: Operation | None = None
         self.pending: list[tuple[int, int, list[tuple[str, str]], Operation]] = []  # open slot loops
@@ -575,6 +576,7 @@ class KernelGen:
             self.w.line(f"{self.c.ctype(dtype)} {name}[{self.slots(layout, shape)}];", op)
             res = Tile(name, dtype, shape, layout)
             self.decl_block[name] = op.parent_block()
+            self.decl_line[name] = len(self.w.lines)
         if bind:
             self.vals[v] = res
         return res

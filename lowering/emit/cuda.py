@@ -856,10 +856,11 @@ class CudaGen(KernelGen):
                 ancestors.add(id(block))
                 parent = block.parent_op()
                 block = parent.parent_block() if parent is not None else None
+            # an accumulator declared after the wait (later in the same loop body) is not in scope
             fences = [
                 f"kir_fence_regs<{n}>({name});"
                 for name, n, blk in self.wgmma_targets
-                if blk is None or id(blk) in ancestors
+                if (blk is None or id(blk) in ancestors) and self.decl_line.get(name, 0) < line_no
             ]
             self.w.lines[line_no - 1] = indent + (" ".join(fences) if fences else "// no accumulator in flight here")
 

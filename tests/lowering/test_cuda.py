@@ -517,3 +517,19 @@ def test_a_bug_of_the_backend_is_an_internal_diagnostic(monkeypatch):
         lower(example("gemm_hopper_ws"), "cuda", BN128)
     (d,) = err.value.diagnostics
     assert d.rule == "internal.lower" and "planted" in d.message
+
+
+@needs_nvcc
+def test_explicit_attention_compiles_and_its_big_tiles_do_not_fit():
+    # causal attention's warp-specialized program: the second wgmma's accumulator is declared
+    # later in the loop body than the first wgmma.wait, which must not name it
+    root = Path(__file__).resolve().parents[2]
+    program = parse_file(str(root / "benchmarks/tasks/causal_attention/ws.kir"))
+    report = compile_lowered(lower(program, "cuda", {"BN": 64}))
+    assert report.ok, [d.message for d in report.diagnostics]
+    assert report.instructions["HGMMA"] and report.spills == 0
+    # at BN = 128 the program's 192 KB of buffers and the backend's scratch exceed a block's 227 KB
+    big = compile_lowered(lower(program, "cuda", {"BN": 128}))
+    assert not big.ok
+    (d,) = big.diagnostics
+    assert d.rule == "lower.shared-memory" and "232448" in d.message and d.span.line == 11
