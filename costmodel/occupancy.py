@@ -45,6 +45,7 @@ def occupancy(counts: Counts, chip: Chip, registers: int | None = None, smem_byt
     if counts.role_regs and registers is None:
         block_regs = sum(t * r for _, t, r, _ in counts.role_regs)
         block_regs += max(0, threads - sum(t for _, t, _, _ in counts.role_regs)) * regs
+        regs = -(-block_regs // max(1, threads))  # the roles' budgets, averaged over the block's threads
     smem = smem_bytes if smem_bytes is not None else counts.smem_alloc
     limits = {
         "blocks": chip.max_blocks_per_sm,
