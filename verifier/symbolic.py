@@ -412,6 +412,12 @@ class Symbolic:
                 continue  # not the same known step in every iteration
             self.fact(c == inits[a].expr + ((k - lo) / step) * delta, c)
             exact.add(a)
+        trips = _static_trips(self, loop, lo, step)
+        for a, c in carried.items():
+            if a not in exact:
+                digits = self._appended_digits(c, inits[a], nexts[a], k, lo, trips)
+                if digits is not None:
+                    self.fact(digits, c)
         candidates: list[tuple[BlockArgument, z3.BoolRef, z3.BoolRef, z3.BoolRef]] = []
         for a, c in carried.items():
             if a in exact:
@@ -437,6 +443,33 @@ class Symbolic:
             del self.memo[key]
         for a in exact:
             self.memo[(id(a), lane_ids)] = Term(carried[a], False)
+
+    def _appended_digits(
+        self, c: z3.ArithRef, init: Term, nxt: Term, k: z3.ArithRef, lo: z3.ArithRef, trips: int | None
+    ) -> z3.BoolRef | None:
+        """The range of a value that appends a base-m digit every trip, `c = m * c + d` with a
+        constant m >= 2 and 0 <= d < m provable, from a constant start c0, over a loop of at most
+        MAX_DIGIT_TRIPS trips of step 1: at trip t, m^t * c0 <= c <= m^t * (c0 + 1) - 1 (a tree
+        descent's node index, `k = 2 * k + (t[k] < v)`, stays below 2^(levels)). The bound is
+        exponential in t, which no linear invariant states, so it is given trip by trip."""
+        c0 = z3.simplify(init.expr) if not init.tainted else None
+        if trips is None or trips > MAX_DIGIT_TRIPS or c0 is None or not z3.is_int_value(c0):
+            return None
+        start = c0.as_long()
+        for m in (2, 4, 8, 16):
+            digit = z3.simplify(nxt.expr - m * c)
+            if c.decl().name() in self.variables(digit):
+                continue
+            if self.counterexample(z3.And(digit >= 0, digit <= m - 1)) is not None:
+                continue
+            t = z3.simplify(k - lo)
+            return z3.And(
+                *[
+                    z3.Implies(t == i, z3.And(c >= m**i * start, c <= m**i * (start + 1) - 1))
+                    for i in range(trips)
+                ]
+            )
+        return None
 
     def at(self, v: SSAValue, lanes: tuple) -> Term:
         """`v` evaluated at the lanes of a (larger) shape it broadcasts to, numpy style: shapes
@@ -898,6 +931,18 @@ def _low_bits(v) -> int | None:
         if m > 0 and m & (m - 1) == 0:
             return m
     return None
+
+
+MAX_DIGIT_TRIPS = 32  # loops short enough for `Symbolic._appended_digits`'s trip-by-trip bound
+
+
+def _static_trips(sym: Symbolic, loop: st.ForOp, lo: z3.ArithRef, step: z3.ArithRef) -> int | None:
+    """The trip count of a loop of step 1 whose bounds are constants (parameters bound), or None."""
+    hi = z3.simplify(sym.value(loop.upper).expr)
+    lo, step = z3.simplify(lo), z3.simplify(step)
+    if not (z3.is_int_value(lo) and z3.is_int_value(hi) and z3.is_int_value(step)) or step.as_long() != 1:
+        return None
+    return max(0, hi.as_long() - lo.as_long())
 
 
 def _is_carried_int(v: SSAValue) -> bool:

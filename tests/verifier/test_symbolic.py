@@ -444,3 +444,36 @@ kernel s<B = 8>(x: global i32[N], k: global i32[1]) target sm_90 grid(1) warps(1
     )
     (lane,) = s.lanes((sx.Int(8),), "a")
     assert s.at(v["j"], (lane,)).tainted
+
+
+_DESCENT = """
+kernel descent<LEVELS = 5, T = 32>(x: global f32[N], table: global f32[T], out: out global i32[N])
+  target sm_90 grid(cdiv(N, 128)) warps(4)
+{
+  offs = program_id(0) * 128 + arange(0, 128)
+  v = load(x[offs], mask = offs < N)
+  k = full(i32[128], 1)
+  for it in 0 .. LOOP {
+    k = STEP
+  }
+  store(out[offs], k, mask = offs < N)
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("loop", "step", "proved"),
+    [
+        # a tree descent in breadth-first order: after `it` levels the node is below 2^(it + 1)
+        ("LEVELS", "2 * k + cast<i32>(load(table[k]) < v)", True),
+        ("LEVELS", "4 * k + 3 * cast<i32>(load(table[k]) < v)", False),  # base 4 from 1 passes 32
+        ("LEVELS + 1", "2 * k + cast<i32>(load(table[k]) < v)", False),  # one level too many
+        ("LEVELS", "2 * k + 2 * cast<i32>(load(table[k]) < v)", False),  # not a base-2 digit
+    ],
+)
+def test_a_value_appending_a_digit_every_trip_is_bounded_trip_by_trip(loop, step, proved):
+    from kir.check import check_program
+
+    program = parse(_DESCENT.replace("LOOP", loop).replace("STEP", step), file="descent.kir")
+    rules = {d.rule for d in check_program(program, "sm_90")}
+    assert ("bounds.unproven" not in rules and "bounds.load" not in rules) == proved, rules
