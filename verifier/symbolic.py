@@ -8,8 +8,9 @@ instance being checked). What cannot be expressed (data loaded from memory, floa
 computations, most bit operations) becomes a fresh unconstrained variable and marks the term
 *tainted* (`Term.why` names the value), so a rule can tell "provably wrong" from "not
 provable". Integer values carried by a loop are fresh variables too, but with what induction
-proves of them: an induction variable (`off = off + BK`) is exact and untainted, others keep
-the bounds that every iteration preserves (see `Symbolic._carried`).
+proves of them: an induction variable (`off = off + BK`) is exact and untainted, a value that
+appends a digit every trip (`k = 2 * k + bit`, a tree descent) has its range trip by trip, others
+keep the bounds that every iteration preserves (see `Symbolic._carried`).
 
 Integer semantics are KIR's: `/` truncates toward zero and `%` takes the sign of the dividend
 (C), `>>` is an arithmetic shift (floor division by a power of two), `x & (2^n - 1)` is x mod
