@@ -7,7 +7,8 @@
 `run_gluon` binds the arguments exactly as the interpreter does (`kir.interp.launch.bind`:
 shape symbols from the arrays, every dimension and `where` constraint checked, missing `out`
 arguments filled with poison), copies the arrays to the GPU, builds one host-side TMA
-`TensorDescriptor` per (argument, box) the kernel takes, launches `kernel[grid](...)` with the
+`TensorDescriptor` per (argument, box) the kernel takes (over the rows of a tensor of more than
+two dimensions: `row_view`), launches `kernel[grid](...)` with the
 default partition's `num_warps`, and returns every tensor argument after the run.
 
 `GluonLaunch.from_torch` does the same on torch tensors already on the GPU and returns a
@@ -16,6 +17,7 @@ callable that only launches: what a timing loop wants.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -75,6 +77,30 @@ def _elem_strides(arr: np.ndarray) -> tuple[int, ...]:
     return tuple(s // arr.itemsize for s in arr.strides)
 
 
+def row_view(t, name: str = "tensor") -> tuple[list[int], list[int]]:
+    """The shape and strides of the 2-D descriptor over `t`: `t` itself when 2-D; for more
+    dimensions, its rows, every dimension but the last merged into one (the kernel addresses a
+    box `x[b, h, r0 : r0 + BM, c0 : c0 + BN]` at row `(b * H + h) * S + r0`). That view is only
+    the tensor when each leading dimension's stride is the next one's stride times its extent."""
+    shape, strides = list(t.shape), list(t.stride())
+    if len(shape) <= 2:
+        return shape, strides
+    row_stride = strides[-2]
+    for i in range(len(shape) - 3, -1, -1):
+        row_stride *= shape[i + 1]
+        if strides[i] != row_stride and shape[i] > 1:  # the stride of an extent of 1 is never used
+            raise ValueError(
+                f"the gluon kernel reads `{name}` (shape {shape}, strides {strides}) through a TMA "
+                "descriptor over its rows, which needs each leading dimension's stride to be the "
+                f"next one's times its extent: dimension {i} has stride {strides[i]}, not {row_stride}; "
+                "pass a contiguous tensor (.contiguous())"
+            )
+    rows = math.prod(shape[:-1])
+    if rows >= 1 << 31:  # TMA coordinates are signed 32-bit
+        raise ValueError(f"`{name}` has {rows} rows: a TMA descriptor over its rows takes fewer than 2**31")
+    return [rows, shape[-1]], [strides[-2], strides[-1]]
+
+
 @dataclass
 class GluonLaunch:
     lowered: Lowered
@@ -104,7 +130,8 @@ class GluonLaunch:
             if p["kind"] == "desc":
                 t = tensors[p["arg"]]
                 layout = gl.NVMMASharedLayout(p["swizzle"], p["bits"], len(p["box"]))
-                args.append(TensorDescriptor(t, list(t.shape), list(t.stride()), list(p["box"]), layout))
+                shape, strides = row_view(t, p["arg"])
+                args.append(TensorDescriptor(t, shape, strides, list(p["box"]), layout))
             elif p["kind"] == "ptr":
                 args.append(tensors[p["arg"]])
             else:

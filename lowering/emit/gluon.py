@@ -13,7 +13,9 @@ How KIR maps onto Gluon:
 | `mbarrier(S, count = c)` | an `[S, 1]` int64 buffer with `MBarrierLayout`, each entry `mbarrier.init(..., count=c)` |
 | `expect` / `arrive` / `wait(parity)` | `mbarrier.expect` / `mbarrier.arrive` / `mbarrier.wait(bar, parity)` |
 | `tma.load(a[box], as[s], signal = full[s])` | `tma.async_copy_global_to_shared(a_desc, coords, full.index(s), as_.index(s))`; `a_desc` is a host-side `TensorDescriptor` over `a` with the box as block shape and the destination's shared layout |
+| `tma.load(q[b, h, r0 : r0 + BM, 0 : HD], ...)` (rank > 2) | the same, with `q_desc` over q's rows (its leading dimensions merged, `lowering/runtime_gluon.py`'s `row_view`) and coordinates `[(b * H + h) * S + r0, 0]` |
 | `tma.store`, `tma.store_wait` | `tma.async_copy_shared_to_global`, `tma.store_wait` |
+| `max(s, axis = 1)`, `sum`, `min`, `prod` | `gl.reduce(s, 1, kir_max)` (a combine function propagating NaN), `gl.sum(p, axis=1)`, `gl.reduce(..., kir_min)`, `gl.reduce(..., kir_prod)`; bf16/f16/fp8 reduce in f32 and round once |
 | `wgmma(A, B, acc)` / `wgmma.wait(n)` | `warpgroup_mma(A, B, acc, is_async=True)` / `warpgroup_mma_wait(n, deps=(pending accumulators,))` |
 | `fence.async()` | `fence_async_shared()` |
 | roles | `gl.warp_specialize` partitions (below) |
@@ -56,11 +58,21 @@ index tiles broadcasting in the load's layout (they join its layout class). A ti
 widens into, so the expansion moves nothing; if it already has another layout (the layouts pass
 wrote one, or it widens into two layouts), it is converted first.
 
-What the backend refuses (`lower.unsupported`, at the op): reductions, scans, reshapes and
+Reductions: reducing axis a of a tile in layout L gives a tile in `gl.SliceLayout(a, L)`, so the
+class of a reduction's result takes that slice (the first reduction's, when several feed one
+class), ahead of the expansion rule above: the online softmax's row maximum `m_new` is made in
+`SliceLayout(1, L_s)` of the scores' wgmma layout and `m_new[:, None]` widens back into it for
+free; widening it against an accumulator of another wgmma shape (`acc * alpha[:, None]`)
+converts between the two row slices, which hold the same rows in the same threads (Triton
+emits no data movement for it). A 1-D tile reduces to a scalar.
+
+What the backend refuses (`lower.unsupported`, at the op): scans, arg-reductions, reshapes and
 explicit broadcasts of tiles, `dot` (write `wgmma`), atomics, scattered stores, gathers from
 shared memory, the `gather` op (`gl.gather` gives its result
 the index's layout, which the layout pass does not model yet), `cp.async` (sm_80), a CTA `barrier()` inside a role (a partition can only
-synchronize its own warps), a wgmma in a role of fewer than four warps, and tiles whose shape
+synchronize its own warps), a wgmma in a role of fewer than four warps, TMA boxes that do not
+slice exactly the last two dimensions (the others indexed by scalars) or of a tensor whose
+declared strides keep its leading dimensions from merging into rows, and tiles whose shape
 depends on a shape symbol.
 """
 
@@ -129,6 +141,7 @@ MODULE_NAMES = frozenset(
     {
         "gluon",
         "gl",
+        "tl",
         "tma",
         "mbarrier",
         "warpgroup_mma",
@@ -136,6 +149,9 @@ MODULE_NAMES = frozenset(
         "fence_async_shared",
         "kir_div",
         "kir_rem",
+        "kir_max",
+        "kir_min",
+        "kir_prod",
         "RANK",
     }
 )
@@ -197,6 +213,7 @@ _PURE = (
     tl.WhereOp,
     tl.CastOp,
     tl.ExpandDimsOp,
+    tl.ReduceOp,
     ex.SizeofOp,
     st.RoleRankOp,
 )
@@ -218,6 +235,7 @@ SUPPORTED = (
     tl.WhereOp,
     tl.CastOp,
     tl.ExpandDimsOp,
+    tl.ReduceOp,
     tl.ZerosOp,
     tl.FullOp,
     tl.ArangeOp,
@@ -294,16 +312,56 @@ def _refusals(program: Program) -> list[Diagnostic]:
                     )
                 )
         if isinstance(op, ex.TmaLoadOp | ex.TmaStoreOp):
+            glob = op.src if isinstance(op, ex.TmaLoadOp) else op.dst
             glob_access = op.src_access.data if isinstance(op, ex.TmaLoadOp) else op.dst_access.data
-            if any(d is None for d in glob_access.dims) or len(glob_access.dims) != 2:
+            dims = glob_access.dims
+            if len(dims) < 2 or any(d is None for d in dims[-2:]) or any(d is not None for d in dims[:-2]):
                 out.append(
                     _unsupported(
                         op,
-                        "the gluon backend takes 2-D TMA boxes written as slices in both dimensions",
-                        "write the box as a[r0 : r0 + BM, c0 : c0 + BN]",
+                        "the gluon backend takes TMA boxes that slice the last two dimensions "
+                        "and index every other one with a scalar",
+                        "write the box as a[r0 : r0 + BM, c0 : c0 + BN], or x[b, h, r0 : r0 + BM, c0 : c0 + BN]",
+                    )
+                )
+            elif not _rows_merge(glob.type):
+                out.append(
+                    _unsupported(
+                        op,
+                        f"a TMA box of the {len(dims)}-D tensor `{glob.type}`, whose strides do not let "
+                        "its leading dimensions merge into rows",
+                        "the gluon backend addresses an N-D tensor through a 2-D descriptor over its rows: "
+                        "declare it row-major (no strides), or contiguous in all but the last dimension",
                     )
                 )
     return out
+
+
+def _row_major_strides(t: GlobalType) -> list[sx.SymExpr]:
+    dims = shape_of(t)
+    strides: list[sx.SymExpr] = []
+    for i in range(len(dims)):
+        stride: sx.SymExpr = sx.Int(1)
+        for d in dims[i + 1 :]:
+            stride = sx.Bin("*", stride, d)
+        strides.append(sx.fold(stride))
+    return strides
+
+
+def _rows_merge(t: GlobalType) -> bool:
+    """Whether the dimensions of `t` before its last merge into one of rows: the stride of each
+    leading dimension is the next one's stride times its extent (always so when row-major).
+    Declared strides are compared as polynomials, at a few points (`M * N` is `N * M`); the
+    launch checks the strides of the tensor it is given (lowering/runtime_gluon.py's row_view),
+    so this is the early, located form of that check."""
+    if len(t.shape.data) <= 2 or not t.strides.data:
+        return True
+    dims = shape_of(t)
+    strides = [s.data for s in t.strides.data]
+    pairs = [(strides[i], sx.Bin("*", strides[i + 1], dims[i + 1])) for i in range(len(dims) - 2)]
+    names = sorted(set().union(*(a.symbols() | b.symbols() for a, b in pairs)))
+    points = [{n: 3 + (7 * k + 5) * (j + 1) % 97 for j, n in enumerate(names)} for k in range(4)]
+    return all(sx.same(a, b) or all(a.evaluate(e) == b.evaluate(e) for e in points) for a, b in pairs)
 
 
 # ---- values --------------------------------------------------------------------------------
@@ -422,12 +480,14 @@ def _layout_text(layout: Layout) -> str:
 
 
 class _Classes(LayoutClasses):
-    """The layout classes, plus what gathers and expansions need: a gather's index tiles join
-    its result's class (they broadcast in its layout), and the `expand_dims` ops are kept, so a
-    widened tile can take the slice of the layout it widens into."""
+    """The layout classes, plus what gathers, expansions and reductions need: a gather's index
+    tiles join its result's class (they broadcast in its layout), and the `expand_dims` and
+    `reduce` ops are kept, so a widened tile can take the slice of the layout it widens into,
+    and a reduced one the slice that Gluon's reduction gives it."""
 
     def __init__(self, kernel: st.KernelOp):
         self.expansions: list[tl.ExpandDimsOp] = []
+        self.reductions: list[tl.ReduceOp] = []
         self.members: list[SSAValue] = []
         super().__init__(kernel)
 
@@ -439,6 +499,8 @@ class _Classes(LayoutClasses):
                 self.union(op.res, v)  # scalars and other ranks are left alone
         elif isinstance(op, tl.ExpandDimsOp):
             self.expansions.append(op)
+        elif isinstance(op, tl.ReduceOp) and isinstance(op.res.type, TileType):
+            self.reductions.append(op)
 
 
 # ---- the emitter ---------------------------------------------------------------------------
@@ -485,6 +547,7 @@ class _Lowering:
         self.pointer_args: set[str] = set()
         self.errors: list[Diagnostic] = []
         self.uses_helpers = False
+        self.combines: set[str] = set()  # the reductions' combine functions the module needs
         kname = identifier(self.kernel.kernel_name, RESERVED)
         self.entry = kname
         self.module_names: set[str] = set(RESERVED) | {kname}
@@ -611,6 +674,12 @@ class _Lowering:
 
     def _class_layout(self, v: SSAValue, root: SSAValue, fn: _Fn, op: Operation) -> str:
         if root not in self.layouts.fixed:
+            # A reduction's result comes in the slice of its operand's layout along the reduced
+            # axis: the class takes the first reduction's, so that it moves nothing (the
+            # online softmax's row maximum and sum, then widened back against the tile).
+            for r in self.layouts.reductions:
+                if self.layouts.find(r.res) is root:
+                    return self.slice_const(r.axis.data, self.layout_of(r.operand, fn, r))
             # a tile widened by expand_dims takes the slice of what it widens into (one target)
             slices = {
                 self.slice_const(e.axis.data, self.layout_of(e.res, fn, e))
@@ -858,6 +927,8 @@ class _Lowering:
                 regs = f"{part.regs} registers" if part.regs else "registers unset"
                 parts.append(f"{what}: {part.role.name_text} rank {part.rank} ({part.warps} warps, {regs})")
             w.line("# Partitions: " + "; ".join(parts) + ".")
+        if self.combines - {"kir_prod"}:
+            w.line("import triton.language as tl")
         w.line("from triton.experimental import gluon")
         w.line("from triton.experimental.gluon import language as gl")
         w.line(
@@ -880,6 +951,16 @@ class _Lowering:
             w.line("@gluon.constexpr_function")
             w.line("def kir_rem(a, b):")
             w.line("    return a - b * kir_div(a, b) if b else a")
+        for name in sorted(self.combines):
+            w.line()
+            w.line()
+            w.line("@gluon.jit")
+            w.line(f"def {name}(a, b):")
+            if name == "kir_prod":
+                w.line("    return a * b")
+                continue
+            w.line(f"    # KIR's {name[4:]}: a NaN in either operand gives NaN")
+            w.line(f"    return gl.{name[4:]}imum(a, b, propagate_nan=tl.PropagateNan.ALL)")
         if idle_name is not None:
             self._write_fn(w, _Fn(idle_name, 4), [], None)
         for rfn in role_fns:
@@ -899,6 +980,7 @@ class _Lowering:
                             "arg": name,
                             "dtype": d.dtype,
                             "box": list(d.box),
+                            "rank": len(shape_of(t)),  # > 2: a descriptor over the rows (runtime_gluon)
                             "swizzle": d.swizzle,
                             "bits": DTYPES[d.dtype].bits,
                         }
@@ -1260,6 +1342,54 @@ class _Lowering:
             text = f"gl.convert_layout({text}, {want})"
         self.define(fn, op.res, _Val(f"gl.expand_dims({text}, {axis})", "tile"), op)
 
+    def op_ReduceOp(self, op: tl.ReduceOp, fn: _Fn) -> None:
+        """`max(s, axis = 1)`: Gluon's reduction, whose result is in `gl.SliceLayout(1, L)` of
+        the operand's layout L (converted when its class has another layout). Narrow floats
+        reduce in f32 and round once, as the triton backend does; max and min propagate NaN
+        (KIR combines with `maximum` / `minimum`), through the `kir_max` / `kir_min` combine
+        functions; narrow integers, which Gluon widens to 32 bits, wrap back."""
+        x = self.operand(op.operand, op, fn)
+        axis, what = op.axis.data, op.fn.data
+        dt = dtype_of(op.res.type)
+        d = DTYPES[dt]
+        prec = ATOM
+        if d.kind == "bool":
+            i = f"{x.operand()}.to(gl.int32)"
+            text = {
+                "sum": f"(gl.sum({i}, axis={axis}) & 1) != 0",  # i1 addition wraps: an xor
+                "prod": f"gl.min({i}, axis={axis}) != 0",
+                "max": f"gl.max({i}, axis={axis}) != 0",
+                "min": f"gl.min({i}, axis={axis}) != 0",
+            }[what]
+            prec = CMP
+        elif d.is_float:
+            wide = dt in ("f32", "f64")
+            src = x.text if wide else f"{x.operand()}.to(gl.float32)"
+            if what == "sum":
+                text = f"gl.sum({src}, axis={axis})"
+            else:
+                self.combines.add(f"kir_{what}")
+                text = f"gl.reduce({src}, {axis}, kir_{what})"
+            if not wide:
+                text = f"{text}.to({GL_DTYPE[dt]})"
+        else:
+            narrow = d.bits < 32
+            if what == "prod":
+                self.combines.add("kir_prod")
+                src = f"{x.operand()}.to({'gl.int32' if d.kind == 'int' else 'gl.uint32'})" if narrow else x.text
+                text = f"gl.reduce({src}, {axis}, kir_prod)"
+            else:
+                text = f"gl.{what}({x.text}, axis={axis})"
+            if narrow:
+                text = f"{text}.to({GL_DTYPE[dt]})"
+        if not isinstance(op.res.type, TileType):
+            self.define(fn, op.res, _Val(text, "scalar", prec=prec), op)
+            return
+        lay = self.layout_of(op.res, fn, op)
+        if lay != self.slice_const(axis, self.layout_of(op.operand, fn, op)):
+            text, prec = f"gl.convert_layout({text}, {lay})", ATOM
+        self.define(fn, op.res, _Val(text, "tile", prec=prec), op)
+
     def op_ConvertLayoutOp(self, op: ex.ConvertLayoutOp, fn: _Fn) -> None:
         x = self.operand(op.operand, op, fn)
         lay = self.layout_const(op.layout.data)
@@ -1392,15 +1522,7 @@ class _Lowering:
         tensors do not overflow), with `arange` tiles on the sliced dimensions."""
         t = op.mem.type
         dims = shape_of(t)
-        if t.strides.data:
-            strides = [s.data for s in t.strides.data]
-        else:  # row-major
-            strides = []
-            for i in range(len(dims)):
-                stride: sx.SymExpr = sx.Int(1)
-                for d in dims[i + 1 :]:
-                    stride = sx.Bin("*", stride, d)
-                strides.append(sx.fold(stride))
+        strides = [s.data for s in t.strides.data] if t.strides.data else _row_major_strides(t)
         access = op.access.data
         if any(isinstance(v.type, TileType) for v in op.indices):
             return self.gather_pointers(op, strides, layout, fn)
@@ -1485,12 +1607,45 @@ class _Lowering:
         arg = next(n for n, a in self.kernel.args if a is glob)
         return self.descs[(arg, box, smem.type.swizzle.data)]
 
+    def tma_coords(self, op, glob: SSAValue, indices, fn: _Fn) -> str:
+        """The coordinates of a TMA box. A box `x[b, h, r0 : r0 + BM, c0 : c0 + BN]` of an N-D
+        tensor goes through a 2-D descriptor over its rows (the leading dimensions merged, see
+        lowering/runtime_gluon.py): its row is `(b * H + h) * S + r0`. The box never runs into
+        the next (b, h)'s rows, since the verifier's bounds rule proves r0 + BM <= S; where it
+        would (an unverified program), the 2-D descriptor reads those rows where an N-D one
+        would fill zeros."""
+        vals = [self.ref(v, fn) for v in indices]
+        if len(vals) == 2:
+            return ", ".join(v.text for v in vals)
+        dims = shape_of(glob.type)
+        row = vals[0]
+        for extent, index in zip(dims[1:-1], vals[1:-1], strict=True):
+            row = self._mul_add(row, self.sym_text(extent, fn), index)
+        return f"{row.text}, {vals[-1].text}"
+
+    @staticmethod
+    def _mul_add(a: _Val, b: _Val, c: _Val) -> _Val:
+        """`a * b + c` as code, folded where the emitter knows the values."""
+        if a.kind == "static" and b.kind == "static" and c.kind == "static":
+            return _static(a.static * b.static + c.static)
+        if a.kind == "static" and a.static == 0 or b.kind == "static" and b.static == 0:
+            return c
+        if b.kind == "static" and b.static == 1:
+            prod = a
+        elif a.kind == "static" and a.static == 1:
+            prod = b
+        else:
+            prod = _Val(f"{a.operand(PRODUCT)} * {b.operand(PRODUCT, True)}", "scalar", prec=PRODUCT)
+        if c.kind == "static" and c.static == 0:
+            return prod
+        return _Val(f"{prod.operand(SUM)} + {c.operand(SUM, True)}", "scalar", prec=SUM)
+
     def op_TmaLoadOp(self, op: ex.TmaLoadOp, fn: _Fn) -> None:
         d = self._desc(op, op.src, op.src_access.data, op.dst)
         desc = d.name
         if fn.role is not None:
             fn.needs[desc] = None
-        coords = ", ".join(self.ref(v, fn).text for v in op.src_indices)
+        coords = self.tma_coords(op, op.src, op.src_indices, fn)
         dst = self.smem_view(op.dst, op.dst_access.data, list(op.dst_indices), op, fn)
         bar = self.barrier(op.bar, op.bar_index, fn)
         fn.line(f"tma.async_copy_global_to_shared({desc}, [{coords}], {bar}, {dst})", op)
@@ -1499,7 +1654,7 @@ class _Lowering:
         d = self._desc(op, op.dst, op.dst_access.data, op.src)
         if fn.role is not None:
             fn.needs[d.name] = None
-        coords = ", ".join(self.ref(v, fn).text for v in op.dst_indices)
+        coords = self.tma_coords(op, op.dst, op.dst_indices, fn)
         src = self.smem_view(op.src, op.src_access.data, list(op.src_indices), op, fn)
         fn.line(f"tma.async_copy_shared_to_global({d.name}, [{coords}], {src})", op)
 

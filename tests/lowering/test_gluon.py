@@ -371,3 +371,194 @@ def test_ptxas_out_of_registers_is_the_programs_resource_error():
     assert d.rule == "lower.registers" and d.severity == "error"
     assert "in 128 registers a thread" in d.message and "16 warps" in d.message
     assert d.counterexample["needed"] > 128 and "bug of the" not in d.message + (d.hint or "")
+
+
+# ---- reductions and N-D TMA boxes: causal attention's warp-specialized program ---------------
+
+ATTENTION_WS_TEXT = (ROOT / "benchmarks" / "tasks" / "causal_attention" / "ws.kir").read_text()
+ATTENTION_BENCH = {"BM": 128, "BN": 64, "HD": 128, "ST": 2}  # the task's bench parameters
+
+# Reductions of a wgmma accumulator's rows (the row maximum, a bf16 row sum) and of a 1-D tile
+# to a scalar.
+ROW_STATS_TEXT = """\
+kernel row_stats<BM = 64, BN = 128, BK = 64>(
+    a: global bf16[M, K] align(16),
+    b: global bf16[K, N] align(16),
+    rmax: out global f32[M],
+    rsum: out global bf16[M],
+    lowest: out global f32[P],
+)
+  where M == P * BM, N == BN, K % BK == 0
+  target sm_90 grid(P) warpgroups(1)
+{
+  as = smem(bf16[1, BM, BK], swizzle = 128)
+  bs = smem(bf16[1, BK, BN], swizzle = 128)
+  bar = mbarrier(1, count = 1)
+  m0 = program_id(0) * BM
+  acc = zeros(f32[BM, BN])
+  ph = 0
+  for k in 0 .. K / BK {
+    expect(bar[0], bytes = sizeof(as[0]) + sizeof(bs[0]))
+    tma.load(a[m0 : m0 + BM, k * BK : k * BK + BK], as[0], signal = bar[0])
+    tma.load(b[k * BK : k * BK + BK, 0 : BN], bs[0], signal = bar[0])
+    wait(bar[0], parity = ph)
+    ph = ph ^ 1
+    acc = wgmma(as[0], bs[0], acc)
+    wgmma.wait(0)
+  }
+  m = max(acc, axis = 1)
+  e = exp(acc - m[:, None])
+  store(rmax[m0 : m0 + BM], m)
+  store(rsum[m0 : m0 + BM], sum(cast<bf16>(e), axis = 1))
+  store(lowest[program_id(0)], min(m, axis = 0))
+}
+"""
+
+# A box x[b, rows, cols] of a 3-D tensor, in and out by TMA.
+BATCHED_SCALE_TEXT = """\
+kernel batched_scale<BM = 64, BN = 64>(
+    x: global bf16[B, M, N] align(16),
+    y: out global bf16[B, M, N] align(16),
+)
+  where M % BM == 0, N == BN
+  target sm_90 grid(M / BM, B) warpgroups(1)
+{
+  xs = smem(bf16[BM, BN], swizzle = 128)
+  ys = smem(bf16[BM, BN], swizzle = 128)
+  bar = mbarrier(1, count = 1)
+  m0 = program_id(0) * BM
+  b = program_id(1)
+  expect(bar[0], bytes = sizeof(xs[0 : BM]))
+  tma.load(x[b, m0 : m0 + BM, 0 : BN], xs[0 : BM], signal = bar[0])
+  wait(bar[0], parity = 0)
+  v = load(xs[0 : BM])
+  store(ys[0 : BM], cast<bf16>(cast<f32>(v) * 2.0))
+  fence.async()
+  tma.store(ys[0 : BM], y[b, m0 : m0 + BM, 0 : BN])
+  tma.store_wait(0)
+}
+"""
+
+
+def attention_ws():
+    return parse(ATTENTION_WS_TEXT, file="ws.kir")
+
+
+def test_online_softmax_statistics_live_in_the_row_slice_of_the_scores():
+    src = lower(attention_ws(), "gluon", ATTENTION_BENCH).source
+    mma_s = re.search(r"^(mma_layout_\d+) = .*instr_shape=\[16, 64, 16\]", src, re.M).group(1)
+    mma_acc = re.search(r"^(mma_layout_\d+) = .*instr_shape=\[16, 128, 16\]", src, re.M).group(1)
+    rows = re.search(rf"^(slice_layout_\d+) = gl.constexpr\(gl.SliceLayout\(1, {mma_s}\)\)", src, re.M).group(1)
+    acc_rows = re.search(rf"^(slice_layout_\d+) = gl.constexpr\(gl.SliceLayout\(1, {mma_acc}\)\)", src, re.M).group(1)
+    # made, reduced into and widened back in the scores' row slice: no conversion
+    assert f'm_i = gl.full([64], float("-inf"), gl.float32, layout={rows})' in src
+    assert f"l_i = gl.zeros([64], gl.float32, layout={rows})" in src
+    assert "m_new = gl.maximum(m_i, gl.reduce(s, 1, kir_max) * qk_scale)" in src
+    assert "p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))" in src
+    assert "l_i = l_i * alpha + gl.sum(p, axis=1)" in src
+    # against the m64n128 accumulator: a conversion between row slices (the same rows per thread)
+    assert f"acc * gl.expand_dims(gl.convert_layout(alpha, {acc_rows}), 1)" in src
+    # KIR's max reduction combines with `maximum`, which propagates NaN
+    assert "return gl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)" in src
+
+
+def test_4d_tma_boxes_go_through_descriptors_over_the_rows():
+    lowered = lower(attention_ws(), "gluon", ATTENTION_BENCH)
+    src = lowered.source
+    assert "tma.async_copy_global_to_shared(q_desc, [(b * H + h) * S + m0, 0], qbar.index(0), qs)" in src
+    assert (
+        "tma.async_copy_global_to_shared(k_desc, [(b * H + h) * S + j * 64, 0], kfull.index(st), ks.index(st))" in src
+    )
+    descs = [(p["name"], p["box"], p["rank"]) for p in lowered.options["launch"] if p["kind"] == "desc"]
+    assert descs == [("q_desc", [128, 128], 4), ("k_desc", [64, 128], 4), ("v_desc", [64, 128], 4)]
+
+
+def test_snapshot_causal_attention_ws():
+    check_snapshot(SNAPSHOTS / "causal_attention_ws.py.snap", lower(attention_ws(), "gluon", ATTENTION_BENCH).source)
+
+
+def test_reductions_by_dtype():
+    src = lower(parse(ROW_STATS_TEXT, file="row_stats.kir"), "gluon").source
+    assert "m = gl.reduce(acc, 1, kir_max)" in src
+    # a bf16 sum reduces in f32 and rounds once; a 1-D tile reduces to a scalar
+    assert "gl.sum(e.to(gl.bfloat16).to(gl.float32), axis=1).to(gl.bfloat16)" in src
+    assert "gl.store(lowest_ptrs, gl.reduce(m, 0, kir_min))" in src
+    ints = ROW_STATS_TEXT.replace(
+        "store(lowest[program_id(0)], min(m, axis = 0))",
+        "store(lowest[program_id(0)], cast<f32>(sum(cast<i8>(m), axis = 0) + cast<i8>(prod(cast<i32>(m), axis = 0))))",
+    )
+    src = lower(parse(ints, file="row_stats.kir"), "gluon").source
+    assert "gl.sum(m.to(gl.int8), axis=0).to(gl.int8)" in src  # Gluon sums i8 in i32: wrap back
+    assert "gl.reduce(m.to(gl.int32), 0, kir_prod)" in src and "def kir_prod(a, b):" in src
+
+
+def test_3d_tma_boxes_load_and_store_at_the_merged_row():
+    lowered = lower(parse(BATCHED_SCALE_TEXT, file="batched_scale.kir"), "gluon")
+    assert "tma.async_copy_global_to_shared(x_desc, [b * M + m0, 0], bar.index(0), xs)" in lowered.source
+    assert "tma.async_copy_shared_to_global(y_desc, [b * M + m0, 0], ys)" in lowered.source
+
+
+def test_refuses_tma_boxes_that_slice_a_leading_dimension():
+    text = BATCHED_SCALE_TEXT.replace("x[b, m0 : m0 + BM, 0 : BN]", "x[m0 : m0 + BM, b, 0 : BN]")
+    text = text.replace("x: global bf16[B, M, N]", "x: global bf16[M, B, N]")
+    with pytest.raises(KirError) as err:
+        lower(parse(text, file="batched_scale.kir"), "gluon")
+    (d,) = err.value.diagnostics
+    assert d.rule == "lower.unsupported" and "slice the last two dimensions" in d.message
+    assert "tma.load(x[m0 : m0 + BM, b, 0 : BN]" in text.splitlines()[d.span.line - 1]
+
+
+def test_refuses_tma_boxes_of_tensors_whose_rows_do_not_merge():
+    text = BATCHED_SCALE_TEXT.replace(
+        "x: global bf16[B, M, N] align(16)", "x: global bf16[B, M, N] strides(N, B * N, 1) align(16)"
+    )
+    with pytest.raises(KirError) as err:
+        lower(parse(text, file="batched_scale.kir"), "gluon")
+    (d,) = err.value.diagnostics
+    assert d.rule == "lower.unsupported" and "merge into rows" in d.message
+    contiguous = BATCHED_SCALE_TEXT.replace(
+        "x: global bf16[B, M, N] align(16)", "x: global bf16[B, M, N] strides(M * N, N, 1) align(16)"
+    )
+    assert lower(parse(contiguous, file="batched_scale.kir"), "gluon").source
+
+
+def test_descriptor_rows_of_a_4d_tensor():
+    torch = pytest.importorskip("torch")
+    from lowering.runtime_gluon import row_view
+
+    q = torch.empty(2, 3, 8, 16)
+    assert row_view(q, "q") == ([48, 16], [16, 1])
+    assert row_view(q[1:], "q") == ([24, 16], [16, 1])  # a slice of whole batches still merges
+    with pytest.raises(ValueError, match="dimension 0 has stride 384, not 128"):
+        row_view(q[:, :1], "q")  # one head of each batch: the batches' rows are 384 apart, not 128
+    assert row_view(torch.empty(8, 16), "a") == ([8, 16], [16, 1])
+    with pytest.raises(ValueError, match="dimension 1 has stride 16, not 384"):
+        row_view(q.transpose(1, 2), "q")  # [2, 8, 3, 16]: heads interleaved within rows
+
+
+def test_attention_ws_compiles_at_its_bench_parameters():
+    report = compile_report(attention_ws(), ATTENTION_BENCH)
+    assert report.ok, report.log
+    assert report.spills == 0 and report.local_bytes == 0
+    ptx = report.ptx
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in ptx  # s = q k^T
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in ptx  # acc += p v
+    assert report.instructions["HGMMA"] and "cp.async.bulk.tensor.2d" in ptx
+    assert "max.NaN.f32" in ptx  # the row maximum propagates NaN
+    assert {"dec 40", "inc 232"} <= set(report.extra["setmaxnreg"])
+    # qs 32 KB, the k and v rings 2 x 2 x 16 KB, ps 16 KB, the epilogue's 16 KB layout scratch, barriers
+    assert report.shared_bytes == 131136
+
+
+def test_row_reductions_of_an_accumulator_compile():
+    report = compile_report(parse(ROW_STATS_TEXT, file="row_stats.kir"))
+    assert report.ok, report.log
+    assert report.instructions["wgmma"] and report.spills == 0
+    assert "max.NaN.f32" in report.ptx and "min.NaN.f32" in report.ptx
+
+
+def test_3d_tma_boxes_compile():
+    report = compile_report(parse(BATCHED_SCALE_TEXT, file="batched_scale.kir"))
+    assert report.ok, report.log
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global" in report.ptx  # the load
+    assert "cp.async.bulk.tensor.2d.global.shared" in report.ptx  # the store
