@@ -548,6 +548,7 @@ class _Lowering:
         self.errors: list[Diagnostic] = []
         self.uses_helpers = False
         self.combines: set[str] = set()  # the reductions' combine functions the module needs
+        self.nan_minmax = False  # a float maximum / minimum names tl.PropagateNan
         kname = identifier(self.kernel.kernel_name, RESERVED)
         self.entry = kname
         self.module_names: set[str] = set(RESERVED) | {kname}
@@ -927,7 +928,7 @@ class _Lowering:
                 regs = f"{part.regs} registers" if part.regs else "registers unset"
                 parts.append(f"{what}: {part.role.name_text} rank {part.rank} ({part.warps} warps, {regs})")
             w.line("# Partitions: " + "; ".join(parts) + ".")
-        if self.combines - {"kir_prod"}:
+        if self.combines - {"kir_prod"} or self.nan_minmax:
             w.line("import triton.language as tl")
         w.line("from triton.experimental import gluon")
         w.line("from triton.experimental.gluon import language as gl")
@@ -1214,7 +1215,10 @@ class _Lowering:
             return
         kind = self._kind(op.res, a, b)
         if fnname in ("maximum", "minimum"):
-            val = _Val(f"gl.{fnname}({a.text}, {b.text})", kind)
+            # KIR's maximum / minimum: a NaN in either operand gives NaN
+            nan = ", propagate_nan=tl.PropagateNan.ALL" if d.is_float else ""
+            self.nan_minmax |= d.is_float
+            val = _Val(f"gl.{fnname}({a.text}, {b.text}{nan})", kind)
         elif fnname in ("div", "rem") and kind == "constexpr":
             self.uses_helpers = True
             val = _Val(f"kir_{fnname[:3]}({a.text}, {b.text})", kind)

@@ -453,7 +453,7 @@ def test_online_softmax_statistics_live_in_the_row_slice_of_the_scores():
     # made, reduced into and widened back in the scores' row slice: no conversion
     assert f'm_i = gl.full([64], float("-inf"), gl.float32, layout={rows})' in src
     assert f"l_i = gl.zeros([64], gl.float32, layout={rows})" in src
-    assert "m_new = gl.maximum(m_i, gl.reduce(s, 1, kir_max) * qk_scale)" in src
+    assert "m_new = gl.maximum(m_i, gl.reduce(s, 1, kir_max) * qk_scale, propagate_nan=tl.PropagateNan.ALL)" in src
     assert "p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))" in src
     assert "l_i = l_i * alpha + gl.sum(p, axis=1)" in src
     # against the m64n128 accumulator: a conversion between row slices (the same rows per thread)
