@@ -27,8 +27,9 @@ tiles name a layout). Lowering the result with Gluon gives the same source as lo
 What it refuses (a `lower.layouts` warning, the program unchanged): a target other than sm_90,
 a program that the Gluon backend does not take (a tile-level program: Triton chooses its own
 layouts), tiles computed outside roles in a kernel with roles (KIR spreads them over the whole
-CTA, Gluon over its default partition), and a wgmma accumulator that the instruction cannot tile
-(fewer than 16 rows per warp). Layouts are chosen for the parameters' default values.
+CTA, Gluon over its default partition), a wgmma accumulator that the instruction cannot tile
+(fewer than 16 rows per warp), and reductions (their results take a slice layout, which KIR's
+layout types cannot write). Layouts are chosen for the parameters' default values.
 """
 
 from __future__ import annotations
@@ -233,6 +234,14 @@ class LayoutPass:
                 f"the gluon backend does not take this program ({refusals[0].rule}: {refusals[0].message})",
                 None,
                 "layouts are a Gluon decision: lower tile-level programs with Triton, which chooses its own",
+            )
+        reduction = next((op for op in kernel.walk() if isinstance(op, tl.ReduceOp)), None)
+        if reduction is not None:
+            raise _Skip(
+                "a reduction's result has the slice of its operand's layout in Gluon, a layout kind "
+                "KIR's layout types do not write yet",
+                reduction,
+                "lower the program without explicit layouts: the Gluon backend chooses the slices itself",
             )
         roles = [op for op in kernel.body.block.ops if isinstance(op, st.RoleOp)]
         launch = kernel.num_warps.data * (4 if kernel.warp_unit.data == "warpgroups" else 1)

@@ -107,6 +107,11 @@ REFUSED = {
         {},
         "outside the roles",
     ),
+    "reduction": (
+        lambda: parse_file(HERE.parents[1] / "benchmarks" / "tasks" / "causal_attention" / "ws.kir"),
+        {},
+        "slice of its operand's layout",
+    ),
 }
 
 
