@@ -766,7 +766,7 @@ def run_cmd(
 def bench_cmd(
     tasks: Annotated[list[str] | None, typer.Argument(metavar="TASK...", help="Suite task names (default: all).")] = None,
     backend: Annotated[
-        list[str] | None, typer.Option("--backend", "-b", help="Backends (repeatable; default: by the program's level).")
+        list[str] | None, typer.Option("--backend", "-b", help="Backends (repeatable; each program goes through those its level takes: triton, cuda, hip for the tile level, gluon, cuda for the explicit level; default: triton, or gluon and cuda).")
     ] = None,
     program: Annotated[
         list[str] | None, typer.Option("--program", help="Which of each task's programs (repeatable; default: all).")

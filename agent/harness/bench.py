@@ -66,14 +66,28 @@ def default_backends(program_file: Path) -> list[str]:
     return ["triton"] if program_level(program) == "tile" else ["gluon", "cuda"]
 
 
+# The backends that take a program of each level: the tile level goes through Triton and the C
+# backends, the explicit level (roles, TMA, wgmma) through Gluon and CUDA C++.
+LEVEL_BACKENDS = {"tile": ("triton", "cuda", "hip"), "explicit": ("gluon", "cuda")}
+
+
 def plan(tasks, backends: list[str] | None, programs: list[str] | None) -> list[tuple[Any, str, str]]:
+    """(task, program, backend) to check and time: each program through the backends asked for
+    that its level takes (`-b triton -b gluon` times tile programs through Triton and explicit
+    ones through Gluon), or its default ones."""
+    from lowering.emit.base import program_level
+
     rows = []
     for task in tasks:
         for name, spec in task.programs.items():
             if programs and name not in programs:
                 continue
-            for backend in default_backends(spec.file) if not backends else backends:
-                rows.append((task, name, backend))
+            program = parse_file(spec.file)
+            if backends and program.kernel.target.data != "mtia-sim":
+                chosen = [b for b in backends if b in LEVEL_BACKENDS[program_level(program)]]
+            else:
+                chosen = default_backends(spec.file)
+            rows.extend((task, name, backend) for backend in chosen)
     return rows
 
 

@@ -23,6 +23,9 @@ def test_the_plan_times_gpu_backends_by_level_and_leaves_simulator_programs_out(
     assert by_program[("gemm", "explicit")] == {"gluon", "cuda"}
     assert ("softmax", "mtia") not in by_program  # a target mtia-sim program: cycles, not events
     assert {name for _, name, _ in plan(load_suite(SUITE, ["gemm"]), None, ["tuned"])} == {"tuned"}
+    # backends asked for: each program through those its level takes
+    asked = plan(load_suite(SUITE, ["gemm"]), ["triton", "gluon"], ["tuned", "persistent", "mtia"])
+    assert {(name, backend) for _, name, backend in asked} == {("tuned", "triton"), ("persistent", "gluon")}
 
 
 def _result() -> dict:
