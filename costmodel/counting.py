@@ -54,6 +54,7 @@ from kir.dialect import tile as tl
 from kir.dialect.types import GlobalType, SmemType, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
 from kir.interp.values import COMPARISONS
+from kir.liveness import live_ranges
 from kir.program import Program, span_of
 
 SECTOR = 32  # bytes: the unit of a scattered access
@@ -777,20 +778,8 @@ def _tile_regs(v: SSAValue, env: dict[str, int], threads: int, free: set[SSAValu
 
 
 def _block_peak(block: Block, env, threads: int, outer: int, free: set[SSAValue]) -> int:
-    ops = list(block.ops)
-    index = {op: i for i, op in enumerate(ops)}
-    defs: dict[SSAValue, int] = {a: -1 for a in block.args}
-    for i, op in enumerate(ops):
-        for r in op.results:
-            defs[r] = i
-    last: dict[SSAValue, int] = {}
-    for v in defs:
-        for use in v.uses:
-            op = use.operation
-            while op is not None and op.parent_block() is not block:
-                op = op.parent_op()
-            if op is not None and op in index:
-                last[v] = max(last.get(v, -1), index[op])
+    ranges = live_ranges(block)
+    ops, defs, last = ranges.ops, ranges.defs, ranges.last
     cost = {v: _tile_regs(v, env, threads, free) for v in defs}
     best = outer
     for i, op in enumerate(ops):

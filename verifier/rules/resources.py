@@ -36,6 +36,7 @@ from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.types import GlobalType, TileType
 from kir.dtypes import DTYPES
+from kir.liveness import live_ranges
 from verifier.context import Context
 from verifier.registry import rule
 from verifier.rules.target import (
@@ -366,33 +367,11 @@ class Peak:
     tiles: list[tuple[SSAValue, int]] = field(default_factory=list)
 
 
-def _ancestor_index(op: Operation, block: Block, index: dict[Operation, int]) -> int | None:
-    while op is not None:
-        if op.parent_block() is block:
-            return index.get(op)
-        op = op.parent_op()
-    return None
-
-
 def _peak(ctx: Context, block: Block, threads: int, outer: list[tuple[SSAValue, int]]) -> Peak:
     """The largest set of tiles live at one op of `block` (or of a block nested in it, roles
     aside), `outer` being the tiles live around the block."""
-    ops = list(block.ops)
-    index = {op: i for i, op in enumerate(ops)}
-    defs: dict[SSAValue, int] = {a: -1 for a in block.args}
-    for i, op in enumerate(ops):
-        for r in op.results:
-            defs[r] = i
-    last: dict[SSAValue, int] = {}
-    nested: dict[int, set[SSAValue]] = {}
-    for v in defs:
-        for use in v.uses:
-            j = _ancestor_index(use.operation, block, index)
-            if j is None:
-                continue
-            last[v] = max(last.get(v, -1), j)
-            if use.operation is not ops[j]:
-                nested.setdefault(j, set()).add(v)
+    ranges = live_ranges(block)
+    ops, defs, last, nested = ranges.ops, ranges.defs, ranges.last, ranges.nested
 
     def cost(vs) -> list[tuple[SSAValue, int]]:
         return [(v, c) for v in vs if (c := _tile_regs(ctx, v, threads))]

@@ -1,0 +1,47 @@
+"""Live ranges of the values of one block, at the granularity of its ops: where each value is
+defined and the last op of the block that uses it (a use inside a nested region counts at the op
+that holds the region). The cost model's register estimate and the verifier's register rule both
+walk these ranges, each costing the live tiles in its own way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import Block, Operation, SSAValue
+
+
+@dataclass
+class LiveRanges:
+    ops: list[Operation]
+    defs: dict[SSAValue, int]  # value -> index of the op that defines it (-1: a block argument)
+    last: dict[SSAValue, int]  # value -> index of the last op of the block that uses it
+    nested: dict[int, set[SSAValue]]  # op index -> the values used inside that op's regions
+
+
+def holder_index(op: Operation | None, block: Block, index: dict[Operation, int]) -> int | None:
+    """The index in `block` of the op that is `op` or holds it in a nested region, or None."""
+    while op is not None:
+        if op.parent_block() is block:
+            return index.get(op)
+        op = op.parent_op()
+    return None
+
+
+def live_ranges(block: Block) -> LiveRanges:
+    ops = list(block.ops)
+    index = {op: i for i, op in enumerate(ops)}
+    defs: dict[SSAValue, int] = {a: -1 for a in block.args}
+    for i, op in enumerate(ops):
+        for r in op.results:
+            defs[r] = i
+    last: dict[SSAValue, int] = {}
+    nested: dict[int, set[SSAValue]] = {}
+    for v in defs:
+        for use in v.uses:
+            j = holder_index(use.operation, block, index)
+            if j is None:
+                continue
+            last[v] = max(last.get(v, -1), j)
+            if use.operation is not ops[j]:
+                nested.setdefault(j, set()).add(v)
+    return LiveRanges(ops, defs, last, nested)
