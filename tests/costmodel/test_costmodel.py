@@ -497,20 +497,9 @@ def test_spills_of_straight_line_code_cost_l1_hits_not_dram_round_trips():
     assert raw.spill_s == pytest.approx(432 * l1_s)
     clean, *_ = analyze(straight, "sm_90", {"BLOCK": 16384}, shapes, registers=255, spills=0)
     assert raw.time()[0] < 1.5 * clean.time()[0]
-    looped = parse(
-        """kernel rowsum<BN = 128>(x: global f32[M, N], y: out global f32[M])
-  where N % BN == 0
-  target sm_90 grid(M) warps(4)
-{
-  row = program_id(0)
-  acc = zeros(f32[BN])
-  for j in 0 .. N / BN {
-    acc = acc + load(x[row, j * BN : j * BN + BN])
-  }
-  store(y[row], sum(acc, axis = 0))
-}
-"""
-    )
+    from tests.costmodel.test_dot_path import ROWSUM
+
+    looped = parse(ROWSUM.replace("warps(2)", "warps(4)"))
     in_loop, *_ = analyze(looped, "sm_90", None, shapes, registers=255, spills=432)
     assert in_loop.spill_s == pytest.approx(432 / c.spill_bytes_per_latency * c.dram_latency_s)
 
