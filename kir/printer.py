@@ -152,12 +152,25 @@ class _Scope:
     # values, in order).
     assigned: list[str] = field(default_factory=list)
     textual: list[str] = field(default_factory=list)
+    # the other branch of this `if`: its uses of an outer value come from that value's own name
+    # there, so they do not keep this branch from rebinding the name
+    sibling: Block | None = None
 
     def record(self, name: str) -> None:
         if name not in self.assigned:
             self.assigned.append(name)
         if name not in self.textual:
             self.textual.append(name)
+
+
+def _inside(op: Operation, block: Block) -> bool:
+    b = op.parent_block()
+    while b is not None:
+        if b is block:
+            return True
+        parent = b.parent_op()
+        b = parent.parent_block() if parent is not None else None
+    return False
 
 
 class _Printer:
@@ -190,6 +203,14 @@ class _Printer:
     def last_use(self, value: SSAValue) -> int:
         return max((self.pos.get(u.operation, -1) for u in value.uses), default=-1)
 
+    def last_use_here(self, value: SSAValue) -> int:
+        """last_use, leaving out the uses in the other branch of each enclosing `if`."""
+        siblings = [s.sibling for s in self.scopes if s.sibling is not None]
+        return max(
+            (self.pos.get(u.operation, -1) for u in value.uses if not any(_inside(u.operation, b) for b in siblings)),
+            default=-1,
+        )
+
     def lookup(self, name: str) -> SSAValue | None:
         for scope in reversed(self.scopes):
             if name in scope.names:
@@ -212,7 +233,7 @@ class _Printer:
         current = self.lookup(name)
         if current is value:
             return True
-        if current is not None and self.last_use(current) > at:
+        if current is not None and self.last_use_here(current) > at:
             return False
         scope = self.scopes[-1]
         if not shadow and self.visible_outside(name) and name not in scope.allowed and name not in scope.names:
@@ -559,7 +580,7 @@ class _Printer:
             block = region.block
             yields = list(block.last_op.operands) if isinstance(block.last_op, st.YieldOp) else []
             branches.append((block, yields))
-        self.scopes.append(_Scope("if", allowed=set(results)))
+        self.scopes.append(_Scope("if", allowed=set(results), sibling=branches[1][0]))
         self.block(branches[0][0], depth + 1, list(zip(results, branches[0][1], strict=True)))
         then_scope = self.scopes.pop()
         else_block, else_yields = branches[1]

@@ -112,6 +112,16 @@ def test_if_result_order_kept_when_renamed():
     round_trip(src)
 
 
+def test_branch_rebinds_a_name_the_other_branch_keeps():
+    # `if c { s = f(s) }` printed as `s_1 = f(s)` and `s = s_1`: the else branch's implicit use
+    # of the old `s` counted as a later use, which kept the then-branch from rebinding the name
+    src = kernel(
+        "  s = zeros(f32[16])\n  for i in 0 .. 4 {\n    if i > 2 {\n      s = where(arange(0, 16) <= i, s, -inf)\n"
+        "    }\n    s = s * 2.0\n  }\n  store(x[0, 0 : 16], s)\n"
+    )
+    assert round_trip(src) == src
+
+
 def test_if_in_role_assigning_a_kernel_name():
     # inside a role, a branch assigning a name of the kernel's scope makes it a result; the
     # printer looked names up only as far as the role

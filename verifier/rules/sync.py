@@ -333,7 +333,8 @@ def arrive_before_retire(ctx: Context) -> Iterator[Diagnostic]:
                 n = op.pending.data
                 in_flight = in_flight[len(in_flight) - n :] if n else []
         for wg in in_flight:
-            if arrive_stage_matches(ctx, arrive, [a.stage for a in accesses(wg)]):
+            reads = [a for a in accesses(wg) if _guards_writes(ctx, arrive.bar, a.buffer)]
+            if arrive_stage_matches(ctx, arrive, [a.stage for a in reads]):
                 yield ctx.report(
                     arrive,
                     f"arrive on `{_bar_name(ctx, arrive.bar, arrive.bar_index)}` releases the stage while the wgmma "
@@ -342,6 +343,15 @@ def arrive_before_retire(ctx: Context) -> Iterator[Diagnostic]:
                     related=[(wg, "the wgmma still reading the stage")],
                 )
                 break
+
+
+def _guards_writes(ctx: Context, bar: SSAValue, buffer: Operation) -> bool:
+    """Some write of `buffer` waits on `bar` first: an arrive on `bar` releases the buffer (an
+    mbarrier that only orders the consumers among themselves releases nothing)."""
+    return any(
+        a.write and a.buffer is buffer and any(isinstance(d, ex.WaitOp) and d.bar is bar for d in dominators(ctx, a.op))
+        for a in all_accesses(ctx)
+    )
 
 
 def arrive_stage_matches(ctx: Context, arrive: ex.ArriveOp, stages: list[SSAValue | None]) -> bool:
