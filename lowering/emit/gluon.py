@@ -1131,6 +1131,9 @@ class _Lowering:
         bounds = [lo.text, hi.text] + ([] if step.static == 1 else [step.text])
         fn.line(f"for {iv_name} in range({', '.join(bounds)}):", op)
         fn.depth += 1
+        # an accumulator a trip leaves in flight (`wgmma.wait(1)` at the end of the body) is
+        # still in flight at the top of the next trip: its wgmma.wait there must be emitted
+        fn.pending += [block.args[1 + i] for i in _carried_in_flight(block)]
         self.emit_block(block, fn)
         last = block.last_op
         if isinstance(last, st.YieldOp):
@@ -1139,6 +1142,10 @@ class _Lowering:
                 text = self.ref(y, fn).text
                 if text != name:
                     fn.line(f"{name} = {text}", last)
+            # after the loop, the results of the values in flight at the end of a trip are
+            after = {y: r for y, r in zip(last.values, op.res, strict=True)}
+            after.update({a: r for a, r in zip(block.args[1:], op.res, strict=True)})
+            fn.pending = [after.get(v, v) for v in fn.pending]
         if not any(True for o in block.ops if not isinstance(o, st.YieldOp)) and not carried:
             fn.line("pass", op)
         fn.depth -= 1
@@ -1698,6 +1705,31 @@ class _Lowering:
             self.vals[v].kind = "tile"
         fn.tokens.clear()  # every in-flight accumulator came back through the wait as a tensor
         fn.pending = fn.pending[len(fn.pending) - n :] if n else []
+
+
+def _carried_in_flight(block) -> list[int]:
+    """The carried values (by position) whose wgmma is still in flight at the end of a trip of
+    the loop body `block`, following its wgmmas and wgmma.waits in order (the values in flight
+    at the top of a trip are the oldest groups). A body whose nested loops or branches issue or
+    wait on wgmmas is not followed: none."""
+    if not isinstance(block.last_op, st.YieldOp):
+        return []
+    yields = list(block.last_op.values)
+    at_top: list[SSAValue] = []
+    for _ in range(2):  # the second trip starts with what the first left in flight
+        flight = list(at_top)
+        for o in block.ops:
+            if isinstance(o, ex.WgmmaOp):
+                if o.acc in flight:
+                    flight.remove(o.acc)
+                flight.append(o.res)
+            elif isinstance(o, ex.WgmmaWaitOp):
+                n = o.pending.data
+                flight = flight[len(flight) - n :] if n else []
+            elif o.regions and any(isinstance(x, ex.WgmmaOp | ex.WgmmaWaitOp) for x in o.walk()):
+                return []
+        at_top = [block.args[1 + i] for i, y in enumerate(yields) if y in flight]
+    return [i for i, y in enumerate(yields) if y in flight]
 
 
 register(GluonEmitter())

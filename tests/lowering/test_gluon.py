@@ -562,3 +562,17 @@ def test_3d_tma_boxes_compile():
     assert report.ok, report.log
     assert "cp.async.bulk.tensor.2d.shared::cluster.global" in report.ptx  # the load
     assert "cp.async.bulk.tensor.2d.global.shared" in report.ptx  # the store
+
+
+def test_an_accumulator_left_in_flight_across_trips_is_waited_for_at_the_next_trip():
+    # pingpong_overlap.kir's consumers end a trip with `wgmma.wait(1)`: p v stays in flight
+    # into the next trip, whose `wgmma.wait(0)` must reach gluon (it was dropped as "no wgmma
+    # in flight", and ptxas serialized every wgmma to keep the accumulator's reads safe)
+    path = ROOT / "benchmarks" / "tasks" / "causal_attention" / "pingpong_overlap.kir"
+    src = lower(parse(path.read_text()), "gluon", params={"BN": 64, "ST": 3}).source
+    body = src[src.index("for j in range(0, nb):", src.index("def causal_attention_pingpong_overlap_mma")) :]
+    body = body[: body.index("    acc = warpgroup_mma_wait(0, deps=(acc,))\n    o_ptrs")]
+    wait = body.index("acc = warpgroup_mma_wait(0, deps=(acc,))")
+    assert wait < body.index("acc * gl.expand_dims"), body
+    assert "no wgmma in flight" not in body
+    assert "s, acc = warpgroup_mma_wait(1, deps=(s, acc,))" in body

@@ -239,13 +239,18 @@ def read_before_wait(ctx: Context) -> Iterator[Diagnostic]:
 
 
 def _releases(ctx: Context, reader_role: st.RoleOp | None, buffer: Operation) -> list[ex.ArriveOp]:
-    """Arrives in a role that come after its reads of `buffer` in the same block chain."""
+    """Arrives in a role that come after its reads of `buffer`: in the same block chain, or
+    later in a loop that also holds the read (the arrive of trip j + 1 releasing what trip j
+    read)."""
+    reads = [a.op for a in all_accesses(ctx) if a.buffer is buffer and not a.write and role_of(ctx, a.op) is reader_role]
     out = []
     for info in ctx.ops(ex.ArriveOp):
         if info.role is not reader_role:
             continue
         doms = list(dominators(ctx, info.op))
-        if any(a.buffer is buffer and not a.write for d in doms for a in accesses(d)):
+        if any(a.buffer is buffer and not a.write for d in doms for a in accesses(d)) or any(
+            loop in ctx.info_of[r].loops for loop in info.loops for r in reads
+        ):
             out.append(info.op)
     return out
 
