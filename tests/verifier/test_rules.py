@@ -101,3 +101,27 @@ def test_a_role_of_several_units_covers_the_union_of_their_views():
     assert not overlap(text)
     assert "h0 = role_rank() * (BK / 2)" in text
     assert overlap(text.replace("h0 = role_rank() * (BK / 2)", "h0 = 0 * role_rank()"))
+
+
+def test_an_elementwise_epilogue_chain_counts_its_input_and_result_only():
+    """gemm_bias_gelu/persistent.kir's epilogue `g = 0.5 * h * (1.0 + erf(h * c))` on a
+    64 x 256 f32 accumulator: the chain is computed element by element, so its intermediates take
+    no tile of registers (counting one per step gave 272 registers against regs(232)). A value
+    that a reduction also reads must exist whole, and counts."""
+    from kir.parser import parse
+    from verifier import verify
+    from verifier.rules.resources import _fused
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "benchmarks/tasks/gemm_bias_gelu/persistent.kir").read_text()
+
+    def h_fused(t: str) -> bool:
+        program = parse(t, file="t.kir")
+        (h,) = [r for op in program.kernel.walk() for r in op.results if r.name_hint == "h"]
+        return _fused(h)
+
+    assert not [d for d in verify(parse(text, file="t.kir")) if d.rule == "resources.registers"]
+    assert h_fused(text)
+    reduced = text.replace("(1.0 + erf(h * 0.7071067811865476))", "(1.0 + erf(h * 0.7071067811865476)) - max(h, axis = 1)[:, None]")
+    assert reduced != text
+    assert not h_fused(reduced)
