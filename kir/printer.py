@@ -95,7 +95,8 @@ def operand_calls(op: Operation) -> list[list[tuple[int, int, str | None]]]:
             calls.append([(_index_of(op, op.mask), 100, "i1")])
         return calls
     if isinstance(op, ex.WgmmaOp):
-        return [_indices_call(op, "a_indices"), _indices_call(op, "b_indices"), [(_index_of(op, op.acc), 0, None)]]
+        a = [(_index_of(op, op.a), 0, None)] if op.a_in_registers else _indices_call(op, "a_indices")
+        return [a, _indices_call(op, "b_indices"), [(_index_of(op, op.acc), 0, None)]]
     if isinstance(op, ex.SizeofOp):
         return [_indices_call(op, "indices")]
     if isinstance(op, st.ForOp):
@@ -830,7 +831,10 @@ class _Printer:
                 mask = f", mask = {self.sub(op, mi, 0, dts[mi])}"
             return f"cp.async({src}, {dst}{mask})", P_ATOM
         if isinstance(op, ex.WgmmaOp):
-            a = self.access(op, op.a, op.a_access.data, "a_indices", dts)
+            if op.a_in_registers:
+                a = self.sub(op, _index_of(op, op.a), 0, dts[_index_of(op, op.a)])
+            else:
+                a = self.access(op, op.a, op.a_access.data, "a_indices", dts)
             b = self.access(op, op.b, op.b_access.data, "b_indices", dts)
             a = f"trans({a})" if op.is_trans_a else a
             b = f"trans({b})" if op.is_trans_b else b

@@ -1221,10 +1221,27 @@ def _wgmma(w: _Walker, node, pos, kw, span):
     w.arity(node, pos, 3, "wgmma(a_buf[s], b_buf[s], acc)")
     a_node, trans_a = _wgmma_operand(w, pos[0])
     b_node, trans_b = _wgmma_operand(w, pos[1])
-    a, aa, ai = w.access(a_node, "wgmma", kinds=(SmemType,))
+    if trans_a or _names_memory(w, a_node):
+        a, aa, ai = w.access(a_node, "wgmma", kinds=(SmemType,))
+    else:  # A in registers: a tile value
+        (a,) = w.operands([(a_node, 0)])
+        if not isinstance(a.type, TileType):
+            w.fail("types.access", "wgmma's A is a shared view or a tile in registers, not a scalar", a_node)
+        aa, ai = Access(()), []
     b, ba, bi = w.access(b_node, "wgmma", kinds=(SmemType,))
     (acc,) = w.operands([(pos[2], 0)])
     return w.b.make(ex.WgmmaOp, a, aa, ai, b, ba, bi, acc, trans_a, trans_b, span=span)
+
+
+def _names_memory(w: _Walker, node: Node) -> bool:
+    """`buf[...]` or `buf` where `buf` is a shared buffer or a global tensor (an access), as
+    opposed to an expression whose value is a tile."""
+    if isinstance(node, Tree) and node.data == "index":
+        node = node.children[0]
+    if not (isinstance(node, Tree) and node.data == "name"):
+        return False
+    found = w.b.lookup(str(node.children[0]))
+    return found is not None and isinstance(found.type, SmemType | GlobalType)
 
 
 def _wgmma_operand(w: _Walker, node: Node) -> tuple[Node, bool]:

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import IntAttr, StringAttr, UnitAttr
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
+    AnyOf,
+    base,
     AttrSizedOperandSegments,
     IRDLOperation,
     irdl_op_definition,
@@ -34,6 +36,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from kir import symexpr as sx
 from kir.dialect.errors import RuleViolation
+from kir.dtypes import DTYPES
 from kir.dialect.tile import access_shape
 from kir.dialect.types import (
     Access,
@@ -350,6 +353,12 @@ class WgmmaOp(IRDLOperation):
     An operand written `trans(view)` (the `trans_a` / `trans_b` properties) is the transpose of
     its stored view: with `trans_b` the view is [N, K] (K contiguous: wgmma's K-major B), with
     `trans_a` it is [K, M] (M contiguous). The elements read are those of the stored view.
+
+    A may instead be a 16-bit tile in registers (wgmma's register-A form), read at issue:
+
+        acc = wgmma(cast<bf16>(p), vs[st], acc)
+
+    It then has no access and no indices (`a_in_registers`).
     """
 
     name = "kir.wgmma"
@@ -357,7 +366,7 @@ class WgmmaOp(IRDLOperation):
     b_access = prop_def(AccessAttr)
     trans_a = opt_prop_def(UnitAttr)
     trans_b = opt_prop_def(UnitAttr)
-    a = operand_def(SmemType)
+    a = operand_def(AnyOf([base(SmemType), base(TileType)]))
     a_indices = var_operand_def()
     b = operand_def(SmemType)
     b_indices = var_operand_def()
@@ -393,12 +402,19 @@ class WgmmaOp(IRDLOperation):
         return self.trans_a is not None
 
     @property
+    def a_in_registers(self) -> bool:
+        return isinstance(self.a.type, TileType)
+
+    @property
     def is_trans_b(self) -> bool:
         return self.trans_b is not None
 
     def stored_shapes(self) -> tuple[list[sx.SymExpr], list[sx.SymExpr]]:
-        """The shapes of the two shared views as stored (before any `trans`)."""
-        a = access_shape(self.a.type, self.a_access.data, list(self.a_indices))
+        """The shapes of the two operands as stored (before any `trans`): shared views, or A's tile."""
+        if self.a_in_registers:
+            a = list(shape_of(self.a.type))
+        else:
+            a = access_shape(self.a.type, self.a_access.data, list(self.a_indices))
         b = access_shape(self.b.type, self.b_access.data, list(self.b_indices))
         return a, b
 
@@ -415,9 +431,16 @@ class WgmmaOp(IRDLOperation):
         sa, sb = self.stored_shapes()
         a, b = self.operand_shapes()
         c = shape_of(self.acc.type)
+        if self.a_in_registers and (self.is_trans_a or DTYPES[dtype_of(self.a.type)].bits != 16):
+            raise RuleViolation(
+                f"wgmma: an A operand in registers is a 16-bit tile as multiplied, not {self.a.type}"
+                + (" transposed" if self.is_trans_a else ""),
+                rule="types.operand-dtype",
+                hint="cast it first: wgmma(cast<bf16>(p), vs[s], acc); a transposed A comes from shared memory",
+            )
         if len(sa) != 2 or len(sb) != 2:
             raise RuleViolation(
-                f"wgmma takes 2-D shared views, not {shape_text(sa)} and {shape_text(sb)}",
+                f"wgmma takes 2-D operands, not {shape_text(sa)} and {shape_text(sb)}",
                 rule="types.dot-shape",
                 hint="index the stage dimension away: as[s], bs[s]",
             )

@@ -255,15 +255,20 @@ def _tma_store_wait(cta: Cta, op, strand: Strand):
 
 @handles(ex.WgmmaOp)
 def _wgmma(cta: Cta, op: ex.WgmmaOp, strand: Strand):
-    a, b = cta.get(op.a), cta.get(op.b)
-    a_ln = checked_lanes(cta, op, strand, "wgmma operand", a, op.a.type, op.a_access.data, op.a_indices, None)
+    b = cta.get(op.b)
     b_ln = checked_lanes(cta, op, strand, "wgmma operand", b, op.b.type, op.b_access.data, op.b_indices, None, "b")
     agent = cta.clocks.new_agent("wgmma", strand.who(), op, parent=strand.agent)
     ctx = lambda: cta.context(strand)  # noqa: E731
-    S.read_check(cta.clocks, a, smem_flat(a_ln), agent, op, ctx, cta.report_uninitialized, async_proxy=True)
-    S.read_check(cta.clocks, b, smem_flat(b_ln), agent, op, ctx, cta.report_uninitialized, async_proxy=True)
     da = _dt(op.a.type)
-    av, bv = M.read(a.data, a_ln, None, da), M.read(b.data, b_ln, None, da)
+    if op.a_in_registers:  # read at issue: nothing in shared memory to check
+        av = cta.get(op.a)
+    else:
+        a = cta.get(op.a)
+        a_ln = checked_lanes(cta, op, strand, "wgmma operand", a, op.a.type, op.a_access.data, op.a_indices, None)
+        S.read_check(cta.clocks, a, smem_flat(a_ln), agent, op, ctx, cta.report_uninitialized, async_proxy=True)
+        av = M.read(a.data, a_ln, None, da)
+    S.read_check(cta.clocks, b, smem_flat(b_ln), agent, op, ctx, cta.report_uninitialized, async_proxy=True)
+    bv = M.read(b.data, b_ln, None, da)
     # trans(view): the same elements were read (and race-checked) as stored; multiply the transpose
     if op.is_trans_a and av.ndim == 2:
         av = av.T

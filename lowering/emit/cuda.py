@@ -741,6 +741,12 @@ class CudaGen(KernelGen):
         role = inst.role
         if inst.threads != 128 or (role is not None and role.unit.data != "warpgroups"):
             raise Unsupported(op, "wgmma is issued by one warpgroup: put it in a role over warpgroups")
+        if op.a_in_registers:
+            raise Unsupported(
+                op,
+                "the cuda backend takes wgmma's A operand from shared memory, not from registers",
+                "store the tile to a swizzled shared buffer, fence.async(), and pass that view",
+            )
         a = self.view(op.a, op.a_access.data, op.a_indices, op)
         b = self.view(op.b, op.b_access.data, op.b_indices, op)
         ab = a.buf.dtype

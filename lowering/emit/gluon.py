@@ -1679,7 +1679,14 @@ class _Lowering:
         fn.line("gl.thread_barrier()", op)
 
     def op_WgmmaOp(self, op: ex.WgmmaOp, fn: _Fn) -> None:
-        a = self.smem_view(op.a, op.a_access.data, list(op.a_indices), op, fn)
+        if op.a_in_registers:
+            # wgmma's register A: the dot-operand layout of the accumulator's, which a tile made
+            # in another wgmma's accumulator layout (attention's p) reaches without moving data
+            bits = DTYPES[dtype_of(op.a.type)].bits
+            dot = f"gl.DotOperandLayout(operand_index=0, parent={self.layout_of(op.res, fn, op)}, k_width={32 // bits})"
+            a = f"gl.convert_layout({self.operand(op.a, op, fn).text}, {dot})"
+        else:
+            a = self.smem_view(op.a, op.a_access.data, list(op.a_indices), op, fn)
         b = self.smem_view(op.b, op.b_access.data, list(op.b_indices), op, fn)
         # trans(view): the transposed descriptor of the same shared memory (wgmma's K-major B, M-major A)
         a = f"{a}.permute((1, 0))" if op.is_trans_a else a

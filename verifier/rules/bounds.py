@@ -85,10 +85,8 @@ def smem_refs(op: Operation) -> list[MemRef]:
     if isinstance(op, ex.TmaStoreOp):
         return [MemRef(op, op.src, op.src_access.data, tuple(op.src_indices), None, "tma.store from", "src")]
     if isinstance(op, ex.WgmmaOp):
-        return [
-            MemRef(op, op.a, op.a_access.data, tuple(op.a_indices), None, "wgmma reading", "a"),
-            MemRef(op, op.b, op.b_access.data, tuple(op.b_indices), None, "wgmma reading", "b"),
-        ]
+        a = [] if op.a_in_registers else [MemRef(op, op.a, op.a_access.data, tuple(op.a_indices), None, "wgmma reading", "a")]
+        return [*a, MemRef(op, op.b, op.b_access.data, tuple(op.b_indices), None, "wgmma reading", "b")]
     return []
 
 

@@ -100,10 +100,8 @@ def reads(op: Operation) -> list[Ref]:
     if isinstance(op, ex.TmaStoreOp):
         return [Ref(op, op.src, op.src_access.data, tuple(op.src_indices), None, "tma.store from")]
     if isinstance(op, ex.WgmmaOp):
-        return [
-            Ref(op, op.a, op.a_access.data, tuple(op.a_indices), None, "wgmma reading"),
-            Ref(op, op.b, op.b_access.data, tuple(op.b_indices), None, "wgmma reading"),
-        ]
+        a = [] if op.a_in_registers else [Ref(op, op.a, op.a_access.data, tuple(op.a_indices), None, "wgmma reading")]
+        return [*a, Ref(op, op.b, op.b_access.data, tuple(op.b_indices), None, "wgmma reading")]
     return []
 
 

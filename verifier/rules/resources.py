@@ -1043,7 +1043,7 @@ def wgmma_shape(ctx: Context) -> Iterator[Diagnostic]:
         dtype = op.a.type.dtype.data
         esize = DTYPES[dtype].nbytes
         k_inst = max(1, table["k_bytes"] // esize)
-        a_shape = ctx.access_extents(op.a.type, op.a_access.data)
+        a_shape = ctx.static_shape(op.a.type) if op.a_in_registers else ctx.access_extents(op.a.type, op.a_access.data)
         k = (a_shape[0] if op.is_trans_a else a_shape[-1]) if a_shape else None  # trans(A) is stored [K, M]
         problems = []
         if m is not None:

@@ -60,7 +60,8 @@ def accesses(op: Operation) -> list[Access]:
     elif isinstance(op, ex.CpAsyncOp):
         add(op.dst, op.dst_access.data, op.dst_indices, True, "cp.async")
     elif isinstance(op, ex.WgmmaOp):
-        add(op.a, op.a_access.data, op.a_indices, False, "wgmma")
+        if not op.a_in_registers:
+            add(op.a, op.a_access.data, op.a_indices, False, "wgmma")
         add(op.b, op.b_access.data, op.b_indices, False, "wgmma")
     elif isinstance(op, ex.TmaStoreOp):
         add(op.src, op.src_access.data, op.src_indices, False, "tma.store")
