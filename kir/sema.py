@@ -1221,12 +1221,19 @@ def _wgmma(w: _Walker, node, pos, kw, span):
     w.arity(node, pos, 3, "wgmma(a_buf[s], b_buf[s], acc)")
     a_node, trans_a = _wgmma_operand(w, pos[0])
     b_node, trans_b = _wgmma_operand(w, pos[1])
-    if trans_a or _names_memory(w, a_node):
+    if _names_memory(w, a_node):
         a, aa, ai = w.access(a_node, "wgmma", kinds=(SmemType,))
+    elif trans_a:
+        w.fail(
+            "types.access",
+            "wgmma's trans(A) takes a shared view: a transposed A is read from shared memory",
+            a_node,
+            "store the tile and pass trans(buf[...]), or pass the tile as multiplied, [M, K]",
+        )
     else:  # A in registers: a tile value
         (a,) = w.operands([(a_node, 0)])
         if not isinstance(a.type, TileType):
-            w.fail("types.access", "wgmma's A is a shared view or a tile in registers, not a scalar", a_node)
+            w.fail("types.access", f"wgmma's A is a shared view or a tile in registers, not {a.type}", a_node)
         aa, ai = Access(()), []
     b, ba, bi = w.access(b_node, "wgmma", kinds=(SmemType,))
     (acc,) = w.operands([(pos[2], 0)])

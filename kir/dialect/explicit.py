@@ -21,9 +21,9 @@ from xdsl.dialects.builtin import IntAttr, StringAttr, UnitAttr
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
     AnyOf,
-    base,
     AttrSizedOperandSegments,
     IRDLOperation,
+    base,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
@@ -36,7 +36,6 @@ from xdsl.utils.exceptions import VerifyException
 
 from kir import symexpr as sx
 from kir.dialect.errors import RuleViolation
-from kir.dtypes import DTYPES
 from kir.dialect.tile import access_shape
 from kir.dialect.types import (
     Access,
@@ -56,6 +55,7 @@ from kir.dialect.types import (
     sym,
     tile_type,
 )
+from kir.dtypes import DTYPES
 
 
 def _index_scalar(v: SSAValue, what: str) -> None:
