@@ -515,7 +515,9 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
                 n = _static(b[1], env, "a wgmma operand")
                 dt = dtype_of(op.a.type)
                 work(op, "tensor", 2 * m * n * k, dt, "wgmma", mult)
-                counts.smem_bytes += (m * k + k * n) * DTYPES[dt].nbytes * mult
+                # an A operand in registers is read at issue, not from shared memory
+                a_bytes = 0 if op.a_in_registers else m * k
+                counts.smem_bytes += (a_bytes + k * n) * DTYPES[dt].nbytes * mult
             elif isinstance(op, tl.DotOp):
                 m, k = (_static(d, env, "a dot operand") for d in shape_of(op.lhs.type))
                 n = _static(shape_of(op.rhs.type)[1], env, "a dot operand")

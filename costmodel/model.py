@@ -164,14 +164,21 @@ def _reuse(
 def _reread_hit(first: Access, concurrent: int, c: Chip) -> float:
     """The share of a program's second read of the same tiles that L2 still holds. Between the
     two reads every resident program reads its own tiles, so the data live for re-reading is
-    about the concurrent programs times the bytes the first read brought in; L2 keeps
-    `l2_reuse_bytes` of it (Hopper caches a line in the L2 partition near the SM that reads it
-    as well as at home, so about half of L2 serves re-reads). rmsnorm in two chunked passes over
-    a 16 KB row: 8 blocks an SM (17 MB live) re-read from L2, 32 (69 MB) mostly from DRAM."""
+    about the concurrent programs times the bytes the first read brought in. The resident
+    programs are at different points of their rows, so the bytes that pass through L2 between a
+    line's two reads spread around that mean, and the share of re-reads that still find their
+    line falls off linearly: all of them hit while the live data fit in `l2_reuse_bytes` / 2 (a
+    quarter of L2: Hopper caches a line in the L2 partition near the SM that reads it as well as
+    at home), none once the live data fill the whole L2 (`l2_bytes`). Fitted to rmsnorm in two
+    chunked passes over a 16 KB row on the H200 (repeat sweep): 4 blocks an SM (9 MB live) all
+    from L2, 8 (17 MB) ~0.85, 10 (22 MB) ~0.75, 16 (35 MB) ~0.35, 32 (69 MB) all from DRAM; the
+    earlier min(1, l2_reuse_bytes / live) kept 8-10 blocks an SM all in L2 and half of 16's,
+    and ordered 0.73 of that task's pairs right (0.88 with the ramp)."""
     live = concurrent * first.bytes
-    if live <= 0:
+    full = c.l2_reuse_bytes / 2
+    if live <= full:
         return 1.0
-    return min(1.0, c.l2_reuse_bytes / live)
+    return max(0.0, (c.l2_bytes - live) / max(1.0, c.l2_bytes - full))
 
 
 L1_RESIDENT = 65536  # bytes: a tensor this small stays in L1 after a program's first touch
@@ -278,6 +285,7 @@ def analyze(
         launch_s=c.launch_s,
         spill_s=_spill_s(spills or 0, counts, occ, c),
         chain_s=counts.chain_shuffles * c.shfl_latency_s + counts.chain_syncs * c.sync_latency_s,
+        block_launch_s=c.block_launch_s,
         extra={"stages": stages},
     )
     return raw, counts, occ, dram, c

@@ -47,7 +47,12 @@ in flight and its bandwidth shared by the wave's threads (a 16 KB-a-thread spill
 blocks is DRAM traffic; 432 bytes a thread on 4 blocks stays in L1).
 
 A program's second read of what it read before (rmsnorm's two passes over a row) comes from L2
-for the share of the resident programs' tiles that `l2_reuse_bytes` holds (`_reread_hit`).
+for the share of re-reads whose line L2 still holds: all while the resident programs' tiles fit
+in `l2_reuse_bytes` / 2, none once they fill L2, linear between (`_reread_hit`).
+
+The block scheduler starts a block on an SM at a bounded rate (`block_launch_ns`): a wave of
+many short blocks (an elementwise kernel of 2 values a thread, 1000 blocks an SM) takes at
+least its blocks per SM times that, however little memory time they need.
 
 `Raw` holds every figure this needs, so calibration can re-time a program cheaply with other
 correction factors (`Raw.time(factors)`).
@@ -81,6 +86,7 @@ class Raw:
     launch_s: float
     spill_s: float = 0.0  # per wave: each thread's spill stores and reloads, on its critical path
     chain_s: float = 0.0  # one program's chain of dependent reductions: a wave takes at least this
+    block_launch_s: float = 0.0  # an SM takes in one block per this long: a wave takes at least its blocks' worth
     extra: dict = field(default_factory=dict)
 
     @property
@@ -110,6 +116,9 @@ class Raw:
         out["wave"] = max(memory, compute) + (1 - self.overlap) * min(memory, compute)
         out["chain"] = self.chain_s if p else 0.0
         out["wave"] = max(out["wave"], out["chain"])
+        # the block scheduler starts one block on an SM per `block_launch_s`: a floor that binds
+        # only when blocks are many and short
+        out["wave"] = max(out["wave"], per_sm * self.block_launch_s * f.get("overhead", 1.0))
         # a block's launch, prologue and epilogue overlap the other resident blocks' work
         out["wave"] += self.cta_overhead_s * f.get("overhead", 1.0) / max(1, self.blocks_per_sm)
         return out

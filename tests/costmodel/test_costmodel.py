@@ -537,9 +537,10 @@ def test_straight_line_spills_that_outgrow_l1_are_dram_traffic():
 
 def test_a_second_read_of_a_row_comes_from_l2_while_the_resident_rows_fit():
     """rmsnorm in two chunked passes over a 16 KB row re-reads the row in its second pass. At 8
-    warps (8 blocks an SM, 17 MB of rows live over the chip) the re-read hits L2: measured 75 us
-    on the H200, against 104 us at 2 warps (32 blocks, 69 MB live: mostly from DRAM again); the
-    model said 99 us for both when every re-read came from DRAM."""
+    warps (8 blocks an SM, 17 MB of rows live over the chip) the re-read mostly hits L2: measured
+    75 us on the H200 (70 us at 4 blocks an SM, where all of it hits), against 104 us at 2 warps
+    (32 blocks, 69 MB live: all from DRAM again); the model said 99 us for both when every
+    re-read came from DRAM."""
     from costmodel.model import analyze
 
     path = ROOT / "benchmarks/tasks/rmsnorm/looped.kir"
@@ -549,9 +550,26 @@ def test_a_second_read_of_a_row_comes_from_l2_while_the_resident_rows_fit():
     wide, _, wide_occ, wide_dram, _ = analyze(_with_warps(path, 8), "sm_90", {"CH": 1024}, shapes, registers=30)
     narrow, _, narrow_occ, narrow_dram, _ = analyze(_with_warps(path, 2), "sm_90", {"CH": 1024}, shapes, registers=31)
     assert (wide_occ.blocks_per_sm, narrow_occ.blocks_per_sm) == (8, 32)
-    assert sum(d for _, d, _ in wide_dram) == pytest.approx(2 * row, rel=0.01)  # x once, y once
-    assert sum(d for _, d, _ in narrow_dram) > 2.3 * row
+    # x once, y once, and about a tenth of the re-read
+    assert 2.05 * row < sum(d for _, d, _ in wide_dram) < 2.2 * row
+    assert sum(d for _, d, _ in narrow_dram) == pytest.approx(3 * row, rel=0.01)  # the re-read from DRAM
     assert narrow.time()[0] > 1.1 * wide.time()[0]
+
+
+def test_many_short_blocks_wait_on_the_block_scheduler():
+    """id_hash over 16M ids in blocks of 128 ids and 2 warps: 131072 blocks, ~1000 an SM, each
+    done in well under a microsecond of DRAM time. The H200 measured 83 us against 67.5 us at 256
+    ids a block (65536 blocks): the block scheduler, not DRAM, sets the pace."""
+    from costmodel.model import analyze
+
+    path = ROOT / "benchmarks/tasks/id_hash/seed.kir"
+    shapes = {"N": 16777216}
+    small, *_ = analyze(_with_warps(path, 2), "sm_90", {"BLOCK": 128}, shapes, registers=20)
+    large, *_ = analyze(_with_warps(path, 2), "sm_90", {"BLOCK": 256}, shapes, registers=25)
+    blocks_per_sm = 131072 / 132
+    assert small.time()[0] >= blocks_per_sm * small.block_launch_s
+    assert small.time()[0] > 1.1 * large.time()[0]
+    assert 65536 / 132 * large.block_launch_s < 0.7 * large.time()[0]  # half the blocks: not bound by it
 
 
 def test_lanes_a_mask_turns_off_move_no_bytes():
