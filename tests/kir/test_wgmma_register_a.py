@@ -18,6 +18,7 @@ from kir.dialect import explicit as ex
 from kir.parser import parse
 from kir.program import same_ir
 from lowering.emit.base import lower
+from tests.kir.helpers import first_error, only_wgmma
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,23 +51,11 @@ kernel pv<BM = 64, BN = 64, HD = 64>(
 WGMMA_LINE = 18
 
 
-def _wgmma(program) -> ex.WgmmaOp:
-    (op,) = [o for o in program.kernel.walk() if isinstance(o, ex.WgmmaOp)]
-    return op
-
-
-def _diag(text: str):
-    with pytest.raises(KirError) as err:
-        parse(text, file="t.kir")
-    (d, *_) = err.value.diagnostics
-    return d
-
-
 def test_round_trip_is_exact():
     program = parse(PV)
     assert program.text() == PV
     assert same_ir(program, parse(program.text()))
-    op = _wgmma(program)
+    op = only_wgmma(program)
     assert op.a_in_registers and list(op.a_indices) == []
 
 
@@ -96,7 +85,7 @@ def test_interpreter_multiplies_by_the_register_tile():
     ],
 )
 def test_a_bad_register_operand_is_a_located_error(a, rule, what):
-    d = _diag(PV.replace("cast<bf16>(pt * 2.0)", a))
+    d = first_error(PV.replace("cast<bf16>(pt * 2.0)", a))
     assert d.rule == rule and d.span.line == WGMMA_LINE and what in d.message, d.message
 
 

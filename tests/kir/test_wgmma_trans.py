@@ -10,9 +10,9 @@ import pytest
 
 from kir.check import check_program
 from kir.diagnostics import KirError
-from kir.dialect import explicit as ex
 from kir.parser import parse
 from kir.program import same_ir
+from tests.kir.helpers import first_error, only_wgmma
 
 # S = Q K^T: K's tile is stored [BN, D] (D contiguous), wgmma's K-major B. BN != D, so only the
 # transposed shape rule makes the product [BM, BN].
@@ -50,30 +50,18 @@ BOTH = (
 )
 
 
-def _wgmma(program) -> ex.WgmmaOp:
-    (op,) = [o for o in program.kernel.walk() if isinstance(o, ex.WgmmaOp)]
-    return op
-
-
-def _diag(text: str):
-    with pytest.raises(KirError) as err:
-        parse(text, file="t.kir")
-    (d, *_) = err.value.diagnostics
-    return d
-
-
 @pytest.mark.parametrize("text", [QKT, BOTH], ids=["trans_b", "trans_a_b"])
 def test_round_trip_is_exact(text):
     program = parse(text)
     assert program.text() == text
     again = parse(program.text())
     assert same_ir(program, again)
-    op = _wgmma(program)
+    op = only_wgmma(program)
     assert op.is_trans_b and op.is_trans_a == (text is BOTH)
 
 
 def test_trans_is_part_of_the_ir():
-    op = _wgmma(parse(QKT))
+    op = only_wgmma(parse(QKT))
     plain = op.clone()
     del plain.properties["trans_b"]
     assert plain.trans_b is None and not plain.is_trans_b
@@ -81,10 +69,10 @@ def test_trans_is_part_of_the_ir():
 
 
 def test_the_shape_rule_reads_the_stored_view_transposed():
-    d = _diag(QKT.replace("trans(ks[0 : BN])", "ks[0 : BN]"))
+    d = first_error(QKT.replace("trans(ks[0 : BN])", "ks[0 : BN]"))
     assert d.rule == "types.dot-shape" and d.span.line == 18
     assert "[BM, D] x [BN, D]" in d.message
-    d = _diag(QKT.replace("zeros(f32[BM, BN])", "zeros(f32[BM, D])"))
+    d = first_error(QKT.replace("zeros(f32[BM, BN])", "zeros(f32[BM, D])"))
     assert d.rule == "types.dot-shape" and "trans([BN, D])" in d.message
 
 
@@ -99,7 +87,7 @@ def test_the_shape_rule_reads_the_stored_view_transposed():
 )
 def test_trans_of_memory_elsewhere_is_a_located_error(line, col, what):
     text = QKT.replace("  wgmma.wait(0)\n", f"  wgmma.wait(0)\n  {line}\n")
-    d = _diag(text)
+    d = first_error(text)
     assert d.rule == "types.access" and (d.span.line, d.span.col) == (20, col)
     assert what in d.message and "wgmma" in (d.message + d.hint)
 
