@@ -87,6 +87,8 @@ def plan(tasks, backends: list[str] | None, programs: list[str] | None) -> list[
                 chosen = [b for b in backends if b in LEVEL_BACKENDS[program_level(program)]]
             else:
                 chosen = default_backends(spec.file)
+            if spec.backends:  # the program says which backends of its level lower it
+                chosen = [b for b in chosen if b in spec.backends]
             rows.extend((task, name, backend) for backend in chosen)
     return rows
 

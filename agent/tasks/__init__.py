@@ -34,6 +34,7 @@ A task is a folder (benchmarks/tasks/<name>/) holding
       [programs.seed]              # KIR programs for the task, by name
       file = "seed.kir"
       params.bench = { BLOCK = 8192 }   # compile-time parameters per preset
+      backends = ["gluon"]         # optional: the only backends of its level it runs through
 
   Without `[bind]`, kernel arguments bind by position: the inputs of `get_inputs()` in order,
   then one `out` argument per output. An argument declared with fewer dimensions than its

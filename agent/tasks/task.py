@@ -51,6 +51,8 @@ class Program:
     name: str
     file: Path
     params: dict[str, dict[str, int]] = field(default_factory=dict)  # preset -> {param: value}
+    # the backends it runs through, where not every backend of its level lowers it (empty: all)
+    backends: tuple[str, ...] = ()
 
     def params_for(self, preset: str) -> dict[str, int]:
         return dict(self.params.get(preset, {}))
@@ -354,7 +356,19 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
                     toml,
                     _line_of(toml, f"programs.{name}"),
                 )
-        task.programs[name] = Program(name, task.folder / file, {k: dict(v) for k, v in params.items()})
+        backends = spec.get("backends", [])
+        known = ("triton", "gluon", "cuda", "hip", "mtia-sim")
+        if not isinstance(backends, list) or not all(isinstance(b, str) and b in known for b in backends):
+            raise _error(
+                "task.program",
+                f"program `{name}`: backends is a list of backend names",
+                toml,
+                _line_of(toml, f"programs.{name}"),
+                f"backends: {', '.join(known)}",
+            )
+        task.programs[name] = Program(
+            name, task.folder / file, {k: dict(v) for k, v in params.items()}, tuple(backends)
+        )
 
 
 def load_suite(folder: str | Path, names: list[str] | None = None) -> list[Task]:

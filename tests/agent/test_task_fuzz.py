@@ -17,7 +17,8 @@ SOFTMAX = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks" / "softma
 TOML = (SOFTMAX / "task.toml").read_text()
 PIECES = ['"', "=", "[", "]", "{", "}", ",", "\n", "x", "0", "-1", "1e400", "inputs[9]", "outputs[0]", "model.w",
           "programs", "params", "bench", "test", "file", "seed.kir", "bf17", "f32", "reference.py:nope", "compare",
-          "tolerance", "rtol", "flops", "__import__('os')", "M", "N", "1 / 0", "true", "bytes"]  # fmt: skip
+          "tolerance", "rtol", "flops", "__import__('os')", "M", "N", "1 / 0", "true", "bytes", "backends",
+          '["gluon"]', '["nope"]', "backends = 3\n"]  # fmt: skip
 
 
 @st.composite
@@ -82,3 +83,21 @@ VALUES = st.recursive(
 def test_a_task_toml_of_any_shape_loads_or_fails_with_a_located_diagnostic(meta):
     text = "".join(f"{key} = {_toml_value(value)}\n" for key, value in meta.items())
     test_a_mutated_task_toml_loads_or_fails_with_a_located_diagnostic.hypothesis.inner_test(text)
+
+
+def test_a_program_names_the_backends_it_runs_through():
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "softmax"
+        shutil.copytree(SOFTMAX, folder)
+        entry = '[programs.tuned]\nfile = "tuned.kir"\n'
+        assert entry in TOML
+        (folder / "task.toml").write_text(TOML.replace(entry, entry + 'backends = ["triton"]\n'))
+        assert load_task(folder).programs["tuned"].backends == ("triton",)
+        (folder / "task.toml").write_text(TOML.replace(entry, entry + 'backends = ["tritn"]\n'))
+        try:
+            load_task(folder)
+        except TaskError as err:
+            (diag,) = err.diagnostics
+            assert diag.rule == "task.program" and "backends" in diag.message and "triton" in diag.hint
+        else:
+            raise AssertionError("an unknown backend name loaded")
