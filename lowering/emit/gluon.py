@@ -1142,7 +1142,7 @@ class _Lowering:
                 text = self.ref(y, fn).text
                 if text != name:
                     fn.line(f"{name} = {text}", last)
-            # after the loop, the results of the values in flight at the end of a trip are
+            # after the loop, the results of the values in flight at the end of a trip are in flight
             after = {y: r for y, r in zip(last.values, op.res, strict=True)}
             after.update({a: r for a, r in zip(block.args[1:], op.res, strict=True)})
             fn.pending = [after.get(v, v) for v in fn.pending]
