@@ -525,19 +525,28 @@ class _Walker:
         self.fail("syntax.expr", f"unexpected {kind}", node)
         raise AssertionError
 
+    def subscripted(self, node: Node) -> SSAValue | None:
+        """What the name of `name[...]` is bound to (None when `node` is not a subscripted name,
+        or the name is not bound)."""
+        if not (isinstance(node, Tree) and node.data == "index"):
+            return None
+        base = node.children[0]
+        if not (isinstance(base, Tree) and base.data == "name"):
+            return None
+        return self.b.lookup(str(base.children[0]))
+
     def index_expr(self, node: Tree) -> SSAValue:
         """`x[:, None]` on a tile inserts axes; `a[...]` on memory needs load(...)."""
         base, *subs = node.children
-        if isinstance(base, Tree) and base.data == "name":
-            bound = self.b.lookup(str(base.children[0]))
-            if bound is not None and isinstance(bound.type, GlobalType | SmemType | MBarrierType):
-                what = "mbarrier" if isinstance(bound.type, MBarrierType) else "memory"
-                self.fail(
-                    "syntax.access",
-                    f"'{base.children[0]}[...]' names {what}, not a value",
-                    node,
-                    "read it with load(...)" if what == "memory" else "use it in wait/arrive/expect/tma.load",
-                )
+        bound = self.subscripted(node)
+        if bound is not None and isinstance(bound.type, GlobalType | SmemType | MBarrierType):
+            what = "mbarrier" if isinstance(bound.type, MBarrierType) else "memory"
+            self.fail(
+                "syntax.access",
+                f"'{base.children[0]}[...]' names {what}, not a value",
+                node,
+                "read it with load(...)" if what == "memory" else "use it in wait/arrive/expect/tma.load",
+            )
         if not all(s.data in ("sub_all", "sub_newaxis") for s in subs) or not any(s.data == "sub_newaxis" for s in subs):
             self.fail(
                 "syntax.access",
@@ -665,14 +674,10 @@ class _Walker:
 
     def no_memory_trans(self, node: Node, arg: Node) -> None:
         """`trans(buf[s])` of memory outside wgmma: name where it is allowed."""
-        if not (isinstance(arg, Tree) and arg.data == "index" and isinstance(arg.children[0], Tree)):
-            return
-        base = arg.children[0]
-        if base.data != "name":
-            return
-        bound = self.b.lookup(str(base.children[0]))
+        bound = self.subscripted(arg)
         if bound is None or not isinstance(bound.type, GlobalType | SmemType):
             return
+        base = arg.children[0]
         kind = "a shared view" if isinstance(bound.type, SmemType) else "global memory"
         self.fail(
             "types.access",
@@ -1221,7 +1226,8 @@ def _wgmma(w: _Walker, node, pos, kw, span):
     w.arity(node, pos, 3, "wgmma(a_buf[s], b_buf[s], acc)")
     a_node, trans_a = _wgmma_operand(w, pos[0])
     b_node, trans_b = _wgmma_operand(w, pos[1])
-    if _names_memory(w, a_node):
+    bound = w.subscripted(a_node)
+    if bound is not None and isinstance(bound.type, SmemType | GlobalType):
         a, aa, ai = w.access(a_node, "wgmma", kinds=(SmemType,))
     elif trans_a:
         w.fail(
@@ -1238,17 +1244,6 @@ def _wgmma(w: _Walker, node, pos, kw, span):
     b, ba, bi = w.access(b_node, "wgmma", kinds=(SmemType,))
     (acc,) = w.operands([(pos[2], 0)])
     return w.b.make(ex.WgmmaOp, a, aa, ai, b, ba, bi, acc, trans_a, trans_b, span=span)
-
-
-def _names_memory(w: _Walker, node: Node) -> bool:
-    """`buf[...]` or `buf` where `buf` is a shared buffer or a global tensor (an access), as
-    opposed to an expression whose value is a tile."""
-    if isinstance(node, Tree) and node.data == "index":
-        node = node.children[0]
-    if not (isinstance(node, Tree) and node.data == "name"):
-        return False
-    found = w.b.lookup(str(node.children[0]))
-    return found is not None and isinstance(found.type, SmemType | GlobalType)
 
 
 def _wgmma_operand(w: _Walker, node: Node) -> tuple[Node, bool]:
