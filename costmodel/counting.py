@@ -54,7 +54,7 @@ from kir.dialect import tile as tl
 from kir.dialect.types import GlobalType, SmemType, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
 from kir.interp.values import COMPARISONS
-from kir.liveness import live_ranges
+from kir.liveness import fused, live_ranges
 from kir.program import Program, span_of
 
 SECTOR = 32  # bytes: the unit of a scattered access
@@ -773,7 +773,7 @@ BASE_REGISTERS = 24  # addresses, indices, loop counters, masks
 
 def _tile_regs(v: SSAValue, env: dict[str, int], threads: int, free: set[SSAValue]) -> int:
     t = v.type
-    if not isinstance(t, TileType) or v in free:
+    if not isinstance(t, TileType) or v in free or fused(v):
         return 0
     n = _tile_elems(t, env)
     return -(-n * _dtype_bytes(t) // (4 * threads))

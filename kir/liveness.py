@@ -1,13 +1,16 @@
 """Live ranges of the values of one block, at the granularity of its ops: where each value is
 defined and the last op of the block that uses it (a use inside a nested region counts at the op
-that holds the region). The cost model's register estimate and the verifier's register rule both
-walk these ranges, each costing the live tiles in its own way."""
+that holds the region), and which values never exist as a whole tile (`fused`). The cost model's
+register estimate and the verifier's register rule both walk these ranges, each costing the live
+tiles in its own way."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from xdsl.ir import Block, Operation, SSAValue
+
+from kir.dialect import tile as tl
 
 
 @dataclass
@@ -45,3 +48,22 @@ def live_ranges(block: Block) -> LiveRanges:
             if use.operation is not ops[j]:
                 nested.setdefault(j, set()).add(v)
     return LiveRanges(ops, defs, last, nested)
+
+
+_ELEMENTWISE = (tl.BinaryOp, tl.CompareOp, tl.UnaryOp, tl.WhereOp, tl.CastOp)
+
+
+def fused(v: SSAValue) -> bool:
+    """An intermediate of an elementwise chain: made by an elementwise op and used only by
+    elementwise ops of the same block with the same shape. The compiler computes such a chain
+    element by element (`0.5 * h * (1.0 + erf(h * c))` needs h and the result, not a tile per
+    step), so the value takes no tile of registers of its own."""
+    owner = v.owner
+    if not isinstance(owner, _ELEMENTWISE) or not v.uses:
+        return False
+    return all(
+        isinstance(u.operation, _ELEMENTWISE)
+        and u.operation.parent_block() is owner.parent_block()
+        and u.operation.results[0].type.shape == v.type.shape
+        for u in v.uses
+    )

@@ -108,9 +108,9 @@ def test_an_elementwise_epilogue_chain_counts_its_input_and_result_only():
     64 x 256 f32 accumulator: the chain is computed element by element, so its intermediates take
     no tile of registers (counting one per step gave 272 registers against regs(232)). A value
     that a reduction also reads must exist whole, and counts."""
+    from kir.liveness import fused
     from kir.parser import parse
     from verifier import verify
-    from verifier.rules.resources import _fused
 
     root = Path(__file__).resolve().parents[2]
     text = (root / "benchmarks/tasks/gemm_bias_gelu/persistent.kir").read_text()
@@ -118,7 +118,7 @@ def test_an_elementwise_epilogue_chain_counts_its_input_and_result_only():
     def h_fused(t: str) -> bool:
         program = parse(t, file="t.kir")
         (h,) = [r for op in program.kernel.walk() for r in op.results if r.name_hint == "h"]
-        return _fused(h)
+        return fused(h)
 
     assert not [d for d in verify(parse(text, file="t.kir")) if d.rule == "resources.registers"]
     assert h_fused(text)

@@ -36,7 +36,7 @@ from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.types import GlobalType, TileType
 from kir.dtypes import DTYPES
-from kir.liveness import live_ranges
+from kir.liveness import fused, live_ranges
 from verifier.context import Context
 from verifier.registry import rule
 from verifier.rules.target import (
@@ -350,28 +350,9 @@ def smem_limit(ctx: Context) -> Iterator[Diagnostic]:
 # ---- register estimates --------------------------------------------------------------------------
 
 
-_ELEMENTWISE = (tl.BinaryOp, tl.CompareOp, tl.UnaryOp, tl.WhereOp, tl.CastOp)
-
-
-def _fused(v: SSAValue) -> bool:
-    """An intermediate of an elementwise chain: made by an elementwise op and used only by
-    elementwise ops of the same block with the same shape. The compiler computes such a chain
-    element by element (`0.5 * h * (1.0 + erf(h * c))` needs h and the result, not a tile per
-    step), so the value takes no tile of registers of its own."""
-    owner = v.owner
-    if not isinstance(owner, _ELEMENTWISE) or not v.uses:
-        return False
-    return all(
-        isinstance(u.operation, _ELEMENTWISE)
-        and u.operation.parent_block() is owner.parent_block()
-        and u.operation.results[0].type.shape == v.type.shape
-        for u in v.uses
-    )
-
-
 def _tile_regs(ctx: Context, v: SSAValue, threads: int) -> int:
     t = v.type
-    if not isinstance(t, TileType) or _fused(v):
+    if not isinstance(t, TileType) or fused(v):
         return 0
     n = ctx.elements(ctx.static_shape(t))
     if n is None:
