@@ -753,9 +753,9 @@ class Symbolic:
     def equal(self, a: SSAValue, b: SSAValue) -> bool:
         if not (isinstance(a.type, ScalarType) and isinstance(b.type, ScalarType)):
             return False
+        # a tainted term is still one value at a time: the same computation over the same
+        # unknown (a loop-carried counter, say) is provably the same value
         ta, tb = self.value(a), self.value(b)
-        if ta.tainted or tb.tainted:
-            return False
         return self.counterexample(ta.expr == tb.expr) is None
 
 

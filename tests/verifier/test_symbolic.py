@@ -307,6 +307,27 @@ kernel e<BM = 64>(x: global f32[M]) target sm_90 grid(M / BM) warps(4) {
     assert s.equal(v["a"], v["b"]) and not s.equal(v["a"], v["c"])
 
 
+def test_equal_values_over_an_unknown():
+    """A counter carried by a loop is unknown, but the same computation over it is the same
+    value (a ring stage `base % S` computed twice: the wait and the read it guards)."""
+    s, v = sym_of(
+        """
+kernel e<S = 2>(x: global i32[M]) target sm_90 grid(1) warps(4) {
+  base = 0
+  for t in 0 .. M {
+    n = load(x[t])
+    st1 = base % S
+    st2 = base % S
+    nx = (base + 1) % S
+    base = base + n
+  }
+}
+"""
+    )
+    assert s.value(v["st1"]).tainted
+    assert s.equal(v["st1"], v["st2"]) and not s.equal(v["st1"], v["nx"])
+
+
 # ---- the proof cache -----------------------------------------------------------------------------------
 
 
