@@ -118,3 +118,16 @@ def test_accuracy_on_synthetic_measurements(tmp_path):
     written = json.loads((tmp_path / "costmodel-accuracy-nvidia-h200-2025-01-01.json").read_text())
     assert {"gpu", "date", "tasks", "raw"} <= set(written)
     assert {"task", "variants", "pairs_right", "spearman", "median_abs_err"} <= set(written["tasks"][0])
+
+
+def test_profile_task_names_a_program_and_overrides_its_parameters():
+    from agent.tasks import load_task
+
+    profile = load("profile_task")
+    task = load_task(ROOT / "benchmarks" / "tasks" / "causal_attention")
+    program, params = profile._program(task, "persistent:NSM=4,ST=3", "bench")
+    assert program.kernel.sym_name.data == "causal_attention_persistent"
+    assert params == {"BM": 128, "BN": 128, "HD": 128, "ST": 3, "NSM": 4}
+    file = task.programs["seed"].file
+    _, params = profile._program(task, f"{file}:BM=16", "bench")
+    assert params == {"BM": 16}
