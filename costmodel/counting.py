@@ -200,10 +200,23 @@ def _is_int(t) -> bool:
 class Evaluator:
     """Values (scalars, or a tile's first element) of every integer op, for many programs at
     once: `values[v]` is an int64 array over the sample, or None where the value depends on data.
-    `upper` marks values that are upper bounds (a `minimum` with a data-dependent side)."""
+    `upper` marks values that are upper bounds (a `minimum` with a data-dependent side).
 
-    def __init__(self, kernel: st.KernelOp, env: dict[str, int], grid: tuple[int, ...], linear: np.ndarray):
+    A loop's variable is its first value in every program of the sample; with `spread`, each
+    program of the sample takes a different iteration instead (spread over the trips by the
+    golden ratio), so that a nested loop whose bound follows the outer loop's variable (a
+    persistent program's tiles of different lengths) averages its trips over the iterations."""
+
+    def __init__(
+        self,
+        kernel: st.KernelOp,
+        env: dict[str, int],
+        grid: tuple[int, ...],
+        linear: np.ndarray,
+        spread: bool = False,
+    ):
         self.env = env
+        self.spread = spread
         self.values: dict[SSAValue, np.ndarray | None] = {}
         self.upper: set[SSAValue] = set()
         g = [max(1, x) for x in (*grid, 1, 1)]
@@ -278,7 +291,13 @@ class Evaluator:
             val = self._full(0)
         elif isinstance(op, st.ForOp):
             block = op.body.block
-            self.values[block.args[0]] = self.get(op.lower)
+            first = self.get(op.lower)
+            if self.spread and first is not None:
+                trips, _ = self.trips(op)
+                at = np.floor(np.arange(self.n) * 0.6180339887498949 % 1.0 * np.maximum(trips, 1)).astype(np.int64)
+                step = self.get(op.step)
+                first = first + at * (step if step is not None else 1)
+            self.values[block.args[0]] = first
             for arg in block.args[1:]:
                 self.values[arg] = None
             self._block(block)
@@ -362,6 +381,13 @@ def _is_const(v: SSAValue) -> bool:
     return isinstance(op, tl.ConstOp)
 
 
+def _nested_loops(kernel: st.KernelOp) -> bool:
+    """Whether a loop holds another (at any depth)."""
+    return any(
+        isinstance(o, st.ForOp) and any(isinstance(x, st.ForOp) for x in o.body.block.walk()) for o in kernel.walk()
+    )
+
+
 def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tuple[Counts, Evaluator]:
     """Count one program of `program` with parameters and shape symbols bound by `env`."""
     kernel = program.kernel
@@ -369,7 +395,12 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
     programs = math.prod(grid) if grid else 1
     threads = kernel.threads
     counts = Counts(program, env, grid, programs, threads, max(1, threads // 32))
-    ev = Evaluator(kernel, env, grid, sample_ids(max(1, programs), sample_limit))
+    ids = sample_ids(max(1, programs), sample_limit)
+    ev = Evaluator(kernel, env, grid, ids)
+    # trip counts of nested loops, averaged over the iterations of the loops around them (each
+    # sampled program repeated to 64 samples at least, each at other iterations)
+    repeat = -(-64 // len(ids))
+    spread = Evaluator(kernel, env, grid, np.tile(ids, repeat), spread=True) if _nested_loops(kernel) else ev
     loads_into_dots = _dot_operand_loads(kernel)
 
     def access(op, mem, indices, access_attr, kind, write, mult, loop, shape_override=None):
@@ -476,7 +507,7 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
     def visit(block: Block, mult: float, loop: st.ForOp | None) -> None:
         for op in block.ops:
             if isinstance(op, st.ForOp):
-                trips_arr, upper = ev.trips(op)
+                trips_arr, upper = spread.trips(op)
                 trips = float(trips_arr.mean()) if len(trips_arr) else 0.0
                 if upper:  # a data-dependent bound: the log-midpoint of 1 and the upper bound
                     trips = math.sqrt(trips) if trips >= 1 else trips

@@ -119,6 +119,20 @@ def test_loop_trip_count_follows_program_id():
     assert est.counts["matmul_flops"] == pytest.approx(pairs * 2 * (2 * 128 * 128 * 128))
 
 
+def test_nested_loop_trips_average_over_the_outer_loop():
+    # the persistent attention's key loop runs nb = row block + 1 times, and a program's row
+    # blocks come in pairs nmb - 1 - x, x: over its tiles, (nmb + 1) / 2 key blocks a tile
+    p = parse_file(ROOT / "benchmarks/tasks/causal_attention/persistent.kir")
+    shapes = {"B": 2, "H": 4, "S": 2048}
+    params = {"BM": 128, "BN": 128, "HD": 128, "ST": 2, "NSM": 16}
+    est = predict(p, "sm_90", params=params, shapes=shapes)
+    nmb = 2048 // 128
+    blocks = 2 * 4 * nmb * (nmb + 1) / 2  # key blocks of every tile
+    # two wgmmas a key block on each of the two consumers' 64 rows: 128 x 128 x 128 twice
+    exact = blocks * 2 * (2 * 128 * 128 * 128)
+    assert est.counts["matmul_flops"] == pytest.approx(exact, rel=0.04)
+
+
 # ---- the roofline --------------------------------------------------------------------------------
 
 
