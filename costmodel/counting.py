@@ -18,7 +18,9 @@ Everything is counted per program and tied to the op (and so the source span) th
 
 Run-time scalars (program ids, loop bounds, tile positions) are evaluated with numpy over a
 sample of program ids at once, C semantics for `/` and `%`. A loop's trip count is the mean over
-the sample, so a causal loop `for j in 0 .. m0 / BN` counts its average length.
+the sample, so a causal loop `for j in 0 .. m0 / BN` counts its average length. A loop inside
+another is also averaged over the outer loop's iterations (each sampled program at other ones):
+a persistent program's key loop over tiles of different lengths counts their mean.
 
 A bound that depends on data (`for r in 0 .. minimum(n, K)`) is unknowable statically: anything
 from 0 to its static upper bound U. It counts sqrt(U) trips (and is marked `bound_is_upper`), the
