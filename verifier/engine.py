@@ -40,6 +40,15 @@ def verify(
     deterministic order. A rule that crashes becomes an `internal.error` diagnostic."""
     load_rules()
     ctx = Context(program, target, params)
+    if rules is None or "types.where" in rules:
+        from verifier.rules.types import unsatisfiable_where
+
+        try:
+            contradiction = unsatisfiable_where(ctx)
+        except Exception:  # noqa: BLE001 - the rule itself reports its crash below
+            contradiction = []
+        if contradiction:  # every other proof would hold vacuously
+            return contradiction
     out: list[Diagnostic] = []
     for check in CHECKS:
         if rules is not None and check.rule.id not in rules:

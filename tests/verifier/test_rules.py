@@ -122,6 +122,29 @@ def test_an_elementwise_epilogue_chain_counts_its_input_and_result_only():
 
     assert not [d for d in verify(parse(text, file="t.kir")) if d.rule == "resources.registers"]
     assert h_fused(text)
-    reduced = text.replace("(1.0 + erf(h * 0.7071067811865476))", "(1.0 + erf(h * 0.7071067811865476)) - max(h, axis = 1)[:, None]")
+    reduced = text.replace(
+        "(1.0 + erf(h * 0.7071067811865476))", "(1.0 + erf(h * 0.7071067811865476)) - max(h, axis = 1)[:, None]"
+    )
     assert reduced != text
     assert not h_fused(reduced)
+
+
+def test_parameters_against_the_where_report_that_and_nothing_vacuous():
+    """Checked with ST = 2, pingpong_overlap.kir's `where ST >= 3` holds for no shapes: one
+    located error, not the vacuous or spurious findings of rules run under false assumptions."""
+    from kir.check import check_program
+    from kir.parser import parse_file
+
+    root = Path(__file__).resolve().parents[2]
+    program = parse_file(root / "benchmarks/tasks/causal_attention/pingpong_overlap.kir")
+    diags = check_program(program.with_params(BM=128, BN=64, HD=64, ST=2))
+    assert [d.rule for d in diags] == ["types.where"]
+    assert "ST >= 3" in diags[0].message and "ST = 2" in diags[0].message
+    assert (
+        diags[0].span.line
+        == program.text()
+        .splitlines()
+        .index(next(line for line in program.text().splitlines() if line.lstrip().startswith("where")))
+        + 1
+    )
+    assert not [d for d in check_program(program.with_params(BM=128, BN=64, HD=64, ST=3)) if d.is_error]

@@ -811,3 +811,111 @@ def _param_text(ctx, op) -> str:
         names |= op.k.data.symbols()
     shown = [f"{n} = {ctx.params[n]}" for n in sorted(names) if n in ctx.params]
     return ", ".join(shown) or "the parameters' values"
+
+
+# ---- types.where ---------------------------------------------------------------------------------
+
+
+def where_span(ctx: Context):
+    """The span of the kernel's `where` clauses (the kernel's own span where the text is not at hand)."""
+    import re
+
+    from kir.diagnostics import Span
+
+    source, kernel_span = ctx.program.source, ctx.span(ctx.kernel)
+    if source is None or kernel_span is None:
+        return kernel_span
+    for i, line in enumerate(source.splitlines()[kernel_span.line - 1 :], start=kernel_span.line):
+        code = line.split("#", 1)[0]
+        found = re.search(r"\bwhere\b", code)
+        if found:
+            return Span(i, found.start() + 1, i, len(code.rstrip()) + 1, kernel_span.file)
+        if code.strip().startswith("{"):
+            break
+    return kernel_span
+
+
+@rule(
+    "types.where",
+    family="types",
+    severity="error",
+    summary="no shapes satisfy the kernel's `where` with these parameters",
+    explanation="""
+`where` states what the kernel assumes of its shapes and parameters; the verifier proves
+everything else under those assumptions. When the parameters being checked contradict them
+(`where ST >= 3` checked with ST = 2, or `where N % BLOCK == 0, N <= 64` with BLOCK = 128), no
+shape satisfies them and every proof would hold vacuously: the verifier reports the clause that
+fails and checks nothing else.
+""",
+    bad="""
+kernel k<BLOCK = 256, S = 2>(x: global f32[N], y: out global f32[N])
+  where N % BLOCK == 0, S >= 3  # <-
+  target sm_90 grid(N / BLOCK) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  store(y[offs], load(x[offs]) * 2.0)
+}
+""",
+    good="""
+kernel k<BLOCK = 256, S = 3>(x: global f32[N], y: out global f32[N])
+  where N % BLOCK == 0, S >= 3
+  target sm_90 grid(N / BLOCK) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  store(y[offs], load(x[offs]) * 2.0)
+}
+""",
+)
+def where_unsatisfiable(ctx: Context) -> Iterator[Diagnostic]:
+    yield from unsatisfiable_where(ctx)
+
+
+def unsatisfiable_where(ctx: Context) -> list[Diagnostic]:
+    """The diagnostic when no shapes satisfy the `where` clauses with the context's parameters
+    (cached per context)."""
+    if "_where_unsat" not in ctx.__dict__:
+        ctx.__dict__["_where_unsat"] = _unsatisfiable_where(ctx)
+    return ctx.__dict__["_where_unsat"]
+
+
+def _unsatisfiable_where(ctx: Context) -> list[Diagnostic]:
+    import z3
+
+    sym = ctx.symbolic
+    clauses = list(ctx.kernel.where.data)
+    if not clauses:
+        return []
+    at_least_one = [sym.sym_var(n) >= 1 for n in ctx.kernel.shape_symbols]
+    solver = z3.Solver()
+    solver.set("timeout", 2000)
+    solver.add(*sym.shape_facts())
+    if solver.check() != z3.unsat:
+        return []
+    # the first clause that fails on its own, else the shortest prefix that fails together
+    culprit = None
+    for i, clause in enumerate(clauses):
+        alone = z3.Solver()
+        alone.set("timeout", 1000)
+        alone.add(*at_least_one, sym.bool_sym(clause.data))
+        if alone.check() == z3.unsat:
+            culprit = [i]
+            break
+    if culprit is None:
+        for n in range(1, len(clauses) + 1):
+            prefix = z3.Solver()
+            prefix.set("timeout", 1000)
+            prefix.add(*at_least_one, *(sym.bool_sym(c.data) for c in clauses[:n]))
+            if prefix.check() == z3.unsat:
+                culprit = list(range(n))
+                break
+    text = ", ".join(str(clauses[i].data) for i in culprit or range(len(clauses)))
+    params = ", ".join(f"{k} = {v}" for k, v in sorted(ctx.params.items()) if k in text) or "these parameters"
+    return [
+        ctx.report(
+            where_span(ctx),
+            f"no shapes satisfy `where {text}` with {params}: every check would hold vacuously, so none was made",
+            hint="choose parameters the kernel's `where` allows, or relax the clause",
+            rule="types.where",
+            severity="error",
+        )
+    ]
