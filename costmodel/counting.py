@@ -383,6 +383,41 @@ def _is_const(v: SSAValue) -> bool:
     return isinstance(op, tl.ConstOp)
 
 
+BANKS = 32  # shared-memory banks of 4 bytes
+# The expected number of distinct words in a warp's busiest bank when its 32 lanes read random
+# words of a table, by the words each bank holds (simulated: 32 draws, duplicates broadcast).
+RANDOM_BANK_LOAD = {1: 1.0, 2: 2.0, 4: 2.78, 8: 3.15, 16: 3.33, 32: 3.44, 64: 3.48, 128: 3.51}
+
+
+def _gather_conflicts(op: tl.GatherOp, table_bytes: int) -> float:
+    """Wavefronts a warp's gather takes per ideal one when its index depends on data: lanes
+    reading different words of one bank are served one after another, as random words of the
+    table would be (`RANDOM_BANK_LOAD`). An index XOR-ed with its own high bits (a swizzle,
+    `i ^ (i >> 5)`) spreads a search's lanes over the banks: none."""
+    if _xor_swizzled(op.index):
+        return 1.0
+    words_per_bank = max(1.0, table_bytes / (4 * BANKS))
+    known = sorted(RANDOM_BANK_LOAD)
+    if words_per_bank >= known[-1]:
+        return RANDOM_BANK_LOAD[known[-1]]
+    hi = next(k for k in known if k >= words_per_bank)
+    lo = max(k for k in known if k <= words_per_bank)
+    if hi == lo:
+        return RANDOM_BANK_LOAD[lo]
+    t = math.log2(words_per_bank / lo) / math.log2(hi / lo)
+    return RANDOM_BANK_LOAD[lo] + t * (RANDOM_BANK_LOAD[hi] - RANDOM_BANK_LOAD[lo])
+
+
+def _xor_swizzled(v: SSAValue, depth: int = 6) -> bool:
+    """Whether an xor of a value with a shift of itself feeds `v` (through elementwise ops)."""
+    op = v.owner
+    if depth <= 0 or not isinstance(op, Operation):
+        return False
+    if isinstance(op, tl.BinaryOp) and op.fn.data == "xor":
+        return True
+    return any(_xor_swizzled(x, depth - 1) for x in op.operands if isinstance(x.type, TileType))
+
+
 def _nested_loops(kernel: st.KernelOp) -> bool:
     """Whether a loop holds another (at any depth)."""
     return any(
@@ -577,10 +612,14 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
             elif isinstance(op, tl.GatherOp):
                 # the source goes through shared memory (written once, each result element read
                 # back at its index), as Triton lowers a gather across warps; one address per
-                # result element on the integer pipe
+                # result element on the integer pipe. A data-dependent index reads the words of
+                # one bank one after another (`_gather_conflicts`).
                 n = _tile_elems(op.res.type, env)
                 b = _dtype_bytes(op.res.type)
-                counts.smem_bytes += (_tile_elems(op.src.type, env) + n) * b * mult
+                src = _tile_elems(op.src.type, env)
+                data = ev.get(op.index) is None or op.index in ev.upper
+                conflicts = _gather_conflicts(op, src * b) if data else 1.0
+                counts.smem_bytes += (src + n * conflicts) * b * mult
                 work(op, "int", n, dtype_of(op.index.type), "gather", mult)
             elif isinstance(op, tl.TopKOp):
                 n = _tile_elems(op.operand.type, env)

@@ -133,6 +133,23 @@ def test_nested_loop_trips_average_over_the_outer_loop():
     assert est.counts["matmul_flops"] == pytest.approx(exact, rel=0.04)
 
 
+def test_a_data_dependent_gather_pays_bank_conflicts_unless_swizzled():
+    # bucketize's binary search over a 1024-entry f32 table in shared memory: each step stages
+    # the table (4 KB) and reads one word a lane; random words of a table of 32 words a bank
+    # put 3.44 distinct words in a warp's busiest bank. The XOR-swizzled table reads conflict-free.
+    from costmodel.counting import RANDOM_BANK_LOAD
+
+    params = {"BLOCK": 1024, "T": 1024, "STEPS": 10}
+    shapes = {"N": 1 << 20, "B": 1023}
+    smem = {}
+    for name in ("table", "swizzled"):
+        p = parse_file(ROOT / f"benchmarks/tasks/bucketize/{name}.kir")
+        smem[name] = predict(p, "sm_90", params=params, shapes=shapes).counts["smem_bytes"]
+    programs, steps = (1 << 20) // 1024, 10
+    assert smem["swizzled"] == pytest.approx(programs * steps * (1024 + 1024) * 4)
+    assert smem["table"] == pytest.approx(programs * steps * (1024 + 1024 * RANDOM_BANK_LOAD[32]) * 4)
+
+
 # ---- the roofline --------------------------------------------------------------------------------
 
 
