@@ -10,7 +10,8 @@ Everything is counted per program and tied to the op (and so the source span) th
 - **shared memory**: explicit `smem` loads and stores, TMA and cp.async writes, wgmma operand
   reads, and the operand staging of a tile-level `dot` (its operands pass through shared memory once, as
   Triton stages them for the tensor cores) and of a `gather` (its source written once, each result
-  element read back).
+  element read back; with a data-dependent index, as many times as the lanes' words share a bank,
+  unless the index is XOR-swizzled).
 - **operations** per unit: matrix products (`dot`, `wgmma`: 2·M·N·K on the tensor cores by
   operand dtype, or on the FMA pipes for an f32 dot, which lowers as IEEE f32), elementwise
   float work (ALU lanes), integer work (weighted: i64 and division cost several instructions),
