@@ -239,3 +239,26 @@ def test_same_ir_compares_result_types():
     a = parse(kernel("  a = zeros(f32[BM])\n"))
     b = parse(kernel("  a = zeros(f32[4])\n"))
     assert not same_ir(a, b)
+
+
+def test_a_launch_of_billions_of_warps_is_one_error_not_a_memory_error():
+    # resources.register-file listed every warp of the launch to find those without a role
+    from kir.check import check_program
+
+    text = """\
+kernel k<B = 64>(x: global f32[N], y: out global f32[N])
+  where N % B == 0
+  target sm_90 grid(N / B) warpgroups(4294967296)
+{
+  offs = program_id(0) * B + arange(0, B)
+  role load warpgroups(0) regs(40) {
+    store(y[offs], load(x[offs]))
+  }
+  role mma warpgroups(1) regs(232) {
+    store(y[offs], load(x[offs]))
+  }
+}
+"""
+    diags = check_program(parse(text, "t.kir"))
+    assert "resources.threads" in {d.rule for d in diags}
+    assert not [d for d in diags if d.rule.startswith("internal")]

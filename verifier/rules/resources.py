@@ -629,6 +629,8 @@ producer and regs(232) for two consumers: 128 x (40 + 2 x 232) = 64512 = 384 x 1
 def register_file(ctx: Context) -> Iterator[Diagnostic]:
     if not ctx.spec.has("setmaxnreg") or not any(r.regs.data for r in ctx.roles):
         return
+    if launch_warps(ctx) > ctx.spec.max_warps_per_block:
+        return  # resources.threads says so; no register file holds that launch
     default = launch_budget(ctx)
     threads = launch_threads(ctx)
     # registers are allocated in steps of the granularity: a 255-register launch budget holds 256
