@@ -119,7 +119,22 @@ def bind_env(program: Program, params: dict[str, int] | None, shapes: dict[str, 
                 "give them: --shape " + " --shape ".join(f"{m}=..." for m in missing),
             )
         )
+    for name, value in env.items():
+        if not -LARGEST_VALUE <= value <= LARGEST_VALUE:
+            span = program.param_spans.get(name) or program.span()
+            raise KirError(
+                Diagnostic(
+                    "cost.value",
+                    "error",
+                    span,
+                    f"`{name} = {value}` is beyond what the cost model evaluates (|value| <= 2^62)",
+                    "a size or parameter that large launches no kernel a GPU runs; give a realistic value",
+                )
+            )
     return env
+
+
+LARGEST_VALUE = 1 << 62  # sizes and parameters evaluate in int64 (numpy), with room for a sum
 
 
 def _reuse(

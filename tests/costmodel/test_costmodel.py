@@ -635,3 +635,16 @@ kernel copy<BLOCK = 256>(x: global f32[N], y: out global f32[N])
     counts, _ = count(tail, {"BLOCK": 256, "N": 1000})
     (load,) = [a for a in counts.accesses if not a.write]
     assert load.bytes * counts.programs == pytest.approx(1000 * 4)
+
+
+def test_a_value_beyond_int64_is_a_located_error_not_an_internal_one():
+    from kir.diagnostics import KirError
+    from kir.parser import parse
+
+    text = (ROOT / "benchmarks/tasks/bucketize/table.kir").read_text()
+    text = text.replace("BLOCK = 1024,", "BLOCK = 99999999999999999999999999,", 1)
+    with pytest.raises(KirError) as err:
+        predict(parse(text, "t.kir"), "sm_90", shapes={"N": 4096, "B": 1023})
+    (d,) = err.value.diagnostics
+    assert d.rule == "cost.value" and "BLOCK" in d.message
+    assert "BLOCK = 9999" in text.splitlines()[d.span.line - 1]
