@@ -364,13 +364,21 @@ def shared_memory_error(lowered: Lowered, report: CompileReport, arch: str) -> D
     limit = spec(arch.removesuffix("a")).max_smem_per_block  # sm_90a: sm_90 with its arch-specific instructions
     if not report.shared_bytes or report.shared_bytes <= limit:
         return None
+    return shared_memory_diagnostic(lowered, report.shared_bytes, limit, f"an {arch} block")
+
+
+def shared_memory_diagnostic(lowered: Lowered, needed: int, limit: int, where: str) -> Diagnostic:
+    """`lower.shared-memory` at the stage parameter (or the kernel): the kernel needs `needed`
+    bytes, `where` (a block of the target, the GPU it was launched on) may have `limit`."""
     params = lowered.program.param_spans
     at = next((params[p] for p in ("S", "ST", "STAGES", "NSTAGES") if p in params), lowered.program.span())
+    buffers = lowered.options.get("smem_bytes")
+    extra = f" (the program's buffers {buffers}, the compiler's scratch the rest)" if buffers else ""
     return Diagnostic(
         "lower.shared-memory",
         "error",
         at,
-        f"the kernel needs {report.shared_bytes} bytes of shared memory; an {arch} block may have {limit}",
+        f"the kernel needs {needed} bytes of shared memory{extra}; {where} may have {limit}",
         "use fewer pipeline stages or smaller tiles",
     )
 

@@ -27,6 +27,7 @@ from kir import symexpr as sx
 from kir.diagnostics import KirError
 from kir.program import Program
 from lowering.emit.base import Lowered, lower
+from lowering.report import shared_memory_diagnostic
 
 # numpy carriers that torch cannot take directly travel as same-width integers.
 _VIA = {"bf16": ("int16", "bfloat16"), "f8e4m3": ("uint8", "float8_e4m3fn"), "f8e5m2": ("uint8", "float8_e5m2")}
@@ -110,7 +111,16 @@ class GluonLaunch:
     tensors: dict  # KIR argument name -> torch tensor
 
     def __call__(self) -> None:
-        self.kernel[self.grid](*self.args, num_warps=self.lowered.num_warps)
+        from triton.runtime.errors import OutOfResources
+
+        try:
+            self.kernel[self.grid](*self.args, num_warps=self.lowered.num_warps)
+        except OutOfResources as err:  # compiled at the first launch: the GPU's limit, located
+            if err.name != "shared memory":
+                raise
+            raise KirError(
+                shared_memory_diagnostic(self.lowered, err.required, err.limit, "a block of this GPU")
+            ) from None
 
     @classmethod
     def from_torch(cls, lowered: Lowered, tensors: dict, symbols: dict[str, int] | None = None) -> GluonLaunch:

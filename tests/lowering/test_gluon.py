@@ -576,3 +576,30 @@ def test_an_accumulator_left_in_flight_across_trips_is_waited_for_at_the_next_tr
     assert wait < body.index("acc * gl.expand_dims"), body
     assert "no wgmma in flight" not in body
     assert "s, acc = warpgroup_mma_wait(1, deps=(s, acc,))" in body
+
+
+def test_a_launch_out_of_shared_memory_is_a_located_error():
+    """Gluon compiles at the first launch, where the GPU's limit applies (the compiler's layout
+    scratch comes on top of the program's buffers): Triton's OutOfResources becomes
+    `lower.shared-memory` at the stage parameter, as `kir compile` reports it."""
+    from triton.runtime.errors import OutOfResources
+
+    from lowering.runtime_gluon import GluonLaunch
+
+    program = parse(GEMM_TEXT, "gemm.kir")
+    lowered = lower(program, "gluon", {})
+
+    class Kernel:
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                raise OutOfResources(245920, 232448, "shared memory")
+
+            return launch
+
+    launch = GluonLaunch(lowered, Kernel(), [], (1,), {})
+    with pytest.raises(KirError) as err:
+        launch()
+    (d,) = err.value.diagnostics
+    assert d.rule == "lower.shared-memory" and "245920" in d.message and "232448" in d.message
+    stage = next(p for p in ("S", "ST", "STAGES", "NSTAGES") if p in program.param_spans)
+    assert d.span == program.param_spans[stage]
