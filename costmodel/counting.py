@@ -410,7 +410,8 @@ def _gather_conflicts(op: tl.GatherOp, table_bytes: int) -> float:
 
 
 def _xor_swizzled(v: SSAValue, depth: int = 6) -> bool:
-    """Whether an xor of a value with a shift of itself feeds `v` (through elementwise ops)."""
+    """Whether an xor feeds `v` (through the ops that compute it): how a swizzle mixes an
+    index's high bits into its bank bits (`at ^ (at >> 5 & 31)`)."""
     op = v.owner
     if depth <= 0 or not isinstance(op, Operation):
         return False
