@@ -148,3 +148,19 @@ def test_parameters_against_the_where_report_that_and_nothing_vacuous():
         + 1
     )
     assert not [d for d in check_program(program.with_params(BM=128, BN=64, HD=64, ST=3)) if d.is_error]
+
+
+def test_the_model_check_instance_goes_round_a_persistent_programs_tiles():
+    """The model check runs program 0: its loop over the tiles (bounded by the program id) must
+    go round the rings too, or a persistent kernel's bugs across tiles never show."""
+    from kir.parser import parse_file
+    from verifier.context import Context
+    from verifier.instance import small_instance
+
+    root = Path(__file__).resolve().parents[2]
+    params = {"BM": 128, "BN": 64, "HD": 64, "ST": 2, "NSM": 2}
+    program = parse_file(root / "benchmarks/tasks/causal_attention/persistent.kir").with_params(**params)
+    _, shapes = small_instance(Context(program, "sm_90", params))
+    pairs = (shapes["S"] // 128 + 1) // 2 * shapes["B"] * shapes["H"]
+    tiles = 2 * ((pairs + params["NSM"] - 1) // params["NSM"])  # program 0's
+    assert tiles >= 2 * 2 + 1  # twice round the 2-deep rings, and one more
