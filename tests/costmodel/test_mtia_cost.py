@@ -129,3 +129,20 @@ def test_ranks_gemm_variants_as_the_simulator_does():
     assert right / len(pairs) >= 0.8
     errors = [abs(p - s) / s for p, s in zip(predicted, simulated, strict=True)]
     assert float(np.median(errors)) < 0.2
+
+
+def test_ops_with_no_mtia_counterpart_are_one_located_warning():
+    from pathlib import Path
+
+    from costmodel import predict
+    from kir.parser import parse_file
+
+    root = Path(__file__).resolve().parents[2]
+    hopper = parse_file(root / "benchmarks/tasks/gemm/persistent.kir")
+    est = predict(hopper, "mtia-sim", shapes={"M": 1024, "N": 1024, "K": 1024})
+    (w,) = est.hints
+    assert w.rule == "cost.unsupported" and w.severity == "warning"
+    assert "`wgmma`" in w.message and "`tma.load`" in w.message and "`role`" in w.message
+    assert w.span.line == next(i for i, line in enumerate(hopper.text().splitlines(), 1) if "mbarrier(" in line)
+    mtia = parse_file(root / "benchmarks/tasks/softmax/mtia.kir")
+    assert not predict(mtia, "mtia-sim", shapes={"M": 256, "N": 1024}).hints
