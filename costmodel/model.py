@@ -28,7 +28,7 @@ from costmodel.counting import Access, CountError, Counts, Evaluator, count
 from costmodel.occupancy import SMEM_RESERVED, Occupancy, occupancy
 from costmodel.spec import Chip, chip
 from costmodel.timing import COMPUTE, RESOURCES, Raw, overlap
-from kir.diagnostics import Diagnostic, KirError, Span
+from kir.diagnostics import Diagnostic, KirError, Related, Span
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dtypes import DTYPES
@@ -560,6 +560,37 @@ def _lsu_terms(counts: Counts, totals: dict[str, float], c: Chip) -> list[Term]:
     return terms
 
 
+def off_target(program: Program, target: str, params: dict[str, int] | None) -> list[Diagnostic]:
+    """One `cost.target` warning when the program is written for another target and the
+    verifier's target rules find what this one lacks (mbarriers, TMA, wgmma, warp roles, ...):
+    the estimate leaves their work out or counts it as its nearest equivalent here."""
+    from kir.targets import spec  # noqa: PLC0415
+    from verifier import RULES, load_rules  # noqa: PLC0415
+    from verifier.engine import verify  # noqa: PLC0415
+
+    own = program.kernel.target.data
+    if spec(target).name == spec(own).name:
+        return []
+    load_rules()
+    ids = {r for r, rule in RULES.items() if rule.family == "target"}
+    found = [d for d in verify(program, target, params, rules=ids) if d.is_error and d.span is not None]
+    if not found:
+        return []
+    first, rest = found[0], found[1:]
+    more = f" (and {len(rest)} more findings of `kir check --target {target}`)" if rest else ""
+    return [
+        Diagnostic(
+            "cost.target",
+            "warning",
+            first.span,
+            f"the program is written for {own}; on {target}, {first.message}{more}. The estimate leaves "
+            "out what has no counterpart here, or counts it as its nearest equivalent",
+            first.hint,
+            tuple(Related(d.span, d.message) for d in rest[:4]),
+        )
+    ]
+
+
 class CostModel:
     """An analytic cost model with per-target correction factors (1.0 until `update`)."""
 
@@ -585,7 +616,9 @@ class CostModel:
         if chip(target).name == "mtia_sim":  # a PE's engines, port and one thread of control
             from costmodel import mtia  # noqa: PLC0415
 
-            return mtia.estimate(program, target, params, shapes, self.factors(target))
+            est = mtia.estimate(program, target, params, shapes, self.factors(target))
+            est.hints = off_target(program, target, params) + est.hints
+            return est
         regs = getattr(report, "registers", None) if report is not None else None
         smem = getattr(report, "shared_bytes", None) if report is not None else None
         spills = getattr(report, "spills", None) if report is not None else None
@@ -626,7 +659,7 @@ class CostModel:
             raw=raw,
         )
         if with_hints:
-            est.hints = hints.hints(program, est, counts, dram, c)
+            est.hints = off_target(program, target, params) + hints.hints(program, est, counts, dram, c)
         return est
 
     # ---- calibration -------------------------------------------------------------------------

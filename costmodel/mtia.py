@@ -493,52 +493,8 @@ def estimate(program: Program, target: str, params, shapes, factors: dict[str, f
         counts=counts,
         occupancy=occ,
         waves=s.per_pe,
-        hints=unsupported(program),
         resources=resources,
         uncalibrated_s=s.cycles / clk,
         target=target,
         raw=raw,
     )
-
-
-# ops with no counterpart on the chip (the mtia-sim lowering refuses them: `lower.unsupported`)
-UNSUPPORTED = {
-    ex.WgmmaOp: "wgmma",
-    ex.WgmmaWaitOp: "wgmma.wait",
-    ex.TmaLoadOp: "tma.load",
-    ex.TmaStoreOp: "tma.store",
-    ex.TmaStoreWaitOp: "tma.store_wait",
-    ex.MBarrierAllocOp: "mbarrier",
-    ex.ExpectOp: "expect",
-    ex.ArriveOp: "arrive",
-    ex.WaitOp: "wait",
-    st.RoleOp: "role",
-}
-
-
-def unsupported(program: Program) -> list:
-    """One `cost.unsupported` warning, at the first op mtia-sim has no counterpart for, with the
-    first of each other such kind as related spans: the estimate leaves their work out, so it
-    says little about the program as written."""
-    from kir.diagnostics import Diagnostic, Related  # noqa: PLC0415
-
-    seen: dict[str, Operation] = {}
-    for op in program.kernel.walk():
-        name = next((n for cls, n in UNSUPPORTED.items() if isinstance(op, cls)), None)
-        if name is not None and name not in seen:
-            seen[name] = op
-    if not seen:
-        return []
-    (first, op), *rest = sorted(seen.items(), key=lambda kv: (span_of(kv[1]) or program.span()).line)
-    kinds = ", ".join(f"`{n}`" for n in [first, *(n for n, _ in rest)])
-    return [
-        Diagnostic(
-            "cost.unsupported",
-            "warning",
-            span_of(op) or program.span(),
-            f"{kinds} have no counterpart on mtia-sim: this estimate leaves their work out (the "
-            "mtia-sim lowering refuses them)",
-            "write the program for mtia-sim: shared buffers, cp.async copies and tile ops (docs/hardware/mtia-sim.md)",
-            tuple(Related(span_of(o), f"`{n}`") for n, o in rest if span_of(o) is not None),
-        )
-    ]
