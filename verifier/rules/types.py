@@ -883,33 +883,22 @@ def _unsatisfiable_where(ctx: Context) -> list[Diagnostic]:
 
     sym = ctx.symbolic
     clauses = list(ctx.kernel.where.data)
-    if not clauses:
-        return []
     at_least_one = [sym.sym_var(n) >= 1 for n in ctx.kernel.shape_symbols]
-    solver = z3.Solver()
-    solver.set("timeout", 2000)
-    solver.add(*sym.shape_facts())
-    if solver.check() != z3.unsat:
+
+    def unsat(chosen) -> bool:
+        solver = z3.Solver()
+        solver.set("timeout", 1000)
+        solver.add(*at_least_one, *(sym.bool_sym(c.data) for c in chosen))
+        return solver.check() == z3.unsat
+
+    if not clauses or not unsat(clauses):
         return []
     # the first clause that fails on its own, else the shortest prefix that fails together
-    culprit = None
-    for i, clause in enumerate(clauses):
-        alone = z3.Solver()
-        alone.set("timeout", 1000)
-        alone.add(*at_least_one, sym.bool_sym(clause.data))
-        if alone.check() == z3.unsat:
-            culprit = [i]
-            break
-    if culprit is None:
-        for n in range(1, len(clauses) + 1):
-            prefix = z3.Solver()
-            prefix.set("timeout", 1000)
-            prefix.add(*at_least_one, *(sym.bool_sym(c.data) for c in clauses[:n]))
-            if prefix.check() == z3.unsat:
-                culprit = list(range(n))
-                break
-    text = ", ".join(str(clauses[i].data) for i in culprit or range(len(clauses)))
-    params = ", ".join(f"{k} = {v}" for k, v in sorted(ctx.params.items()) if k in text) or "these parameters"
+    culprit = next(([c] for c in clauses if unsat([c])), None)
+    culprit = culprit or next((clauses[:n] for n in range(1, len(clauses) + 1) if unsat(clauses[:n])), clauses)
+    text = ", ".join(str(c.data) for c in culprit)
+    names = set().union(*(c.data.symbols() for c in culprit))
+    params = ", ".join(f"{k} = {v}" for k, v in sorted(ctx.params.items()) if k in names) or "these parameters"
     return [
         ctx.report(
             where_span(ctx),
