@@ -398,15 +398,8 @@ def _gather_conflicts(op: tl.GatherOp, table_bytes: int) -> float:
     if _xor_swizzled(op.index):
         return 1.0
     words_per_bank = max(1.0, table_bytes / (4 * BANKS))
-    known = sorted(RANDOM_BANK_LOAD)
-    if words_per_bank >= known[-1]:
-        return RANDOM_BANK_LOAD[known[-1]]
-    hi = next(k for k in known if k >= words_per_bank)
-    lo = max(k for k in known if k <= words_per_bank)
-    if hi == lo:
-        return RANDOM_BANK_LOAD[lo]
-    t = math.log2(words_per_bank / lo) / math.log2(hi / lo)
-    return RANDOM_BANK_LOAD[lo] + t * (RANDOM_BANK_LOAD[hi] - RANDOM_BANK_LOAD[lo])
+    known = sorted(RANDOM_BANK_LOAD)  # interpolated in log2 of the words a bank holds, flat past the last
+    return float(np.interp(math.log2(words_per_bank), np.log2(known), [RANDOM_BANK_LOAD[k] for k in known]))
 
 
 def _xor_swizzled(v: SSAValue, depth: int = 6) -> bool:
@@ -421,10 +414,15 @@ def _xor_swizzled(v: SSAValue, depth: int = 6) -> bool:
 
 
 def _nested_loops(kernel: st.KernelOp) -> bool:
-    """Whether a loop holds another (at any depth)."""
-    return any(
-        isinstance(o, st.ForOp) and any(isinstance(x, st.ForOp) for x in o.body.block.walk()) for o in kernel.walk()
-    )
+    """Whether a loop sits inside another (at any depth)."""
+
+    def inside_loop(op: Operation) -> bool:
+        parent = op.parent_op()
+        while parent is not None and not isinstance(parent, st.ForOp):
+            parent = parent.parent_op()
+        return parent is not None
+
+    return any(isinstance(o, st.ForOp) and inside_loop(o) for o in kernel.walk())
 
 
 def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tuple[Counts, Evaluator]:
