@@ -270,9 +270,11 @@ class Builder:
     def unary(self, fn: str, x: SSAValue, span: Span | None = None) -> SSAValue:
         return self.make(tl.UnaryOp, fn, x, span=span).res
 
-    def load(self, mem: SSAValue, indices: Sequence[SSAValue], access: Access | None = None, *, mask=None, other=None, span=None):
+    def load(
+        self, mem: SSAValue, indices: Sequence[SSAValue], access: Access | None = None, *, mask=None, other=None, evict=None, span=None
+    ):
         access = access or Access(tuple(None for _ in indices))
-        return self.make(tl.LoadOp, mem, access, list(indices), mask, other, span=span).res
+        return self.make(tl.LoadOp, mem, access, list(indices), mask, other, evict, span=span).res
 
     def store(self, mem: SSAValue, indices: Sequence[SSAValue], value: SSAValue, access: Access | None = None, *, mask=None, span=None):
         access = access or Access(tuple(None for _ in indices))

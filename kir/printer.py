@@ -789,6 +789,8 @@ class _Printer:
                 text += f", mask = {self.sub(op, _index_of(op, op.mask), 0, dts[_index_of(op, op.mask)])}"
             if op.other is not None:
                 text += f", other = {self.sub(op, _index_of(op, op.other), 0, dts[_index_of(op, op.other)])}"
+            if op.evict is not None:
+                text += f", evict = {op.evict.data}"
             return f"load({text})", P_ATOM
         if isinstance(op, tl.StoreOp | tl.AtomicOp):
             fname = "store" if isinstance(op, tl.StoreOp) else f"atomic_{op.fn.data}"

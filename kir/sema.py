@@ -1083,13 +1083,33 @@ def _mask_other(w: _Walker, kw, mem_dtype: str, keys: tuple[str, ...]):
     return out.get("mask"), out.get("other")
 
 
+def _evict(w: _Walker, node) -> str:
+    """The policy named by `evict = first` (a word, not an expression)."""
+    if isinstance(node, Tree) and node.data == "name" and str(node.children[0]) in tl.EVICT_POLICIES:
+        return str(node.children[0])
+    w.fail(
+        "types.evict",
+        "evict is `first` or `last`",
+        node,
+        "evict = first: lines read once, evicted before others; evict = last: lines read again soon, kept",
+    )
+
+
 @_call("load")
 def _load(w: _Walker, node, pos, kw, span):
-    w.no_kwargs(node, kw, "load", ("mask", "other"))
-    w.arity(node, pos, 1, "load(a[...], mask = m, other = v)")
+    w.no_kwargs(node, kw, "load", ("mask", "other", "evict"))
+    w.arity(node, pos, 1, "load(a[...], mask = m, other = v, evict = first)")
     mem, access, idx = w.access(pos[0], "load")
+    evict = _evict(w, kw["evict"]) if "evict" in kw else None
+    if evict is not None and not isinstance(mem.type, GlobalType):
+        w.fail(
+            "types.evict",
+            "`evict` sets a cache policy, and this load reads shared memory, which is not cached",
+            kw["evict"],
+            "give `evict` to the loads of global tensors only",
+        )
     mask, other = _mask_other(w, kw, dtype_of(mem.type), ("mask", "other"))
-    return w.b.make(tl.LoadOp, mem, access, idx, mask, other, span=span)
+    return w.b.make(tl.LoadOp, mem, access, idx, mask, other, evict, span=span)
 
 
 @_call("store")

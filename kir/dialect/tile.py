@@ -16,6 +16,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     var_operand_def,
@@ -926,17 +927,24 @@ def _check_mask(mask: SSAValue | None, shape: Sequence[sx.SymExpr], what: str) -
         )
 
 
+EVICT_POLICIES = ("first", "last")
+
+
 @irdl_op_definition
 class LoadOp(IRDLOperation, MemAccess):
     """Read a tile (or a scalar) from a global tensor or a shared buffer. Lanes where the mask
-    is false are not read and take `other` (zero when absent).
+    is false are not read and take `other` (zero when absent). `evict` (global tensors only) is
+    the caches' eviction priority for the lines read: `first` for data read once (streamed),
+    `last` for data read again soon (a second pass over a row); it changes no value.
 
         x = load(x_ptr[row, cols], mask = cols < N, other = -inf)
         a = load(a_ptr[m0 : m0 + BM, k0 : k0 + BK])
+        v = load(x_ptr[row, cols], evict = last)
     """
 
     name = "kir.load"
     access = prop_def(AccessAttr)
+    evict = opt_prop_def(StringAttr)
     mem = operand_def()
     indices = var_operand_def()
     mask = opt_operand_def()
@@ -951,16 +959,33 @@ class LoadOp(IRDLOperation, MemAccess):
         indices: Sequence[SSAValue],
         mask: SSAValue | None = None,
         other: SSAValue | None = None,
+        evict: str | None = None,
     ):
         shape = access_shape(mem.type, access, indices)
+        props: dict[str, Attribute] = {"access": AccessAttr(access)}
+        if evict is not None:
+            props["evict"] = StringAttr(evict)
         super().__init__(
-            properties={"access": AccessAttr(access)},
+            properties=props,
             operands=[mem, list(indices), [mask] if mask else [], [other] if other else []],
             result_types=[value_type(dtype_of(mem.type), shape)],
         )
 
     def verify_(self) -> None:
         _check_mask(self.mask, self.shape, "load")
+        if self.evict is not None:
+            if self.evict.data not in EVICT_POLICIES:
+                raise RuleViolation(
+                    f"load: evict = {self.evict.data} is not a policy",
+                    rule="types.evict",
+                    hint="evict = first (data read once) or evict = last (data read again soon)",
+                )
+            if not isinstance(self.mem.type, GlobalType):
+                raise RuleViolation(
+                    "load: `evict` sets a cache policy, and shared memory is not cached",
+                    rule="types.evict",
+                    hint="give `evict` to the loads of global tensors only",
+                )
         if self.other is not None and dtype_of(self.other.type) != dtype_of(self.mem.type):
             raise RuleViolation(
                 f"load: `other` is {self.other.type}, the tensor holds {dtype_of(self.mem.type)}",

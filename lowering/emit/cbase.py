@@ -1411,7 +1411,7 @@ class KernelGen:
         dt = dtype_of(op.res.type)
         other = self.val(op.other).name if op.other is not None else c.zero(dt)
         if not shape:
-            ref = self.element_ref(op, op.mem, op.access.data, op.indices, [], ())
+            ref = self.evicting(op, self.element_ref(op, op.mem, op.access.data, op.indices, [], ()))
             self.load_scalar(op, ref, None if op.mask is None else self.val(op.mask).name, other)
             return
         x = self.declare(op.res, op)
@@ -1419,10 +1419,15 @@ class KernelGen:
         staged = self.begin_exchange(self.memory_operands(op), shape, x.layout, op)
         idx, _, closers = self.open_slots(x.layout, shape, op)
         mask = self.mask_at(op, shape, x.layout, idx)
-        ref = self.element_ref(op, op.mem, op.access.data, op.indices, idx, shape, x.layout)
+        ref = self.evicting(op, self.element_ref(op, op.mem, op.access.data, op.indices, idx, shape, x.layout))
         self.w.line(self.load_element(op, f"{x.name}[kir_i]", ref, mask, other), op)
         self.close(closers)
         self.end_exchange(staged, op)
+
+    def evicting(self, op: tl.LoadOp, ref: str) -> str:
+        """The read of global element `ref` under the load's `evict` policy. The policy changes
+        no value; a target without one (HIP, the MTIA simulator) reads `ref` as it is."""
+        return ref
 
     def load_scalar(self, op: tl.LoadOp, ref: str, mask: str | None, other: str) -> None:
         """Define the result of a scalar load: element `ref`, or `other` where `mask` is false."""

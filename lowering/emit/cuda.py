@@ -49,7 +49,7 @@ from kir import symexpr as sx
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
-from kir.dialect.types import ScalarType, SmemType, TileType, dtype_of, shape_of
+from kir.dialect.types import GlobalType, ScalarType, SmemType, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
 from kir.program import Program
 from lowering.emit import cbase
@@ -161,6 +161,36 @@ template <int N> KIR_DEV void kir_fence_regs(float* r) {
 #pragma unroll
     for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
 }
+// ---- cache eviction policies: load(..., evict = first | last) (sm_80) ----
+// the line's L1 eviction priority and an L2 policy covering the whole access (createpolicy)
+#define KIR_LD_EVICT(E, W, C, R)                                                                 \
+    asm volatile("{\n .reg .b64 pol;\n createpolicy.fractional.L2::evict_" E ".b64 pol, 1.0;\n"  \
+                 " ld.global.L1::evict_" E ".L2::cache_hint." W " %0, [%1], pol;\n}\n"            \
+                 : "=" C(R) : "l"(p))
+template <bool FIRST, typename T> KIR_DEV T kir_ld_evict(const T* p) {
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "a scalar element");
+    T out;
+    if constexpr (sizeof(T) == 8) {
+        unsigned long long r;
+        if (FIRST) KIR_LD_EVICT("first", "b64", "l", r); else KIR_LD_EVICT("last", "b64", "l", r);
+        __builtin_memcpy(&out, &r, 8);
+    } else if constexpr (sizeof(T) == 4) {
+        unsigned int r;
+        if (FIRST) KIR_LD_EVICT("first", "b32", "r", r); else KIR_LD_EVICT("last", "b32", "r", r);
+        __builtin_memcpy(&out, &r, 4);
+    } else if constexpr (sizeof(T) == 2) {
+        unsigned short r;
+        if (FIRST) KIR_LD_EVICT("first", "b16", "h", r); else KIR_LD_EVICT("last", "b16", "h", r);
+        __builtin_memcpy(&out, &r, 2);
+    } else {
+        unsigned int r;  // a byte is loaded into a 32-bit register
+        if (FIRST) KIR_LD_EVICT("first", "u8", "r", r); else KIR_LD_EVICT("last", "u8", "r", r);
+        unsigned char b = (unsigned char)r;
+        __builtin_memcpy(&out, &b, 1);
+    }
+    return out;
+}
+
 template <int R> KIR_DEV void kir_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(R)); }
 template <int R> KIR_DEV void kir_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(R)); }
 """
@@ -1134,6 +1164,11 @@ class CudaGen(KernelGen):
             _tma_helpers(),
             *(_wgmma_helper(*key) for key in sorted(self.wgmma_shapes)),
         ]
+
+    def evicting(self, op: tl.LoadOp, ref: str) -> str:
+        if op.evict is None or not isinstance(op.mem.type, GlobalType):
+            return ref
+        return f"kir_ld_evict<{'true' if op.evict.data == 'first' else 'false'}>(&{ref})"
 
     def extra_params(self) -> list[str]:
         return [f"const __grid_constant__ CUtensorMap {t.param}" for t in self.tma]

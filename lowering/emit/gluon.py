@@ -1486,6 +1486,8 @@ class _Lowering:
                 extra += f", other={self.operand(op.other, op, fn).text}"
             else:
                 extra += ", other=0"
+        if op.evict is not None:
+            extra += f', eviction_policy="evict_{op.evict.data}"'
         self.define(fn, op.res, _Val(f"gl.load({ptr}{extra})", "tile" if lay else "scalar"), op)
 
     def op_StoreOp(self, op: tl.StoreOp, fn: _Fn) -> None:

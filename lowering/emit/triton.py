@@ -1428,6 +1428,8 @@ class _KernelWriter:
             parts.append(f"other={self.val(op.other).text}")
         elif op.mask is not None:  # masked-off lanes read zero in KIR; Triton leaves them undefined
             parts.append("other=" + ("False" if d == "i1" else "0" if DTYPES[d].is_int else "0.0"))
+        if op.evict is not None:
+            parts.append(f'eviction_policy="evict_{op.evict.data}"')
         self.define(op, op.res, Val(f"tl.load({', '.join(parts)})", d, shape))
 
     def op_store(self, op: kt.StoreOp) -> None:

@@ -606,6 +606,36 @@ kernel stage<BM = 64, BN = 64>(x: global f32[M, N], y: out global f32[M, N])
 """,
     ),
     _ParseTimeRule(
+        "types.evict",
+        "a load's `evict` is not `first` or `last`, or is given to a load of shared memory",
+        """
+`load(x[...], evict = first)` and `evict = last` set the eviction priority of the lines a
+global load brings into L1 and L2 (`eviction_policy` in Triton and Gluon, `ld.global.L1::evict_*`
+with an L2 cache policy in CUDA C++): `first` for data read once, which should not push out
+what is read again, `last` for data read again soon, such as the first pass over a row that a
+second pass reads from cache. The policy changes no value. Shared memory is not cached, so a
+shared-buffer load takes no policy.
+""",
+        """\
+kernel scale<BLOCK = 256>(x: global f32[N], y: out global f32[N])
+  target sm_90 grid((N + BLOCK - 1) / BLOCK) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  v = load(x[offs], mask = offs < N, evict = once)  # <-
+  store(y[offs], v * 2.0, mask = offs < N)
+}
+""",
+        """\
+kernel scale<BLOCK = 256>(x: global f32[N], y: out global f32[N])
+  target sm_90 grid((N + BLOCK - 1) / BLOCK) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  v = load(x[offs], mask = offs < N, evict = first)
+  store(y[offs], v * 2.0, mask = offs < N)
+}
+""",
+    ),
+    _ParseTimeRule(
         "types.layout",
         "a register layout has the wrong number of parameters for its kind or rank",
         """
