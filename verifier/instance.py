@@ -34,7 +34,10 @@ def _shapes(ctx, rings: bool) -> dict[str, int] | None:
     sym = ctx.symbolic
     ring = max((ctx.static(i.op.res.type.size.data) or 1 for i in ctx.ops(ex.MBarrierAllocOp)), default=1)
     opt = z3.Optimize()
-    opt.set("timeout", 2000)
+    # a budget of solver steps, not of seconds: the instance must not depend on the machine's
+    # load (the persistent attention's takes ~130 thousand steps); the timeout is a backstop
+    opt.set("rlimit", 10_000_000)
+    opt.set("timeout", 20_000)
     names = kernel.shape_symbols
     variables = [sym.sym_var(n) for n in names]
     opt.add(*sym.shape_facts())
