@@ -133,6 +133,54 @@ def rmsnorm() -> dict[str, float]:
     return trial(fns)
 
 
+@triton.jit
+def rms_two_pass_k(x, w, y, N, CH: tl.constexpr, HINTS: tl.constexpr):
+    """torch.compile's rmsnorm: the sum of squares over the row in CH-wide chunks, then the row
+    read again (from L1 or L2) and written; with HINTS its eviction policies (the first pass's
+    loads `evict_last`, the second pass's `evict_first`, the weight `evict_last`)."""
+    row = tl.program_id(0)
+    acc = tl.zeros([CH], tl.float32)
+    for c in range(0, N, CH):
+        cols = c + tl.arange(0, CH)
+        if HINTS:
+            v = tl.load(x + row * N + cols, eviction_policy="evict_last").to(tl.float32)
+        else:
+            v = tl.load(x + row * N + cols).to(tl.float32)
+        acc += v * v
+    rstd = tl.rsqrt(tl.sum(acc, axis=0) / N + 1e-6)
+    for c in range(0, N, CH):
+        cols = c + tl.arange(0, CH)
+        if HINTS:
+            v = tl.load(x + row * N + cols, eviction_policy="evict_first").to(tl.float32)
+            wv = tl.load(w + cols, eviction_policy="evict_last").to(tl.float32)
+        else:
+            v = tl.load(x + row * N + cols).to(tl.float32)
+            wv = tl.load(w + cols).to(tl.float32)
+        tl.store(y + row * N + cols, (v * rstd * wv).to(tl.bfloat16))
+
+
+def rmsnorm_two_pass() -> dict[str, float]:
+    """The one-pass kernel (the suite's tuned program) beside torch.compile's two-pass shape,
+    with and without its cache hints, at several chunk widths and warps."""
+    M = N = 8192
+    x = torch.randn(M, N, device=DEV, dtype=torch.bfloat16)
+    w = torch.randn(N, device=DEV, dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+
+    def rms_ref(x, w):
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()).to(torch.bfloat16)
+
+    ref = torch.compile(rms_ref)
+    fns = {"compile": lambda: ref(x, w), "one-pass w16": lambda: rms_k[(M,)](x, w, y, N, N, 0, 0, 0, num_warps=16)}
+    for CH, W in [(1024, 4), (1024, 8), (2048, 8), (2048, 16), (4096, 8), (4096, 16)]:
+        for hints in (0, 1):
+            fns[f"two-pass {CH} w{W} hints{hints}"] = lambda CH=CH, W=W, hints=hints: rms_two_pass_k[(M,)](
+                x, w, y, N, CH, hints, num_warps=W
+            )
+    return trial(fns)
+
+
 def id_hash() -> dict[str, float]:
     N = 16 * 1024 * 1024
     x = torch.randint(-(2**62), 2**62, (N,), device=DEV, dtype=torch.int64)
@@ -154,12 +202,20 @@ def id_hash() -> dict[str, float]:
     return trial(fns)
 
 
+SECTIONS = {"silu_mul": silu_mul, "rmsnorm": rmsnorm, "id_hash": id_hash, "rmsnorm_two_pass": rmsnorm_two_pass}
+
+
 def main() -> None:
+    """Every section, or those named on the command line."""
+    import sys
+
     res = {}
-    for name, fn in (("silu_mul", silu_mul), ("rmsnorm", rmsnorm), ("id_hash", id_hash)):
+    for name in sys.argv[1:] or ["silu_mul", "rmsnorm", "id_hash"]:
+        fn = SECTIONS[name]
         res[name] = fn()
         print(name, {k: round(v, 2) for k, v in res[name].items()}, flush=True)
-    Path(OUT, "cache-hints.json").write_text(json.dumps(res, indent=1) + "\n")
+    suffix = "-".join(sys.argv[1:])
+    Path(OUT, f"cache-hints-{suffix}.json" if suffix else "cache-hints.json").write_text(json.dumps(res, indent=1) + "\n")
 
 
 if __name__ == "__main__":

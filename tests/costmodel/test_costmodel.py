@@ -491,7 +491,7 @@ def test_warps_without_a_barrier_overlap_like_blocks():
     c = chip("sm_90")
     elementwise, _ = count(_hash(8), {"N": 1 << 20, "BLOCK": 1024})
     assert _free_warps(elementwise, c) == 2  # 8 warps on 4 schedulers
-    program = parse_file(ROOT / "benchmarks/tasks/rmsnorm/tuned.kir")
+    program = parse_file(ROOT / "benchmarks/tasks/rmsnorm/one_pass.kir")
     reduction, _ = count(program, {**program.params, "M": 1024, "N": 1024})
     assert reduction.chain_syncs and _free_warps(reduction, c) == 1
 
