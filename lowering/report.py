@@ -372,8 +372,9 @@ def shared_memory_diagnostic(lowered: Lowered, needed: int, limit: int, where: s
     bytes, `where` (a block of the target, the GPU it was launched on) may have `limit`."""
     params = lowered.program.param_spans
     at = next((params[p] for p in ("S", "ST", "STAGES", "NSTAGES") if p in params), lowered.program.span())
-    buffers = lowered.options.get("smem_bytes")
-    extra = f" (the program's buffers {buffers}, the compiler's scratch the rest)" if buffers else ""
+    buffers = lowered.options.get("smem_buffers", lowered.options.get("smem_bytes"))
+    scratch = "the backend's exchange space between threads" if "smem_buffers" in lowered.options else "the compiler's scratch"
+    extra = f" (the program's buffers {buffers}, {scratch} the rest)" if buffers else ""
     return Diagnostic(
         "lower.shared-memory",
         "error",

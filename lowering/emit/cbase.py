@@ -1621,7 +1621,9 @@ class KernelGen:
         return self.scratch_max
 
     def options(self, smem_bytes: int) -> dict:
-        return {"smem_bytes": smem_bytes, "threads": self.threads}
+        # `smem_bytes`: what a launch asks for; `smem_buffers`: the program's own buffers in it
+        # (the rest is this backend's exchange space between threads and the alignment slack)
+        return {"smem_bytes": smem_bytes, "smem_buffers": self.scratch_base, "threads": self.threads}
 
     def bind_arguments(self) -> tuple[list[ArgInfo], list[str]]:
         """The tensors as typed pointers and the shape symbols as ints: (args, signature)."""

@@ -536,3 +536,21 @@ def test_explicit_attention_compiles_and_its_big_tiles_do_not_fit():
         next(ln for ln in program.source.split("\n") if ln.startswith("kernel "))
     )
     assert d.rule == "lower.shared-memory" and "232448" in d.message and d.span.line == kernel_line  # at ST
+
+
+def test_a_kernel_beyond_shared_memory_is_refused_before_it_is_built():
+    """The ping-pong attention at BN = 128 fits in a block through Gluon, but the CUDA backend
+    adds 65 KB of exchange space for its row reductions: building it for a launch is a located
+    `lower.shared-memory` error that tells the two apart, not a failed cudaFuncSetAttribute."""
+    from lowering.runtime_cuda import build
+
+    program = parse_file(ROOT / "benchmarks/tasks/causal_attention/pingpong.kir")
+    lowered = lower(program, "cuda", {"BM": 128, "BN": 128, "HD": 128, "ST": 2})
+    with pytest.raises(KirError) as err:
+        build(lowered)
+    (d,) = err.value.diagnostics
+    assert d.rule == "lower.shared-memory" and d.span.line == program.param_spans["ST"].line
+    assert "needs 263264 bytes" in d.message and "the program's buffers 196704" in d.message
+    assert "exchange space" in d.message and "232448" in d.message
+    smaller = lower(program, "cuda", {"BM": 128, "BN": 64, "HD": 128, "ST": 2})
+    assert smaller.options["smem_bytes"] <= 232448
