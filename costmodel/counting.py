@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.ir import Block, Operation, SSAValue
 
-from costmodel.vectorize import VECTOR_BYTES, divisor, pow2, reduction_shuffles, stride
+from costmodel.vectorize import VECTOR_BYTES, divisor, layout, pow2, reduction_shuffles, stride
 from kir import symexpr as sx
 from kir.diagnostics import Span
 from kir.dialect import explicit as ex
@@ -601,14 +601,18 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
                 work(op, "alu" if DTYPES[dt].is_float else "int", n * factor, dt, name, mult)
                 shape = [_static(d, env, "a tile size") for d in shape_of(op.operand.type)]
                 axis = op.axis.data if hasattr(op, "axis") else len(shape) - 1
-                shuffles, lanes, warps_on = reduction_shuffles(shape, axis, threads, DTYPES[dt].nbytes)
+                laid = _layout_bytes(op.operand)  # the element size the tile's layout was made for
+                shuffles, lanes, warps_on = reduction_shuffles(shape, axis, threads, laid)
                 # each step is a shfl and the combining op, on the MIO pipe with the loads
                 work(op, "shfl", shuffles * factor, dt, f"{name}: {lanes} lanes x {warps_on} warps on the axis", mult)
                 counts.chain_shuffles += math.ceil(math.log2(max(1, lanes))) * factor * mult
                 counts.chain_syncs += (1 if warps_on > 1 else 0) * factor * mult
                 if warps_on > 1:  # partials of each warp through shared memory and back
                     outputs = math.prod(shape) // max(1, shape[axis])
-                    counts.smem_bytes += 2 * outputs * warps_on * DTYPES[dt].nbytes * factor * mult
+                    conflicts = (
+                        1 if _from_dot(op.operand) else _partials_conflicts(shape, axis, threads, laid)
+                    )
+                    counts.smem_bytes += 2 * outputs * warps_on * DTYPES[dt].nbytes * factor * mult * conflicts
             elif isinstance(op, tl.GatherOp):
                 # the source goes through shared memory (written once, each result element read
                 # back at its index), as Triton lowers a gather across warps; one address per
@@ -641,6 +645,44 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
     counts.smem_alloc = _smem_alloc(kernel, env, counts, loads_into_dots)
     counts.registers, counts.role_regs = _registers(program, env, loads_into_dots)
     return counts, ev
+
+
+def _layout_bytes(v: SSAValue) -> int:
+    """The element size a tile's register layout was chosen for: a load's 16-byte vectors hold
+    8 bf16 values, and widening them (`cast<f32>(load(...))`) keeps 8 a thread, not 4."""
+    op = v.owner
+    while isinstance(op, tl.CastOp) and isinstance(op.operand.type, TileType):
+        op = op.operand.owner
+    src = op.mem.type if isinstance(op, tl.LoadOp) else v.type
+    return min(DTYPES[dtype_of(src)].nbytes, DTYPES[dtype_of(v.type)].nbytes)
+
+
+def _from_dot(v: SSAValue, depth: int = 8) -> bool:
+    """Whether a tile is computed elementwise from a matrix product's result: it keeps the
+    product's register layout, not the blocked layout `_partials_conflicts` describes."""
+    op = v.owner
+    if isinstance(op, tl.DotOp | ex.WgmmaOp):
+        return True
+    if depth <= 0 or not isinstance(op, tl.BinaryOp | tl.UnaryOp | tl.CastOp | tl.WhereOp | tl.CompareOp | tl.BroadcastOp):
+        return False
+    return any(isinstance(o.type, TileType) and _from_dot(o, depth - 1) for o in op.operands)
+
+
+def _partials_conflicts(shape: list[int], axis: int, threads: int, elem_bytes: int) -> int:
+    """Bank conflicts of writing and reading back the warps' partials of a reduction across
+    warps along an outer axis (a column sum: `sum(x, axis = 0)`). Triton's scratch puts the
+    warps' partials of one output next to each other (word `output * warps + warp`), and each
+    lane holds `v` neighbouring outputs (a 16-byte vector along the innermost axis): the lanes
+    that write, those along the innermost axis, are v x warps words apart and fall into
+    32 / gcd(v x warps, 32) banks (Nsight Compute, embedding_bag on 16 warps: every partial
+    store and load 32-way, 2.4 ms of a kernel whose HBM traffic takes 0.12). A reduction along
+    the innermost axis leaves one partial a lane."""
+    if not shape or axis == len(shape) - 1:
+        return 1
+    lanes, warps = layout(shape, threads, elem_bytes)
+    v = max(1, min(VECTOR_BYTES // elem_bytes, shape[-1]))
+    banks = 32 // math.gcd(v * warps[axis], 32)
+    return max(1, math.ceil(lanes[-1] / banks))
 
 
 def _vector(mem, indices, access_attr, extents, env, scattered) -> tuple[int, str, int]:

@@ -132,34 +132,33 @@ def _const(v: SSAValue) -> int | None:
     return None
 
 
-def layout(shape: list[int], threads: int, elem_bytes: int) -> list[int]:
-    """Threads along each axis of a tile in Triton's default blocked layout: 16 bytes per thread
-    on the last axis, then the lanes of a warp and the warps, innermost axis first. Threads left
-    over once the tile is covered hold replicas and are not counted."""
+def layout(shape: list[int], threads: int, elem_bytes: int) -> tuple[list[int], list[int]]:
+    """(lanes, warps) along each axis of a tile in Triton's default blocked layout: 16 bytes per
+    thread on the last axis, then the lanes of a warp and the warps, innermost axis first.
+    Threads left over once the tile is covered hold replicas and are not counted."""
     rank = len(shape)
     room = [max(1, e) for e in shape]
     if rank:
         room[-1] = max(1, room[-1] // max(1, min(VECTOR_BYTES // elem_bytes, shape[-1])))
-    out = [1] * rank
-    for group in (32, max(1, threads // 32)):
+    lanes, warps = [1] * rank, [1] * rank
+    for group, out in ((32, lanes), (max(1, threads // 32), warps)):
         left = group
         for axis in reversed(range(rank)):
             take = min(left, room[axis])
             out[axis] *= take
             room[axis] //= take
             left //= take
-    return out
+    return lanes, warps
 
 
 def reduction_shuffles(shape: list[int], axis: int, threads: int, elem_bytes: int) -> tuple[float, int, int]:
     """(warp shuffle instructions per program, lanes on the axis, warps on the axis) of
     reducing a tile of `shape` along `axis`."""
-    per_axis = layout(shape, threads, elem_bytes)
-    spanning = per_axis[axis]
-    lanes = math.gcd(spanning, 32)
-    warps_on_axis = max(1, spanning // lanes)
+    lanes_of, warps_of = layout(shape, threads, elem_bytes)
+    lanes, warps_on_axis = lanes_of[axis], warps_of[axis]
     outputs = math.prod(shape) // max(1, shape[axis])
-    holders = max(1, math.prod(per_axis) // spanning)  # threads that hold distinct outputs
+    # threads that hold distinct outputs
+    holders = max(1, math.prod(lanes_of) * math.prod(warps_of) // (lanes * warps_on_axis))
     per_thread = math.ceil(outputs / holders)
     steps = int(math.log2(lanes)) if lanes > 1 else 0
     return max(1, threads // 32) * steps * per_thread, lanes, warps_on_axis

@@ -358,6 +358,51 @@ def test_reduction_shuffles_grow_with_threads_on_the_axis():
     assert lanes_n < lanes_w and narrow < wide
     _, _, warps = reduction_shuffles([1, 4096], 1, 256, 4)
     assert warps == 8  # every warp holds part of the row: a cross-warp step through shared memory
+    # a column sum: the lanes lie along the kept axis, the warps along the summed one
+    shuffles, lanes, warps = reduction_shuffles([32, 256], 0, 512, 2)
+    assert (shuffles, lanes, warps) == (0, 1, 16)
+
+
+EMBEDDING_BAG = """\
+kernel embedding_bag<BL = 32, BD = 128>(table: global bf16[R, D], idx: global i64[NB, L], out: out global bf16[NB, D])
+  where L <= BL, D <= BD
+  target sm_90 grid(NB) warps({warps})
+{{
+  bag = program_id(0)
+  j = arange(0, BL)
+  cols = arange(0, BD)
+  rows = load(idx[bag, j], mask = j < L)
+  vals = load(table[rows[:, None], cols[None, :]], mask = (j < L)[:, None] & (cols < D)[None, :])
+  store(out[bag, cols], cast<bf16>(sum(cast<f32>(vals), axis = 0)), mask = cols < D)
+}}
+"""
+
+
+def test_a_column_sum_across_warps_pays_its_partials_bank_conflicts():
+    """Summing a bag's rows (axis 0) on 16 warps writes each warp's partials to shared memory and
+    reads them back, lanes 8 outputs x 16 warps = 128 words apart: one bank, 32-way conflicts
+    (Nsight Compute on the H200: every partial store and load 32-way; 2.4 ms against 0.13 on
+    one warp). The layout is the load's (8 bf16 a thread), not the f32 sum's."""
+    from costmodel.counting import _layout_bytes, _partials_conflicts, count
+    from kir.parser import parse
+
+    assert _partials_conflicts([32, 256], 0, 512, 2) == 32
+    assert _partials_conflicts([32, 128], 0, 512, 2) == 16
+    assert _partials_conflicts([32, 256], 1, 512, 2) == 1  # a row sum: one partial a lane
+    assert _partials_conflicts([16, 32], 0, 256, 4) == 4  # 8 writing lanes in 2 banks
+    shapes = {"R": 1 << 20, "D": 128, "NB": 65536, "L": 32}
+    times = {}
+    for warps in (1, 16):
+        program = parse(EMBEDDING_BAG.format(warps=warps))
+        reduce = next(op for op in program.kernel.walk() if op.name == "kir.reduce")
+        assert _layout_bytes(reduce.operand) == 2
+        c, _ = count(program, {**program.params, **shapes})
+        times[warps] = predict(program, "sm_90", shapes=shapes).time_s
+        if warps == 16:
+            # 128 outputs x 16 warps x f32, out and back, 16-way: the 16 lanes along a row of 128
+            # write 8 outputs x 16 warps = 128 words apart
+            assert c.smem_bytes == 2 * 128 * 16 * 4 * 16
+    assert times[16] > 3 * times[1]  # measured: about 10x (1.25 ms against 0.13 for bags of 64)
 
 
 # ---- data-dependent loops and the critical path of reductions ----------------------------------
