@@ -284,6 +284,7 @@ def analyze(
     if counts.roles >= 2:
         inflight *= max(1, stages - 1)
     lane_overlap = _phase_overlap(counts, unscaled, stages, c)
+    streams = _streams(counts, occ.blocks_per_sm, c)
     raw = Raw(
         programs=counts.programs,
         sms=c.sms,
@@ -295,7 +296,7 @@ def analyze(
         l2_bps=c.l2_bps,
         inflight_bytes=inflight,
         latency_s=c.dram_latency_s,
-        overlap=overlap(occ.blocks_per_sm * _free_warps(counts, c), stages, counts.roles) * lane_overlap,
+        overlap=overlap(streams, stages, counts.roles) * lane_overlap,
         cta_overhead_s=c.cta_overhead_s,
         launch_s=c.launch_s,
         spill_s=_spill_s(spills or 0, counts, occ, c),
@@ -448,14 +449,21 @@ def _straight_spill_s(spills: float, counts: Counts, occ: Occupancy, c: Chip) ->
     return spills * per_byte
 
 
-def _free_warps(counts: Counts, c: Chip) -> int:
-    """Independent streams per block for the memory/compute overlap: the warps on each
-    scheduler when no barrier ties them together (an elementwise program: they drift apart and
-    hide each other's phases, as blocks do), else 1 (a cross-warp reduction, shared memory or
-    warp roles put every warp of the block in step at each barrier)."""
-    if c.single_thread or counts.chain_syncs or counts.smem_bytes or counts.roles:
-        return 1
-    return max(1, counts.warps // c.schedulers)
+def _streams(counts: Counts, blocks_per_sm: int, c: Chip) -> int:
+    """Independent streams per SM for the memory/compute overlap: the resident warps on each
+    scheduler when the warps run free of each other (64 warps an SM are 16 a scheduler, in
+    blocks of 2 warps or of 8), else the resident blocks."""
+    if _free_warps(counts, c):
+        return max(1, blocks_per_sm * max(1, counts.warps) // c.schedulers)
+    return blocks_per_sm
+
+
+def _free_warps(counts: Counts, c: Chip) -> bool:
+    """Whether a block's warps run free of each other: no barrier ties them together (an
+    elementwise program: they drift apart and hide each other's phases, as blocks do). A
+    cross-warp reduction, shared memory or warp roles put every warp of the block in step at
+    each barrier."""
+    return not (c.single_thread or counts.chain_syncs or counts.smem_bytes or counts.roles)
 
 
 def _phase_overlap(counts: Counts, per_program: dict[str, float], stages: int, c: Chip) -> float:

@@ -528,17 +528,21 @@ def test_a_compute_phase_longer_than_a_memory_latency_overlaps_less():
 
 
 def test_warps_without_a_barrier_overlap_like_blocks():
-    """The warps of an elementwise block drift apart and hide each other's phases; a cross-warp
-    reduction puts them back in step at every barrier, so only blocks count."""
+    """The warps of an elementwise block drift apart and hide each other's phases, so the
+    streams are the resident warps a scheduler however they are grouped into blocks (64 warps
+    an SM: 16, in blocks of 2 warps or of 8); a cross-warp reduction puts them back in step at
+    every barrier, so only blocks count."""
     from costmodel.counting import count
-    from costmodel.model import _free_warps
+    from costmodel.model import _free_warps, _streams
 
     c = chip("sm_90")
     elementwise, _ = count(_hash(8), {"N": 1 << 20, "BLOCK": 1024})
-    assert _free_warps(elementwise, c) == 2  # 8 warps on 4 schedulers
+    assert _free_warps(elementwise, c) and _streams(elementwise, 8, c) == 16
+    pairs, _ = count(_hash(2), {"N": 1 << 20, "BLOCK": 1024})
+    assert _streams(pairs, 32, c) == 16
     program = parse_file(ROOT / "benchmarks/tasks/rmsnorm/one_pass.kir")
     reduction, _ = count(program, {**program.params, "M": 1024, "N": 1024})
-    assert reduction.chain_syncs and _free_warps(reduction, c) == 1
+    assert reduction.chain_syncs and not _free_warps(reduction, c) and _streams(reduction, 4, c) == 4
 
 
 def test_block_overhead_hides_behind_the_other_resident_blocks():
