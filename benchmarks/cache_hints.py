@@ -113,16 +113,20 @@ def silu_mul() -> dict[str, float]:
     return trial(fns)
 
 
+def rms_ref(x, w):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()).to(torch.bfloat16)
+
+
+def rms_inputs():
+    """x, w and y of the rmsnorm kernels: 8192 x 8192 bf16."""
+    x = torch.randn(8192, 8192, device=DEV, dtype=torch.bfloat16)
+    return x, torch.randn(8192, device=DEV, dtype=torch.bfloat16), torch.empty_like(x)
+
+
 def rmsnorm() -> dict[str, float]:
     M = N = 8192
-    x = torch.randn(M, N, device=DEV, dtype=torch.bfloat16)
-    w = torch.randn(N, device=DEV, dtype=torch.bfloat16)
-    y = torch.empty_like(x)
-
-    def rms_ref(x, w):
-        xf = x.float()
-        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()).to(torch.bfloat16)
-
+    x, w, y = rms_inputs()
     ref = compiled("rmsnorm", rms_ref, x, w)
     fns = {"compile": lambda: ref(x, w)}
     for W in (8, 16):
@@ -163,14 +167,7 @@ def rmsnorm_two_pass() -> dict[str, float]:
     """The one-pass kernel (the suite's tuned program) beside torch.compile's two-pass shape,
     with and without its cache hints, at several chunk widths and warps."""
     M = N = 8192
-    x = torch.randn(M, N, device=DEV, dtype=torch.bfloat16)
-    w = torch.randn(N, device=DEV, dtype=torch.bfloat16)
-    y = torch.empty_like(x)
-
-    def rms_ref(x, w):
-        xf = x.float()
-        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()).to(torch.bfloat16)
-
+    x, w, y = rms_inputs()
     ref = torch.compile(rms_ref)
     fns = {"compile": lambda: ref(x, w), "one-pass w16": lambda: rms_k[(M,)](x, w, y, N, N, 0, 0, 0, num_warps=16)}
     for CH, W in [(1024, 4), (1024, 8), (2048, 8), (2048, 16), (4096, 8), (4096, 16)]:
