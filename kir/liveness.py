@@ -55,15 +55,19 @@ _ELEMENTWISE = (tl.BinaryOp, tl.CompareOp, tl.UnaryOp, tl.WhereOp, tl.CastOp)
 
 def fused(v: SSAValue) -> bool:
     """An intermediate of an elementwise chain: made by an elementwise op and used only by
-    elementwise ops of the same block with the same shape. The compiler computes such a chain
+    elementwise ops of the same block with the same shape, or by reductions of that block. The compiler computes such a chain
     element by element (`0.5 * h * (1.0 + erf(h * c))` needs h and the result, not a tile per
     step), so the value takes no tile of registers of its own."""
     owner = v.owner
     if not isinstance(owner, _ELEMENTWISE) or not v.uses:
         return False
+    if any(u.operation.parent_block() is not owner.parent_block() for u in v.uses):
+        return False
+    # reductions alone take the chain element by element too (`sum(cast<f32>(vals))` holds the
+    # loaded bf16 tile and running sums, never the f32 tile); a value also used after a
+    # reduction (softmax's exp, divided by its sum) is held whole until then
+    if all(isinstance(u.operation, tl.ReduceOp) for u in v.uses):
+        return True
     return all(
-        isinstance(u.operation, _ELEMENTWISE)
-        and u.operation.parent_block() is owner.parent_block()
-        and u.operation.results[0].type.shape == v.type.shape
-        for u in v.uses
+        isinstance(u.operation, _ELEMENTWISE) and u.operation.results[0].type.shape == v.type.shape for u in v.uses
     )

@@ -697,3 +697,20 @@ def test_a_value_beyond_int64_is_a_located_error_not_an_internal_one():
     (d,) = err.value.diagnostics
     assert d.rule == "cost.value" and "BLOCK" in d.message
     assert "BLOCK = 9999" in text.splitlines()[d.span.line - 1]
+
+
+def test_a_chain_that_only_a_reduction_reads_takes_no_tile_of_registers():
+    """`sum(cast<f32>(vals), axis = 0)` holds the loaded bf16 tile and running sums, never the
+    f32 tile (ptxas: 68 registers on one warp for a [32, 128] bag, where holding the f32 tile
+    would take 128); softmax's exp, also divided by its sum after the reduction, is held whole."""
+    from kir.liveness import fused
+    from kir.parser import parse
+
+    bag = parse(EMBEDDING_BAG.format(warps=1))
+    cast = next(op for op in bag.kernel.walk() if op.name == "kir.cast" and op.results[0].type.shape)
+    assert fused(cast.results[0])
+    est = predict(bag, "sm_90", shapes={"R": 1 << 20, "D": 128, "NB": 65536, "L": 32})
+    assert est.counts["registers"] <= 24 + 64 + 8  # the bf16 tile, not the f32 one
+    softmax = parse_file(ROOT / "benchmarks/tasks/softmax/tuned.kir")
+    exp = next(op for op in softmax.kernel.walk() if op.name == "kir.unary" and op.fn.data == "exp")
+    assert not fused(exp.results[0])
