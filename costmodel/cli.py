@@ -62,6 +62,35 @@ def estimate_lines(program: Program, est: Estimate, chip_name: str) -> list[str]
     return lines
 
 
+# the compiler `kir cost --compile` asks for each target's registers, shared memory and spills:
+# (backend for a tile-level program, for an explicit-level one, arch)
+COMPILERS = {
+    "sm_90": ("triton", "gluon", "sm_90"),
+    "gfx942": ("triton", None, "gfx942"),
+    "gfx90a": ("hip", None, "gfx90a"),
+}
+
+
+def compile_for_cost(program: Program, target: str, params: dict[str, int], shapes: dict[str, int]):
+    """(the compile report that replaces the model's register and shared-memory estimates, or
+    None, and diagnostics: the compile's own errors, or a note where no compiler serves)."""
+    from kir.diagnostics import Diagnostic
+    from lowering.compile import compile_program
+    from lowering.emit.base import program_level
+
+    tile, explicit, arch = COMPILERS.get(target, (None, None, None))
+    backend = tile if program_level(program) == "tile" else explicit
+    if backend is None:
+        note = f"--compile: no compiler reports registers for this program on {target}; the model's estimates stand"
+        return None, [Diagnostic("cost.compile", "hint", program.span(), note)]
+    report = compile_program(program, backend, arch, params, symbols=shapes)
+    if not report.ok:
+        return None, list(report.diagnostics) or [
+            Diagnostic("lower.compile", "error", program.span(), f"the {backend} compile failed: {report.log[-300:]}")
+        ]
+    return report, [d for d in report.diagnostics if d.severity != "error"]
+
+
 def run_cost(
     program: Program,
     target: str | None,
@@ -69,7 +98,10 @@ def run_cost(
     shapes: dict[str, int],
     preset: str = "bench",
     calibration: str | None = None,
-) -> tuple[Estimate, list[str]]:
+    compile: bool = False,
+) -> tuple[Estimate | None, list[str], list]:
+    """(the estimate, its text, diagnostics of the compile when `compile` asks for one; the
+    estimate is None when the compile fails)."""
     task_params, task_shapes = task_bindings(program.file, preset)
     params = {k: v for k, v in {**task_params, **params}.items() if k in program.params}
     shapes = {**{k: v for k, v in task_shapes.items() if k not in program.params}, **shapes}
@@ -77,5 +109,12 @@ def run_cost(
     from costmodel.spec import chip
 
     target = target or program.kernel.target.data
-    est = model.predict(program, target, params, shapes)
-    return est, estimate_lines(program, est, chip(target).chip)
+    report, diags = compile_for_cost(program, target, params, shapes) if compile else (None, [])
+    if any(d.severity == "error" for d in diags):
+        return None, [], diags
+    est = model.predict(program, target, params, shapes, report=report)
+    lines = estimate_lines(program, est, chip(target).chip)
+    if report is not None:
+        lines.insert(1, f"  from the {report.backend} compile: {report.registers} regs/thread, "
+                        f"{report.shared_bytes or 0} B shared, {report.spills or 0} B spilled a thread")
+    return est, lines, diags

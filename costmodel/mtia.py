@@ -439,8 +439,7 @@ def estimate(program: Program, target: str, params, shapes, factors: dict[str, f
     seconds = s.cycles / clk * scale
     resources = {k: v * s.per_pe / clk for k, v in {**s.busy, "port": s.port_cycles, "control": s.ctrl_cycles}.items()}
     terms = [
-        Term(f"{name} at line {span_of(op).line if op is not None and span_of(op) else '?'}",
-             cyc * s.per_pe / clk, cyc, "cycles", span_of(op) if op is not None else None, "", "")
+        Term(name, cyc * s.per_pe / clk, cyc, "cycles", span_of(op) if op is not None else None, "", "")
         for name, cyc, op in s.terms[:12]
     ]  # fmt: skip
     terms.append(Term("launch", pe.launch_cycles / clk, pe.launch_cycles, "cycles", None, "", "launch"))

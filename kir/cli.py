@@ -802,6 +802,13 @@ def cost_cmd(
     preset: Annotated[str, typer.Option("--preset", help="For a task program: the preset whose shapes and parameters to use.")] = "bench",
     calibration: Annotated[str | None, typer.Option("--calibration", help="A saved calibration (CostModel.save).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the estimate and its hints as JSON.")] = False,
+    compile_first: Annotated[
+        bool,
+        typer.Option(
+            "--compile",
+            help="Compile first (Triton, or Gluon for an explicit-level program; seconds) and take the compiler's registers, shared memory and spills instead of the model's estimates.",
+        ),
+    ] = False,
 ) -> None:
     """Estimate a program's time on a chip: the bottleneck, a breakdown tied to the ops that cause
     it, and performance hints as diagnostics."""
@@ -827,7 +834,10 @@ def cost_cmd(
         if usage:
             outcome.fail(usage)
             return
-        est, lines = run_cost(program, target, overrides, symbols, preset, calibration)
+        est, lines, compiled = run_cost(program, target, overrides, symbols, preset, calibration, compile_first)
+        outcome.diagnostics += compiled
+        if est is None:
+            return
         outcome.diagnostics += est.hints
         outcome.lines += lines
         record.update(est.to_json())

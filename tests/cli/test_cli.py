@@ -576,3 +576,51 @@ def test_language_reference_programs_check_clean_and_are_canonical(tmp_path: Pat
 def test_language_reference_appendix_is_the_grammar():
     (appendix,) = _fenced(LANGUAGE_MD.read_text(), "lark")
     assert appendix == (ROOT / "kir" / "grammar.lark").read_text()
+
+
+# ---- kir cost --compile ---------------------------------------------------------------------
+
+
+def test_cost_compile_takes_the_compilers_registers():
+    """Without --compile the model estimates the unrolled two-pass rmsnorm at 48 registers (two
+    programs an SM, latency-bound); Triton gives it 30, and the estimate follows."""
+    from typer.testing import CliRunner
+
+    from kir.cli import app
+
+    path = str(ROOT / "benchmarks" / "tasks" / "rmsnorm" / "tuned.kir")
+    plain = CliRunner().invoke(app, ["cost", path, "--target", "sm_90", "--json"])
+    compiled = CliRunner().invoke(app, ["cost", path, "--target", "sm_90", "--compile", "--json"])
+    assert plain.exit_code == 0 and compiled.exit_code == 0, compiled.output
+    before, after = json.loads(plain.output)["estimate"], json.loads(compiled.output)["estimate"]
+    assert before["occupancy"]["registers"] >= 40 and after["occupancy"]["registers"] <= 32
+    assert after["time_s"] < before["time_s"]
+    text = CliRunner().invoke(app, ["cost", path, "--target", "sm_90", "--compile"]).output
+    assert "from the triton compile: 30 regs/thread" in text
+
+
+def test_cost_compile_says_where_no_compiler_serves_and_stops_at_a_compile_error(tmp_path):
+    from typer.testing import CliRunner
+
+    from kir.cli import app
+
+    path = str(ROOT / "benchmarks" / "tasks" / "rmsnorm" / "tuned.kir")
+    result = CliRunner().invoke(app, ["cost", path, "--target", "mtia-sim", "--compile"])
+    assert result.exit_code == 0 and "cost.compile" in result.output and "bound by" in result.output
+    # a 256 KB shared buffer: more than a block may have; the compile says so, and no estimate
+    big = tmp_path / "big.kir"
+    big.write_text(
+        "kernel big<BLOCK = 256>(x: global f32[N], y: out global f32[N])\n"
+        "  where N % BLOCK == 0\n"
+        "  target sm_90 grid(N / BLOCK) warps(4)\n"
+        "{\n"
+        "  buf = smem(f32[65536])\n"
+        "  n0 = program_id(0) * BLOCK\n"
+        "  store(buf[0 : BLOCK], load(x[n0 : n0 + BLOCK]))\n"
+        "  barrier()\n"
+        "  store(y[n0 : n0 + BLOCK], load(buf[0 : BLOCK]))\n"
+        "}\n"
+    )
+    result = CliRunner().invoke(app, ["cost", str(big), "--compile", "-s", "N=4096"])
+    assert result.exit_code != 0 and "bound by" not in result.output, result.output
+    assert "lower.shared-memory" in result.output and "262144" in result.output
