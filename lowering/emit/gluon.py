@@ -440,6 +440,18 @@ def _wrap(value: int, dtype: str) -> int:
     return value
 
 
+def _rows_of_vectors(buf: SSAValue) -> bool:
+    """A 2-D shared buffer without a swizzle that only loads and stores use, each through a
+    point index on its first dimension: one 1-D buffer per row."""
+    t = buf.type
+    if not isinstance(t, SmemType) or len(t.shape.data) != 2 or t.swizzle.data:
+        return False
+    uses = [u.operation for u in buf.uses]
+    return bool(uses) and all(
+        isinstance(u, tl.LoadOp | tl.StoreOp | ex.SizeofOp) and u.access.data.dims[0] is None for u in uses
+    )
+
+
 def _fold(fn: str, a: int, b: int, dtype: str) -> int:
     """KIR integer arithmetic on constants (C division, wrapping; see kir/interp/values.py)."""
     bits = DTYPES[dtype].bits
@@ -1419,6 +1431,10 @@ class _Lowering:
         t = op.res.type
         shape = self.shape(t, op)
         lay = self.smem_layout(t)
+        if _rows_of_vectors(op.res):
+            # a ring of 1-D buffers read and written by lanes only: the layout of one row (an
+            # NVMMA layout has two dimensions, and a 1-D view of it cannot be sliced)
+            lay = self.module_const("gl.SwizzledSharedLayout(1, 1, 1, [0])", name="shared_layout")
         text = f"gl.allocate_shared_memory({GL_DTYPE[t.dtype.data]}, {shape}, {lay})"
         self.define(fn, op.res, _Val(text, "smem"), op)
 

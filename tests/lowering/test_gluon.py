@@ -603,3 +603,30 @@ def test_a_launch_out_of_shared_memory_is_a_located_error():
     assert d.rule == "lower.shared-memory" and "245920" in d.message and "232448" in d.message
     stage = next(p for p in ("S", "ST", "STAGES", "NSTAGES") if p in program.param_spans)
     assert d.span == program.param_spans[stage]
+
+
+ROWS_TEXT = """\
+# A two-row shared buffer, one row written and read back through 1-D views.
+kernel rows<BLOCK = 256>(x: global f32[N], y: out global f32[N])
+  where N % BLOCK == 0
+  target sm_90 grid(N / BLOCK) warps(4)
+{
+  buf = smem(f32[2, 1024])
+  n0 = program_id(0) * BLOCK
+  store(buf[1, 0 : BLOCK], load(x[n0 : n0 + BLOCK]))
+  barrier()
+  store(y[n0 : n0 + BLOCK], load(buf[1, 0 : BLOCK]) * 2.0)
+}
+"""
+
+
+def test_a_buffer_of_rows_gets_the_layout_of_one_row():
+    """A 2-D buffer that loads and stores index by row is allocated with a 1-D layout: the
+    2-D NVMMA layout it had made `buf.index(1).slice(0, 256, dim=0)` fail to compile."""
+    lowered = lower(parse(ROWS_TEXT, file="rows.kir"), "gluon")
+    assert "gl.allocate_shared_memory(gl.float32, [2, 1024], shared_layout)" in lowered.source
+    report = compile_report(parse(ROWS_TEXT, file="rows.kir"))
+    assert report.ok, report.log
+    assert report.shared_bytes >= 8192
+    swizzled = ROWS_TEXT.replace("smem(f32[2, 1024])", "smem(f32[2, 1024], swizzle = 128)")
+    assert "NVMMASharedLayout" in lower(parse(swizzled, file="rows.kir"), "gluon").source
