@@ -115,6 +115,9 @@ def run_cost(
     est = model.predict(program, target, params, shapes, report=report)
     lines = estimate_lines(program, est, chip(target).chip)
     if report is not None:
-        lines.insert(1, f"  from the {report.backend} compile: {report.registers} regs/thread, "
-                        f"{report.shared_bytes or 0} B shared, {report.spills or 0} B spilled a thread")
+        lines.insert(
+            1,
+            f"  from the {report.backend} compile: {report.registers} regs/thread, "
+            f"{report.shared_bytes or 0} B shared, {report.spills or 0} B spilled a thread",
+        )
     return est, lines, diags

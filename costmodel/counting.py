@@ -609,9 +609,7 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
                 counts.chain_syncs += (1 if warps_on > 1 else 0) * factor * mult
                 if warps_on > 1:  # partials of each warp through shared memory and back
                     outputs = math.prod(shape) // max(1, shape[axis])
-                    conflicts = (
-                        1 if _from_dot(op.operand) else _partials_conflicts(shape, axis, threads, laid)
-                    )
+                    conflicts = 1 if _from_dot(op.operand) else _partials_conflicts(shape, axis, threads, laid)
                     counts.smem_bytes += 2 * outputs * warps_on * DTYPES[dt].nbytes * factor * mult * conflicts
             elif isinstance(op, tl.GatherOp):
                 # the source goes through shared memory (written once, each result element read
@@ -663,7 +661,9 @@ def _from_dot(v: SSAValue, depth: int = 8) -> bool:
     op = v.owner
     if isinstance(op, tl.DotOp | ex.WgmmaOp):
         return True
-    if depth <= 0 or not isinstance(op, tl.BinaryOp | tl.UnaryOp | tl.CastOp | tl.WhereOp | tl.CompareOp | tl.BroadcastOp):
+    if depth <= 0 or not isinstance(
+        op, tl.BinaryOp | tl.UnaryOp | tl.CastOp | tl.WhereOp | tl.CompareOp | tl.BroadcastOp
+    ):
         return False
     return any(isinstance(o.type, TileType) and _from_dot(o, depth - 1) for o in op.operands)
 

@@ -373,7 +373,11 @@ def shared_memory_diagnostic(lowered: Lowered, needed: int, limit: int, where: s
     params = lowered.program.param_spans
     at = next((params[p] for p in ("S", "ST", "STAGES", "NSTAGES") if p in params), lowered.program.span())
     buffers = lowered.options.get("smem_buffers", lowered.options.get("smem_bytes"))
-    scratch = "the backend's exchange space between threads" if "smem_buffers" in lowered.options else "the compiler's scratch"
+    scratch = (
+        "the backend's exchange space between threads"
+        if "smem_buffers" in lowered.options
+        else "the compiler's scratch"
+    )
     extra = f" (the program's buffers {buffers}, {scratch} the rest)" if buffers else ""
     return Diagnostic(
         "lower.shared-memory",
