@@ -1485,6 +1485,16 @@ class _Lowering:
             if not whole:
                 text += f".slice({v.text}, {n}, dim={dim})"
             dim += 1
+        indexed = sum(1 for extent in access.dims if extent is None)
+        if len(mem_shape) - indexed == 1 and len(mem_shape) >= 2 and not _rows_of_vectors(mem):
+            # the buffer's NVMMA layout has two dimensions; Gluon cannot view one of its rows
+            raise KirError(
+                _unsupported(
+                    op,
+                    "a 1-D view of a shared buffer laid out for 2-D tiles (a swizzle, a TMA copy or wgmma, or 2-D accesses elsewhere)",
+                    "read and write it as 2-D tiles, or keep a buffer of rows without a swizzle and index only its first dimension",
+                )
+            )
         return text
 
     def op_LoadOp(self, op: tl.LoadOp, fn: _Fn) -> None:
