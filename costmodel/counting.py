@@ -402,15 +402,23 @@ def _gather_conflicts(op: tl.GatherOp, table_bytes: int) -> float:
     return float(np.interp(math.log2(words_per_bank), np.log2(known), [RANDOM_BANK_LOAD[k] for k in known]))
 
 
-def _xor_swizzled(v: SSAValue, depth: int = 6) -> bool:
+def _fed_by(v: SSAValue, found, through=Operation, depth: int = 8) -> bool:
+    """Whether an op for which `found(op)` holds computes tile `v`, walking back through the
+    ops of types `through` that compute it (at most `depth` of them)."""
+    op = v.owner
+    if not isinstance(op, Operation):
+        return False
+    if found(op):
+        return True
+    if depth <= 0 or not isinstance(op, through):
+        return False
+    return any(_fed_by(x, found, through, depth - 1) for x in op.operands if isinstance(x.type, TileType))
+
+
+def _xor_swizzled(v: SSAValue) -> bool:
     """Whether an xor feeds `v` (through the ops that compute it): how a swizzle mixes an
     index's high bits into its bank bits (`at ^ (at >> 5 & 31)`)."""
-    op = v.owner
-    if depth <= 0 or not isinstance(op, Operation):
-        return False
-    if isinstance(op, tl.BinaryOp) and op.fn.data == "xor":
-        return True
-    return any(_xor_swizzled(x, depth - 1) for x in op.operands if isinstance(x.type, TileType))
+    return _fed_by(v, lambda op: isinstance(op, tl.BinaryOp) and op.fn.data == "xor", depth=6)
 
 
 def _nested_loops(kernel: st.KernelOp) -> bool:
@@ -655,17 +663,11 @@ def _layout_bytes(v: SSAValue) -> int:
     return min(DTYPES[dtype_of(src)].nbytes, DTYPES[dtype_of(v.type)].nbytes)
 
 
-def _from_dot(v: SSAValue, depth: int = 8) -> bool:
+def _from_dot(v: SSAValue) -> bool:
     """Whether a tile is computed elementwise from a matrix product's result: it keeps the
     product's register layout, not the blocked layout `_partials_conflicts` describes."""
-    op = v.owner
-    if isinstance(op, tl.DotOp | ex.WgmmaOp):
-        return True
-    if depth <= 0 or not isinstance(
-        op, tl.BinaryOp | tl.UnaryOp | tl.CastOp | tl.WhereOp | tl.CompareOp | tl.BroadcastOp
-    ):
-        return False
-    return any(isinstance(o.type, TileType) and _from_dot(o, depth - 1) for o in op.operands)
+    elementwise = tl.BinaryOp | tl.UnaryOp | tl.CastOp | tl.WhereOp | tl.CompareOp | tl.BroadcastOp
+    return _fed_by(v, lambda op: isinstance(op, tl.DotOp | ex.WgmmaOp), elementwise)
 
 
 def _partials_conflicts(shape: list[int], axis: int, threads: int, elem_bytes: int) -> int:

@@ -55,9 +55,9 @@ _ELEMENTWISE = (tl.BinaryOp, tl.CompareOp, tl.UnaryOp, tl.WhereOp, tl.CastOp)
 
 def fused(v: SSAValue) -> bool:
     """An intermediate of an elementwise chain: made by an elementwise op and used only by
-    elementwise ops of the same block with the same shape, or by reductions of that block. The compiler computes such a chain
-    element by element (`0.5 * h * (1.0 + erf(h * c))` needs h and the result, not a tile per
-    step), so the value takes no tile of registers of its own."""
+    elementwise ops of the same block with the same shape, or only by reductions of that block.
+    The compiler computes such a chain element by element (`0.5 * h * (1.0 + erf(h * c))` needs
+    h and the result, not a tile per step), so the value takes no tile of registers of its own."""
     owner = v.owner
     if not isinstance(owner, _ELEMENTWISE) or not v.uses:
         return False

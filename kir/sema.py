@@ -1100,14 +1100,7 @@ def _load(w: _Walker, node, pos, kw, span):
     w.no_kwargs(node, kw, "load", ("mask", "other", "evict"))
     w.arity(node, pos, 1, "load(a[...], mask = m, other = v, evict = first)")
     mem, access, idx = w.access(pos[0], "load")
-    evict = _evict(w, kw["evict"]) if "evict" in kw else None
-    if evict is not None and not isinstance(mem.type, GlobalType):
-        w.fail(
-            "types.evict",
-            "`evict` sets a cache policy, and this load reads shared memory, which is not cached",
-            kw["evict"],
-            "give `evict` to the loads of global tensors only",
-        )
+    evict = _evict(w, kw["evict"]) if "evict" in kw else None  # on shared memory: the op refuses it
     mask, other = _mask_other(w, kw, dtype_of(mem.type), ("mask", "other"))
     return w.b.make(tl.LoadOp, mem, access, idx, mask, other, evict, span=span)
 

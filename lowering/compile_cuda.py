@@ -141,7 +141,7 @@ def compile_lowered(
     report.diagnostics = (
         resource_warnings(lowered, report) if report.ok else error_diagnostics(lowered, report.log, report.ptx)
     )
-    if report.ok and (too_big := shared_memory_error(lowered, report, arch)) is not None:
+    if report.ok and (too_big := shared_memory_error(lowered, report.shared_bytes, arch)) is not None:
         report.ok = False
         report.diagnostics.append(too_big)
     if not sass:

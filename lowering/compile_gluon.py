@@ -188,7 +188,7 @@ def _report(lowered: Lowered, source: str, path: Path, raw: dict, arch: str) -> 
         report = CompileReport.from_json(result["report"])
         report.cached = False
         report.diagnostics = resource_warnings(lowered, report)
-        if (too_big := shared_memory_error(lowered, report, arch)) is not None:
+        if (too_big := shared_memory_error(lowered, report.shared_bytes, arch)) is not None:
             report.ok = False
             report.diagnostics.append(too_big)
         return report

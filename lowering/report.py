@@ -355,30 +355,28 @@ def compile_error(
     )
 
 
-def shared_memory_error(lowered: Lowered, report: CompileReport, arch: str) -> Diagnostic | None:
-    """A compiled kernel that asks for more shared memory than a block of `arch` may have (the
-    program's buffers plus what the backend adds: layout scratch, reduction space) cannot
-    launch: a `lower.shared-memory` error at the stage parameter (or the kernel)."""
+def shared_memory_error(lowered: Lowered, needed: int | None, arch: str) -> Diagnostic | None:
+    """A kernel that asks for more shared memory than a block of `arch` may have (the program's
+    buffers plus what the backend adds: layout scratch, exchange space) cannot launch: a
+    `lower.shared-memory` error at the stage parameter (or the kernel); None when it fits."""
     from kir.targets import spec
 
     limit = spec(arch.removesuffix("a")).max_smem_per_block  # sm_90a: sm_90 with its arch-specific instructions
-    if not report.shared_bytes or report.shared_bytes <= limit:
+    if not needed or needed <= limit:
         return None
-    return shared_memory_diagnostic(lowered, report.shared_bytes, limit, f"an {arch} block")
+    return shared_memory_diagnostic(lowered, needed, limit, f"an {arch} block")
 
 
 def shared_memory_diagnostic(lowered: Lowered, needed: int, limit: int, where: str) -> Diagnostic:
     """`lower.shared-memory` at the stage parameter (or the kernel): the kernel needs `needed`
-    bytes, `where` (a block of the target, the GPU it was launched on) may have `limit`."""
+    bytes, `where` (a block of the target, the GPU it was launched on) may have `limit`. The C
+    backends say how much of it is the program's own buffers (`smem_buffers`)."""
     params = lowered.program.param_spans
     at = next((params[p] for p in ("S", "ST", "STAGES", "NSTAGES") if p in params), lowered.program.span())
-    buffers = lowered.options.get("smem_buffers", lowered.options.get("smem_bytes"))
-    scratch = (
-        "the backend's exchange space between threads"
-        if "smem_buffers" in lowered.options
-        else "the compiler's scratch"
+    buffers = lowered.options.get("smem_buffers")
+    extra = (
+        f" (the program's buffers {buffers}, the backend's exchange space between threads the rest)" if buffers else ""
     )
-    extra = f" (the program's buffers {buffers}, {scratch} the rest)" if buffers else ""
     return Diagnostic(
         "lower.shared-memory",
         "error",

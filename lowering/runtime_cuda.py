@@ -33,7 +33,7 @@ from kir.dtypes import DTYPES
 from lowering.compile_cuda import FLAGS, SOURCE_NAME, cache_root, error_diagnostics, run_nvcc, source_key
 from lowering.emit.base import Lowered, lower
 from lowering.emit.names import CXX_RESERVED, identifier
-from lowering.report import shared_memory_diagnostic
+from lowering.report import shared_memory_error
 
 _TMA_DTYPE = {
     "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
@@ -222,12 +222,9 @@ _KEY_LOCKS: dict[str, threading.Lock] = {}
 def build(lowered: Lowered) -> CudaKernel:
     """Compile the kernel and its launcher into a shared library (cached on disk and in memory);
     raises `KirError` (`lower.compile` at the KIR op) when nvcc rejects the generated code."""
-    from kir.targets import spec  # noqa: PLC0415
-
-    limit = spec("sm_90").max_smem_per_block
-    needed = int(lowered.options.get("smem_bytes", 0))
-    if needed > limit:  # the launch would fail in cudaFuncSetAttribute: say why, at the program
-        raise KirError(shared_memory_diagnostic(lowered, needed, limit, "an sm_90a block"))
+    # a launch beyond the block's shared memory would fail in cudaFuncSetAttribute: say why
+    if (too_big := shared_memory_error(lowered, lowered.options.get("smem_bytes"), "sm_90a")) is not None:
+        raise KirError(too_big)
     source = lowered.source + "\n" + launcher_source(lowered)
     flags = (*FLAGS, "-Xcompiler", "-fPIC", "-shared")
     key = source_key(source, flags)

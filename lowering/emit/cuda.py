@@ -49,7 +49,7 @@ from kir import symexpr as sx
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
-from kir.dialect.types import GlobalType, ScalarType, SmemType, TileType, dtype_of, shape_of
+from kir.dialect.types import ScalarType, SmemType, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
 from kir.program import Program
 from lowering.emit import cbase
@@ -1166,7 +1166,7 @@ class CudaGen(KernelGen):
         ]
 
     def evicting(self, op: tl.LoadOp, ref: str) -> str:
-        if op.evict is None or not isinstance(op.mem.type, GlobalType):
+        if op.evict is None:  # the op allows a policy on global tensors only
             return ref
         return f"kir_ld_evict<{'true' if op.evict.data == 'first' else 'false'}>(&{ref})"
 

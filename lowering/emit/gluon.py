@@ -750,9 +750,13 @@ class _Lowering:
         kind = "mma" if layout.kind == "mma" else "blocked"
         return self.module_const(_layout_text(layout), numbered=f"{kind}_layout")
 
-    def smem_layout(self, t: SmemType) -> str:
+    def smem_layout(self, buf: SSAValue) -> str:
+        """A 1-D buffer, or a ring of rows that lanes read and write (`_rows_of_vectors`: the
+        layout of one row; an NVMMA layout has two dimensions, and a 1-D view of it cannot be
+        sliced), is swizzled for lanes; any other is an NVMMA layout for TMA and wgmma."""
+        t = buf.type
         bits = DTYPES[t.dtype.data].bits
-        if len(t.shape.data) < 2:
+        if len(t.shape.data) < 2 or _rows_of_vectors(buf):
             text = "gl.SwizzledSharedLayout(1, 1, 1, [0])"
             base = "shared_layout"
         else:
@@ -1430,11 +1434,7 @@ class _Lowering:
     def op_SmemAllocOp(self, op: ex.SmemAllocOp, fn: _Fn) -> None:
         t = op.res.type
         shape = self.shape(t, op)
-        lay = self.smem_layout(t)
-        if _rows_of_vectors(op.res):
-            # a ring of 1-D buffers read and written by lanes only: the layout of one row (an
-            # NVMMA layout has two dimensions, and a 1-D view of it cannot be sliced)
-            lay = self.module_const("gl.SwizzledSharedLayout(1, 1, 1, [0])", name="shared_layout")
+        lay = self.smem_layout(op.res)
         text = f"gl.allocate_shared_memory({GL_DTYPE[t.dtype.data]}, {shape}, {lay})"
         self.define(fn, op.res, _Val(text, "smem"), op)
 

@@ -80,3 +80,22 @@ kernel gemm_tma_store<BM = 64, BN = 128, BK = 64>(
   tma.store_wait(0)
 }
 """
+
+
+# Masked block loads and stores through a 1-D shared buffer: an explicit-level program of the
+# plainest kind (the Gluon backend takes it).
+SOFTSIGN_TEXT = """\
+kernel row_softsign<BN = 256>(x: global f32[M, N], y: out global f32[M, N])
+  where N <= BN
+  target sm_90 grid(M) warps(4)
+{
+  buf = smem(f32[BN])
+  row = program_id(0)
+  m = arange(0, BN) < N
+  v = load(x[row, 0 : BN], mask = m, other = 0.0)
+  store(buf[0 : BN], v)
+  barrier()
+  u = load(buf[0 : BN])
+  store(y[row, 0 : BN], u / (1.0 + abs(u)), mask = m)
+}
+"""

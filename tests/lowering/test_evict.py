@@ -15,6 +15,7 @@ from kir.parser import parse
 from kir.printer import print_program
 from lowering.emit.base import lower
 from lowering.report import find_tool
+from tests.lowering.helpers import SOFTSIGN_TEXT
 
 # The two passes of an RMSNorm over a row: the first pass's lines are read again (last), the
 # second pass's are not (first); the weight is read by every row (last).
@@ -65,21 +66,7 @@ kernel widths<BLOCK = 128>(
 """
 
 # An explicit-level program (a shared buffer): the Gluon backend takes it.
-STAGED = """\
-kernel staged<BN = 256>(x: global f32[M, N], y: out global f32[M, N])
-  where N <= BN
-  target sm_90 grid(M) warps(4)
-{
-  buf = smem(f32[BN])
-  row = program_id(0)
-  m = arange(0, BN) < N
-  v = load(x[row, 0 : BN], mask = m, other = 0.0, evict = first)
-  store(buf[0 : BN], v)
-  barrier()
-  u = load(buf[0 : BN])
-  store(y[row, 0 : BN], u / (1.0 + abs(u)), mask = m)
-}
-"""
+STAGED = SOFTSIGN_TEXT.replace("other = 0.0)", "other = 0.0, evict = first)")
 
 
 def error(text: str):

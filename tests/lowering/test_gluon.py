@@ -16,7 +16,7 @@ from kir.diagnostics import KirError
 from kir.parser import parse
 from lowering.emit.base import lower
 from lowering.emit.gluon import _fold, _mma_layout
-from tests.lowering.helpers import TMA_STORE_TEXT, check_snapshot
+from tests.lowering.helpers import SOFTSIGN_TEXT, TMA_STORE_TEXT, check_snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "gluon"
@@ -59,23 +59,6 @@ kernel ws_rows<BM = 64, BN = 64, S = 2>(
       store(y[m0 + r0 : m0 + r0 + BM / 4, j * BN : j * BN + BN], w)
     }
   }
-}
-"""
-
-SOFTSIGN_TEXT = """\
-# Masked block loads and stores through a 1-D shared buffer.
-kernel row_softsign<BN = 256>(x: global f32[M, N], y: out global f32[M, N])
-  where N <= BN
-  target sm_90 grid(M) warps(4)
-{
-  buf = smem(f32[BN])
-  row = program_id(0)
-  m = arange(0, BN) < N
-  v = load(x[row, 0 : BN], mask = m, other = 0.0)
-  store(buf[0 : BN], v)
-  barrier()
-  u = load(buf[0 : BN])
-  store(y[row, 0 : BN], u / (1.0 + abs(u)), mask = m)
 }
 """
 
