@@ -9,7 +9,7 @@ One file per concern:
 | `counting.py` | per program: bytes of each global access, shared-memory traffic, flops per unit, trip counts, registers, shared memory |
 | `occupancy.py` | blocks per SM and what limits them |
 | `model.py` | L2 reuse between the programs of a wave, the estimate and its breakdown |
-| `timing.py` | waves, tail, overlap of memory with compute, launch: the seconds |
+| `timing.py` | waves, tail, drain, overlap of memory with compute, launch: the seconds |
 | `calibration.py` | per-target correction factors fitted to measured times |
 | `hints.py` | performance hints as diagnostics (`cost.*`) |
 

@@ -302,6 +302,7 @@ def analyze(
         spill_s=_spill_s(spills or 0, counts, occ, c),
         chain_s=counts.chain_shuffles * c.shfl_latency_s + counts.chain_syncs * c.sync_latency_s,
         block_launch_s=c.block_launch_s,
+        drain_share=c.drain_share,
         extra={"stages": stages},
     )
     return raw, counts, occ, dram, c
@@ -499,7 +500,9 @@ def _bottleneck(totals: dict[str, float]) -> str:
     return main
 
 
-def _breakdown(counts: Counts, dram: list, totals: dict[str, float], c: Chip, env) -> list[Term]:
+def _breakdown(
+    counts: Counts, dram: list, totals: dict[str, float], c: Chip, env, grid_span: Span | None = None
+) -> list[Term]:
     p = counts.programs
     terms: list[Term] = []
     all_dram = sum(d for _, d, _ in dram) or 1.0
@@ -540,6 +543,9 @@ def _breakdown(counts: Counts, dram: list, totals: dict[str, float], c: Chip, en
         )
     if totals.get("tail"):
         terms.append(Term("tail wave", totals["tail"], 0, "s", None, "the last, partial wave", "waves"))
+    if totals.get("drain"):
+        note = "the last programs of the grid end staggered over about a wave"
+        terms.append(Term("drain", totals["drain"], 0, "s", grid_span, note, "waves"))
     terms.append(Term("launch", totals["launch"], 0, "s", None, "", "launch"))
     terms.sort(key=lambda t: -t.seconds)
     return terms
@@ -657,7 +663,7 @@ class CostModel:
         est = Estimate(
             time_s=seconds,
             bottleneck=bottleneck,
-            breakdown=_breakdown(counts, dram, totals, c, env),
+            breakdown=_breakdown(counts, dram, totals, c, env, program.clause_spans.get("grid") or program.span()),
             counts=summary,
             occupancy=occ,
             waves=raw.waves,

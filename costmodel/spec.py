@@ -51,6 +51,7 @@ class Chip:
     cta_overhead_s: float
     spill_bytes_per_latency: float  # bytes of spill code a thread gets through per memory latency
     block_launch_s: float = 0.0  # the block scheduler starts one block on an SM per this long
+    drain_share: float = 0.0  # of one program's lifetime, lost as the slots of a multi-wave grid empty at its end
     l1_latency_s: float = 0.0  # load-to-use of an L1 hit (local memory that stays in L1)
     l2_latency_s: float = 0.0  # load-to-use of an L2 hit
     l1_bytes: int = 0  # L1 and shared memory together, per SM
@@ -131,6 +132,7 @@ def chip(target: str) -> Chip:
         launch_s=float(cost.get("launch_us", rates.get("launch_us", 3.0))) * 1e-6,
         cta_overhead_s=float(cost.get("cta_overhead_ns", 400.0)) * 1e-9,
         block_launch_s=float(cost.get("block_launch_ns", 0.0)) * 1e-9,
+        drain_share=float(cost.get("drain_share", 0.0)),
         spill_bytes_per_latency=float(cost.get("spill_bytes_per_latency", 6.0)),
         l1_latency_s=float(cost.get("l1_latency_clk", 35)) / clock,
         l2_latency_s=float(cost.get("l2_latency_clk", 270)) / clock,

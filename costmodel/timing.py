@@ -22,7 +22,15 @@ the overlap is left (the other warps' loads hide that much of it). A block's lau
 epilogue overlap the other resident blocks, so a wave exposes 1 / (blocks per SM) of it:
 
     wave = max(memory, compute) + (1 - overlap) * min(memory, compute) + block overhead / blocks per SM
-    time = full waves x wave(C) + wave(tail programs) + launch
+    time = full waves x wave(C) + wave(tail programs) + drain + launch
+
+The block scheduler refills a slot as soon as its program ends, so after the first wave the
+resident programs are at staggered points of their lives, and a grid of several waves ends
+staggered too: its last programs finish spread over about one wave, with fewer and fewer left to
+keep the chip busy. That `drain` costs `drain_share` of a full wave (growing from none at one
+wave to all of it at two, as the refills stagger the programs): a share of a program's lifetime,
+not of its count, so the same bytes moved by fat programs (long waves) end later than by thin
+ones (silu_mul: 97 us at 3 us a wave, 99 us at 11 us).
 
 A program's chain of dependent reductions (`chain`: shuffle steps and cross-warp exchanges, each
 waiting on the one before, `costmodel/counting.py`) is a latency floor: a wave lasts at least one
@@ -87,6 +95,7 @@ class Raw:
     spill_s: float = 0.0  # per wave: each thread's spill stores and reloads, on its critical path
     chain_s: float = 0.0  # one program's chain of dependent reductions: a wave takes at least this
     block_launch_s: float = 0.0  # an SM takes in one block per this long: a wave takes at least its blocks' worth
+    drain_share: float = 0.0  # of a full wave's time, lost at the end of a grid of several waves (`drain`)
     extra: dict = field(default_factory=dict)
 
     @property
@@ -124,13 +133,13 @@ class Raw:
         return out
 
     def time(self, factors: dict[str, float] | None = None) -> tuple[float, dict[str, float]]:
-        """(seconds, seconds per resource summed over the waves, plus `tail`, `launch`, `overlap_saved`)."""
+        """(seconds, seconds per resource summed over the waves, plus `tail`, `drain`, `launch`, `overlap_saved`)."""
         factors = factors or {}
         c = max(1, self.concurrent)
         full, tail = divmod(self.programs, c)
         totals = {r: 0.0 for r in RESOURCES}
         seconds = 0.0
-        tail_s = 0.0
+        tail_s = full_s = 0.0
         latency_bound = 0.0
         for p, n in ((c, full), (tail, 1 if tail else 0)):
             if not n:
@@ -142,11 +151,22 @@ class Raw:
             latency_bound = max(latency_bound, w["dram_latency_bound"])
             if p == tail:
                 tail_s = w["wave"]
+            else:
+                full_s = w["wave"]
+        drain = self.drain(full_s)
         launch = self.launch_s * factors.get("overhead", 1.0)
-        seconds += launch
+        seconds += drain + launch
         seconds *= factors.get("scale", 1.0)
-        totals.update(tail=tail_s, launch=launch, dram_latency_bound=latency_bound)
+        totals.update(tail=tail_s, drain=drain, launch=launch, dram_latency_bound=latency_bound)
         return seconds, totals
+
+    def drain(self, wave_s: float) -> float:
+        """The end of a grid of several waves (module docstring): `drain_share` of a full wave,
+        from none at one wave to all of it at two, as the refills stagger the programs. A grid
+        of one wave starts and ends together; its wave's own time covers it."""
+        if not self.drain_share or self.programs <= self.concurrent:
+            return 0.0
+        return self.drain_share * wave_s * min(1.0, self.waves - 1)
 
 
 def overlap(blocks_per_sm: int, stages: int, roles: int) -> float:

@@ -652,6 +652,49 @@ def test_many_short_blocks_wait_on_the_block_scheduler():
     assert 65536 / 132 * large.block_launch_s < 0.7 * large.time()[0]  # half the blocks: not bound by it
 
 
+def test_a_grid_of_several_waves_drains_at_its_end():
+    from costmodel.timing import Raw
+
+    def raw(programs):
+        return Raw(
+            programs=programs, sms=132, blocks_per_sm=1, per_program_s={}, dram_bytes=1e6, l2_bytes=0.0,
+            dram_bps=132e12, l2_bps=1e15, inflight_bytes=0.0, latency_s=0.0, overlap=0.0, cta_overhead_s=0.0,
+            launch_s=0.0, drain_share=0.2,
+        )  # fmt: skip
+
+    wave = 1e-6  # 132 programs of 1 MB at 132 TB/s
+    assert raw(132).time()[0] == pytest.approx(wave)  # one wave starts and ends together
+    assert raw(198).time()[1]["drain"] == pytest.approx(0.2 * wave * 0.5)  # half staggered
+    assert raw(1320).time()[0] == pytest.approx(10.2 * wave)
+    assert raw(1320).time()[1]["drain"] == pytest.approx(0.2 * wave)
+
+
+def test_fat_programs_end_a_grid_later_than_thin_ones_moving_the_same_bytes():
+    """silu_mul over 8192 x 8192 bf16 moves 384 MiB whatever its tile. The H200 took 97.9 us with
+    [1, 4096] tiles on 16 warps (8 values a thread, 3 us a wave) and 99.1 us with [4, 2048] on 4
+    warps (64 values a thread, 11 us a wave): the grid's last programs end staggered over about one
+    program's lifetime, so the fat programs' grid drains longer. Without the drain the model
+    ordered them the other way (104.1 against 103.1 us: the thin grid's four times as many waves
+    of block overhead)."""
+    from types import SimpleNamespace
+
+    from costmodel.model import analyze
+
+    path = ROOT / "benchmarks/tasks/silu_mul/tuned.kir"
+    shapes = {"M": 8192, "N": 8192}
+    thin, *_ = analyze(_with_warps(path, 16), "sm_90", {"BM": 1, "BN": 4096}, shapes, registers=31)
+    fat, *_ = analyze(_with_warps(path, 4), "sm_90", {"BM": 4, "BN": 2048}, shapes, registers=72)
+    assert thin.waves > 3 * fat.waves  # the same bytes in more, shorter waves
+    assert fat.time()[0] > thin.time()[0]
+    assert fat.time()[1]["drain"] > 3 * thin.time()[1]["drain"]
+
+    report = SimpleNamespace(registers=72, shared_bytes=0, spills=0)
+    est = CostModel().predict(_with_warps(path, 4), "sm_90", {"BM": 4, "BN": 2048}, shapes, report, with_hints=False)
+    term = next(t for t in est.breakdown if t.name == "drain")
+    assert term.seconds == pytest.approx(fat.time()[1]["drain"])
+    assert term.span is not None and term.span.line == 20  # the grid clause
+
+
 def test_lanes_a_mask_turns_off_move_no_bytes():
     # an embedding bag gathering a BL-row tile for bags of L < BL rows: the rows past L are
     # masked off by `j < L`, so BL = 64 or 128 moves the bytes of BL = 32 (the H200 measured
