@@ -57,7 +57,7 @@ from kir.dialect import tile as tl
 from kir.dialect.types import GlobalType, SmemType, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
 from kir.interp.values import COMPARISONS
-from kir.liveness import fused, live_ranges
+from kir.liveness import fused, live_ranges, recomputed
 from kir.program import Program, span_of
 
 SECTOR = 32  # bytes: the unit of a scattered access
@@ -915,22 +915,6 @@ def _block_peak(block: Block, env, threads: int, outer: int, free: set[SSAValue]
     return best
 
 
-def _index_tiles(kernel: st.KernelOp) -> set[SSAValue]:
-    """Integer and mask tiles computed from aranges and scalars only (offsets, masks): the
-    compiler recomputes them where they are used rather than keeping them in registers."""
-    cheap: set[SSAValue] = set()
-    for op in kernel.walk():
-        if isinstance(op, tl.ArangeOp):
-            cheap.add(op.res)
-        elif isinstance(op, tl.BinaryOp | tl.CompareOp | tl.ExpandDimsOp | tl.BroadcastOp | tl.CastOp):
-            res = op.results[0]
-            if isinstance(res.type, TileType) and _is_int(res.type):
-                tiles = [v for v in op.operands if isinstance(v.type, TileType)]
-                if all(v in cheap for v in tiles):
-                    cheap.add(res)
-    return cheap
-
-
 def _registers(program: Program, env, free: set[SSAValue]) -> tuple[int, list]:
     """Registers per thread: the largest set of live tiles (values a loop uses live through it)
     spread over the threads that hold them, plus a base for addresses and counters. Roles have
@@ -938,7 +922,7 @@ def _registers(program: Program, env, free: set[SSAValue]) -> tuple[int, list]:
     kernel = program.kernel
     threads = kernel.threads
     body = kernel.body.block
-    free = free | _index_tiles(kernel)
+    free = free | recomputed(kernel)
     top = BASE_REGISTERS + _block_peak(body, env, threads, 0, free)
     roles = []
     for op in body.ops:

@@ -1,8 +1,8 @@
 """Live ranges of the values of one block, at the granularity of its ops: where each value is
 defined and the last op of the block that uses it (a use inside a nested region counts at the op
-that holds the region), and which values never exist as a whole tile (`fused`). The cost model's
-register estimate and the verifier's register rule both walk these ranges, each costing the live
-tiles in its own way."""
+that holds the region), and which values never exist as a whole tile (`fused`, `recomputed`). The
+cost model's register estimate and the verifier's register rule both walk these ranges, each
+costing the live tiles in its own way."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from dataclasses import dataclass
 
 from xdsl.ir import Block, Operation, SSAValue
 
+from kir.dialect import structure as st
 from kir.dialect import tile as tl
+from kir.dialect.types import TileType, dtype_of
+from kir.dtypes import DTYPES
 
 
 @dataclass
@@ -71,3 +74,19 @@ def fused(v: SSAValue) -> bool:
     return all(
         isinstance(u.operation, _ELEMENTWISE) and u.operation.results[0].type.shape == v.type.shape for u in v.uses
     )
+
+
+def recomputed(kernel: st.KernelOp) -> set[SSAValue]:
+    """Integer and mask tiles computed from aranges and scalars only (offsets, positions, masks):
+    the compiler recomputes them lane by lane where they are used (an address for each load it
+    issues) rather than keeping them whole in registers."""
+    cheap: set[SSAValue] = set()
+    for op in kernel.walk():
+        if isinstance(op, tl.ArangeOp):
+            cheap.add(op.res)
+        elif isinstance(op, tl.BinaryOp | tl.CompareOp | tl.ExpandDimsOp | tl.BroadcastOp | tl.CastOp):
+            res = op.results[0]
+            if isinstance(res.type, TileType) and not DTYPES[dtype_of(res.type)].is_float:
+                if all(v in cheap for v in op.operands if isinstance(v.type, TileType)):
+                    cheap.add(res)
+    return cheap

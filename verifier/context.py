@@ -14,6 +14,7 @@ from kir.diagnostics import Diagnostic, Related, Span
 from kir.dialect import structure as st
 from kir.dialect.types import Access, GlobalType, MBarrierType, ScalarType, SmemType, TileType
 from kir.dtypes import DTYPES
+from kir.liveness import recomputed
 from kir.program import Program, span_of
 from kir.targets import TargetSpec, spec
 from verifier.registry import Rule
@@ -112,6 +113,11 @@ class Context:
     @cached_property
     def order(self) -> dict[Operation, int]:
         return {info.op: i for i, info in enumerate(self.infos)}
+
+    @cached_property
+    def recomputed(self) -> set[SSAValue]:
+        """Offset and mask tiles, recomputed where they are used (`kir.liveness.recomputed`)."""
+        return recomputed(self.kernel)
 
     # ---- static sizes -------------------------------------------------------------------------
 

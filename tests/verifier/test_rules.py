@@ -129,6 +129,31 @@ def test_an_elementwise_epilogue_chain_counts_its_input_and_result_only():
     assert not h_fused(reduced)
 
 
+def test_offset_tiles_are_recomputed_where_they_are_used():
+    """conv1d/ws.kir's gather positions `pos` (i64[32, 128] over 128 threads: 64 registers if
+    held whole) come from aranges and scalars only: ptxas computes each load's address as it
+    issues it (the compiled gather role takes 88 registers without a spill), so the rule, like
+    the cost model, counts no tile for them. A float tile of that shape still counts."""
+    from kir.parser import parse
+    from verifier import verify
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "benchmarks/tasks/conv1d/ws.kir").read_text()
+
+    def register_warnings(t: str) -> list:
+        return [d for d in verify(parse(t, file="t.kir")) if d.rule == "resources.registers"]
+
+    assert not register_warnings(text)
+    # the same positions made from data (a loaded float tile) are held whole
+    held = text.replace(
+        "pos = cols[None, :] + cast<i64>(kk % KW - KW / 2)[:, None]",
+        "pos = cols[None, :] + cast<i64>(kk % KW - KW / 2)[:, None] + cast<i64>(0.0 * cast<f32>(load(x[b, ci[:, None], cols[None, :]])))",
+    )
+    assert held != text
+    (warning,) = register_warnings(held)
+    assert "`pos`" in warning.message
+
+
 def test_parameters_against_the_where_report_that_and_nothing_vacuous():
     """Checked with ST = 2, pingpong_overlap.kir's `where ST >= 3` holds for no shapes: one
     located error, not the vacuous or spurious findings of rules run under false assumptions."""

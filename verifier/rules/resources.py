@@ -352,7 +352,7 @@ def smem_limit(ctx: Context) -> Iterator[Diagnostic]:
 
 def _tile_regs(ctx: Context, v: SSAValue, threads: int) -> int:
     t = v.type
-    if not isinstance(t, TileType) or fused(v):
+    if not isinstance(t, TileType) or fused(v) or v in ctx.recomputed:
         return 0
     n = ctx.elements(ctx.static_shape(t))
     if n is None:
