@@ -133,7 +133,7 @@ def test_offset_tiles_are_recomputed_where_they_are_used():
     """conv1d/ws.kir's gather positions `pos` (i64[32, 128] over 128 threads: 64 registers if
     held whole) come from aranges and scalars only: ptxas computes each load's address as it
     issues it (the compiled gather role takes 88 registers without a spill), so the rule, like
-    the cost model, counts no tile for them. A float tile of that shape still counts."""
+    the cost model, counts no tile for them. Positions that depend on loaded data still count."""
     from kir.parser import parse
     from verifier import verify
 
@@ -144,7 +144,6 @@ def test_offset_tiles_are_recomputed_where_they_are_used():
         return [d for d in verify(parse(t, file="t.kir")) if d.rule == "resources.registers"]
 
     assert not register_warnings(text)
-    # the same positions made from data (a loaded float tile) are held whole
     held = text.replace(
         "pos = cols[None, :] + cast<i64>(kk % KW - KW / 2)[:, None]",
         "pos = cols[None, :] + cast<i64>(kk % KW - KW / 2)[:, None] + cast<i64>(0.0 * cast<f32>(load(x[b, ci[:, None], cols[None, :]])))",
