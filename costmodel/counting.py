@@ -57,7 +57,7 @@ from kir.dialect import tile as tl
 from kir.dialect.types import GlobalType, SmemType, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
 from kir.interp.values import COMPARISONS
-from kir.liveness import fused, live_ranges, recomputed
+from kir.liveness import BASE_REGISTERS, fused, live_ranges, recomputed
 from kir.program import Program, span_of
 
 SECTOR = 32  # bytes: the unit of a scattered access
@@ -883,8 +883,6 @@ def _smem_alloc(kernel: st.KernelOp, env: dict[str, int], counts: Counts, dot_lo
 
 
 # ---- registers ---------------------------------------------------------------------------------
-
-BASE_REGISTERS = 24  # addresses, indices, loop counters, masks
 
 
 def _tile_regs(v: SSAValue, env: dict[str, int], threads: int, free: set[SSAValue]) -> int:

@@ -15,6 +15,8 @@ from kir.dialect import tile as tl
 from kir.dialect.types import TileType, dtype_of
 from kir.dtypes import DTYPES
 
+BASE_REGISTERS = 16  # addresses, indices, loop counters: what a kernel holds besides its tiles
+
 
 @dataclass
 class LiveRanges:
@@ -71,9 +73,27 @@ def fused(v: SSAValue) -> bool:
     # reduction (softmax's exp, divided by its sum) is held whole until then
     if all(isinstance(u.operation, tl.ReduceOp) for u in v.uses):
         return True
-    return all(
+    if not all(
         isinstance(u.operation, _ELEMENTWISE) and u.operation.results[0].type.shape == v.type.shape for u in v.uses
-    )
+    ):
+        return False
+    # a value that feeds a reduction and is read again after it (one-pass rmsnorm's v: the sum
+    # of v * v, then v * rstd) is held whole across the reduction
+    order = {op: i for i, op in enumerate(owner.parent_block().ops)}
+    reduced = [order[r] for r in _reductions_fed(v) if r in order]
+    return not reduced or all(order[u.operation] < min(reduced) for u in v.uses)
+
+
+def _reductions_fed(v: SSAValue, depth: int = 8) -> list[Operation]:
+    """The reductions that `v` feeds directly or through elementwise ops."""
+    out: list[Operation] = []
+    for u in v.uses:
+        op = u.operation
+        if isinstance(op, tl.ReduceOp):
+            out.append(op)
+        elif depth and isinstance(op, _ELEMENTWISE):
+            out += _reductions_fed(op.results[0], depth - 1)
+    return out
 
 
 def recomputed(kernel: st.KernelOp) -> set[SSAValue]:

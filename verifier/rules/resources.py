@@ -36,7 +36,7 @@ from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.types import GlobalType, TileType
 from kir.dtypes import DTYPES
-from kir.liveness import fused, live_ranges
+from kir.liveness import BASE_REGISTERS, fused, live_ranges
 from verifier.context import Context
 from verifier.registry import rule
 from verifier.rules.target import (
@@ -53,7 +53,6 @@ from verifier.rules.target import (
     tile_threads,
 )
 
-BASE_REGISTERS = 16  # addresses, indices, loop counters: what a kernel holds besides its tiles
 MBARRIER_BYTES = 8
 
 
