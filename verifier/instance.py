@@ -33,14 +33,17 @@ def _shapes(ctx, rings: bool) -> dict[str, int] | None:
     kernel = ctx.kernel
     sym = ctx.symbolic
     ring = max((ctx.static(i.op.res.type.size.data) or 1 for i in ctx.ops(ex.MBarrierAllocOp)), default=1)
-    opt = z3.Optimize()
-    # a budget of solver steps, not of seconds: the instance must not depend on the machine's
-    # load (the persistent attention's takes ~130 thousand steps); the timeout is a backstop
+    # A context of its own, and a budget of solver steps rather than seconds: the instance must
+    # depend neither on the machine's load nor on what the process solved before (in the shared
+    # context the same search took 0.13 M steps first and 1.6 M the second time; the persistent
+    # attention's needs ~0.13 M). The timeout is a backstop.
+    z3ctx = z3.Context()
+    opt = z3.Optimize(ctx=z3ctx)
     opt.set("rlimit", 10_000_000)
     opt.set("timeout", 20_000)
     names = kernel.shape_symbols
-    variables = [sym.sym_var(n) for n in names]
-    opt.add(*sym.shape_facts())
+    variables = [sym.sym_var(n).translate(z3ctx) for n in names]
+    opt.add(*(f.translate(z3ctx) for f in sym.shape_facts()))
     for v in variables:
         opt.add(v <= 1 << 16)
     # Loops whose trip count depends only on sizes should go round each ring twice. The check
@@ -53,8 +56,8 @@ def _shapes(ctx, rings: bool) -> dict[str, int] | None:
             continue
         trips = z3.substitute(hi.expr - lo.expr, *first) if first else hi.expr - lo.expr
         if _only_sizes(trips, set(names)):
-            opt.add_soft(trips >= 2 * ring + 1)
-    opt.minimize(z3.Sum(variables) if variables else z3.IntVal(0))
+            opt.add_soft((trips >= 2 * ring + 1).translate(z3ctx))
+    opt.minimize(z3.Sum(variables) if variables else z3.IntVal(0, ctx=z3ctx))
     if opt.check() != z3.sat:
         return None
     model = opt.model()
