@@ -777,3 +777,19 @@ def test_a_value_read_again_after_the_reduction_it_feeds_is_held_whole():
     alone = parse(text.replace("cast<bf16>(v * rstd * wv)", "cast<bf16>(wv * rstd)"), "one_pass.kir")
     (v,) = [r for op in alone.kernel.walk() for r in op.results if r.name_hint == "v"]
     assert fused(v)
+
+
+def test_a_branch_counts_for_the_programs_that_take_it():
+    """conv1d/ws.kir loads its gather unmasked where `l0 > 0 & l0 + BN < L` (30 of the 32 column
+    blocks at L = 4096, BN = 128) and masked in the other two: each load counts for the
+    programs that take its branch, not both loads everywhere (the estimate had the gather's
+    traffic twice)."""
+    from costmodel.counting import count
+    from kir.parser import parse_file
+
+    program = parse_file(ROOT / "benchmarks/tasks/conv1d/ws.kir")
+    env = {"BM": 256, "BN": 128, "BK": 64, "KW": 7, "S": 4, "B": 32, "C": 256, "L": 4096}
+    counts, _ = count(program, env, sample_limit=4096)
+    inner, edge = (a for a in counts.accesses if a.tensor == "x" and a.kind == "load")
+    assert inner.span.line < edge.span.line
+    assert inner.trips / (inner.trips + edge.trips) == pytest.approx(30 / 32)
