@@ -131,6 +131,7 @@ class LoopInfo:
     stages: int
     bound_is_upper: bool  # the bound depends on data: counted at its static upper bound
     load_bytes_per_trip: float = 0.0
+    synchronous: bool = False  # pipelined, but a dot operand's loads cannot be asynchronous
 
 
 @dataclass
@@ -433,6 +434,17 @@ def _taken(op: st.IfOp, spread: Evaluator) -> float:
     return 0.5 if list(op.else_body.block.ops)[:-1] else 1.0
 
 
+def _synchronous(a: Access, dot_loads: set[SSAValue]) -> bool:
+    """A load into a matrix product that a pipelined loop cannot make asynchronous: cp.async
+    copies 4, 8 or 16 bytes a lane, so Triton leaves a dot operand read fewer than 4 bytes at a
+    time (conv1d's im2col rows, shifted by the tap: one bf16 a load) as plain loads, stores
+    them to shared memory itself and waits on the product before the next trip. The loop
+    overlaps nothing then: its stages do not count."""
+    if a.write or a.kind != "load" or not isinstance(a.op, tl.LoadOp) or a.op.res not in dot_loads:
+        return False
+    return a.vector * _dtype_bytes(a.op.mem.type) < 4
+
+
 def _nested_loops(kernel: st.KernelOp) -> bool:
     """Whether a loop sits inside another (at any depth)."""
 
@@ -663,6 +675,10 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
         info.load_bytes_per_trip = sum(
             a.bytes_per_trip for a in counts.accesses if a.in_loop is info.op and not a.write
         )
+        info.synchronous = info.stages >= 2 and any(
+            _synchronous(a, loads_into_dots) for a in counts.accesses if a.in_loop is info.op
+        )
+    counts.max_stages = max([1, *(info.stages for info in counts.loops if not info.synchronous)])
     counts.straight_load_bytes = sum(a.bytes for a in counts.accesses if a.in_loop is None and not a.write)
     counts.smem_alloc = _smem_alloc(kernel, env, counts, loads_into_dots)
     counts.registers, counts.role_regs = _registers(program, env, loads_into_dots)

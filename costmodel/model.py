@@ -278,7 +278,7 @@ def analyze(
     if counts.roles >= 2:
         stages = max(stages, _ring_stages(program, env))
     loop_inflight = [
-        info.load_bytes_per_trip * max(1, info.stages - 1 if info.stages >= 2 else 1) for info in counts.loops
+        info.load_bytes_per_trip * (1 if info.synchronous else max(1, info.stages - 1)) for info in counts.loops
     ]
     inflight = max([counts.straight_load_bytes, *loop_inflight]) if counts.accesses else 0.0
     if counts.roles >= 2:

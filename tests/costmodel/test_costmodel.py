@@ -793,3 +793,24 @@ def test_a_branch_counts_for_the_programs_that_take_it():
     inner, edge = (a for a in counts.accesses if a.tensor == "x" and a.kind == "load")
     assert inner.span.line < edge.span.line
     assert inner.trips / (inner.trips + edge.trips) == pytest.approx(30 / 32)
+
+
+def test_a_pipelined_loop_with_a_dot_operand_read_two_bytes_at_a_time_overlaps_nothing():
+    """conv1d/tuned.kir pipelines its loop, but its im2col rows are shifted by the tap, so the x
+    tile is read one bf16 a load: cp.async moves 4, 8 or 16 bytes a lane, and Triton 3.6 leaves
+    those loads synchronous (its SASS: scalar LDGs, STS.U16 to shared memory, a barrier, the
+    wgmmas, then `WARPGROUP.DEPBAR.LE gsb0, 0x0` before the next trip). The weight's 16-byte rows
+    still go by cp.async. The loop's stages overlap nothing; gemm's tuned loop keeps its."""
+    from costmodel.counting import count
+    from kir.parser import parse_file
+
+    conv = parse_file(ROOT / "benchmarks/tasks/conv1d/tuned.kir")
+    counts, _ = count(conv, {"BM": 256, "BN": 128, "BK": 64, "KW": 7, "S": 2, "B": 32, "C": 256, "L": 4096})
+    (loop,) = counts.loops
+    assert loop.stages == 2 and loop.synchronous and counts.max_stages == 1
+    assert counts.smem_alloc >= 2 * (256 * 64 + 64 * 128) * 2  # the ring is still allocated
+
+    gemm = parse_file(ROOT / "benchmarks/tasks/gemm/tuned.kir")
+    params = {"BM": 128, "BN": 256, "BK": 64, "GM": 8, "S": 3}  # its bench parameters
+    counts, _ = count(gemm, {**params, "M": 4096, "N": 4096, "K": 4096})
+    assert not any(info.synchronous for info in counts.loops) and counts.max_stages >= 2
