@@ -131,7 +131,7 @@ class LoopInfo:
     stages: int
     bound_is_upper: bool  # the bound depends on data: counted at its static upper bound
     load_bytes_per_trip: float = 0.0
-    synchronous: bool = False  # pipelined, but a dot operand's loads cannot be asynchronous
+    synchronous: Access | None = None  # pipelined, but this load into a dot cannot be asynchronous
 
 
 @dataclass
@@ -675,9 +675,10 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
         info.load_bytes_per_trip = sum(
             a.bytes_per_trip for a in counts.accesses if a.in_loop is info.op and not a.write
         )
-        info.synchronous = info.stages >= 2 and any(
-            _synchronous(a, loads_into_dots) for a in counts.accesses if a.in_loop is info.op
-        )
+        if info.stages >= 2:
+            info.synchronous = next(
+                (a for a in counts.accesses if a.in_loop is info.op and _synchronous(a, loads_into_dots)), None
+            )
     counts.max_stages = max([1, *(info.stages for info in counts.loops if not info.synchronous)])
     counts.straight_load_bytes = sum(a.bytes for a in counts.accesses if a.in_loop is None and not a.write)
     counts.smem_alloc = _smem_alloc(kernel, env, counts, loads_into_dots)

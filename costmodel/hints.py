@@ -7,6 +7,7 @@
 | `cost.spills` | the live tiles need more registers than a thread can have |
 | `cost.tail` | the last, partial wave costs a noticeable share of the time |
 | `cost.stages` | a memory-bound loop with loads and fewer than 3 pipeline stages |
+| `cost.synchronous` | a pipelined loop whose matrix-product operand is loaded fewer than 4 bytes a lane at a time: its stages overlap nothing |
 | `cost.latency` | DRAM bandwidth limited by too few bytes in flight per SM |
 | `cost.scattered` | a gather with data-dependent innermost index dominates the traffic |
 | `cost.vector` | a load or store Triton cannot vectorize (unaligned start, strided innermost dimension) with a noticeable share of the LSU time |
@@ -130,8 +131,26 @@ def hints(program: Program, est, counts, dram, chip) -> list[Diagnostic]:
             )
         )
 
+    for info in counts.loops:
+        a = info.synchronous
+        if a is None:
+            continue
+        out.append(
+            _diag(
+                "cost.synchronous",
+                a.span,
+                f"`pipeline(stages = {info.stages})` overlaps nothing here: this load of `{a.tensor}` feeds the "
+                f"matrix product {a.vector} element(s) a lane at a time, under the 4 bytes cp.async copies, so "
+                "it is loaded synchronously and every trip waits for the product",
+                "load rows that start 4-byte aligned (whole vectors), or gather in a producer role that "
+                "fills a shared ring while the product runs (benchmarks/tasks/conv1d/ws.kir)",
+            )
+        )
+
     if memory_bound:
         for info in counts.loops:
+            if info.synchronous:
+                continue  # more stages would not overlap it either: cost.synchronous
             if info.load_bytes_per_trip and info.stages < 3 and info.trips >= 4 and counts.roles < 2:
                 out.append(
                     _diag(

@@ -809,6 +809,11 @@ def test_a_pipelined_loop_with_a_dot_operand_read_two_bytes_at_a_time_overlaps_n
     (loop,) = counts.loops
     assert loop.stages == 2 and loop.synchronous and counts.max_stages == 1
     assert counts.smem_alloc >= 2 * (256 * 64 + 64 * 128) * 2  # the ring is still allocated
+    shapes = {"B": 32, "C": 256, "L": 4096}
+    est = CostModel().predict(conv, "sm_90", shapes=shapes)
+    (hint,) = [d for d in est.hints if d.rule == "cost.synchronous"]
+    assert hint.span.line == loop.synchronous.span.line and "`x`" in hint.message
+    assert not [d for d in est.hints if d.rule == "cost.stages"]  # more stages would not help
 
     gemm = parse_file(ROOT / "benchmarks/tasks/gemm/tuned.kir")
     params = {"BM": 128, "BN": 256, "BK": 64, "GM": 8, "S": 3}  # its bench parameters
