@@ -131,7 +131,8 @@ class LoopInfo:
     stages: int
     bound_is_upper: bool  # the bound depends on data: counted at its static upper bound
     load_bytes_per_trip: float = 0.0
-    synchronous: Access | None = None  # pipelined, but this load into a dot cannot be asynchronous
+    # pipelined, but this load into a dot is narrower than cp.async copies (NVIDIA: synchronous)
+    synchronous: Access | None = None
 
 
 @dataclass
@@ -435,11 +436,12 @@ def _taken(op: st.IfOp, spread: Evaluator) -> float:
 
 
 def _synchronous(a: Access, dot_loads: set[SSAValue]) -> bool:
-    """A load into a matrix product that a pipelined loop cannot make asynchronous: cp.async
-    copies 4, 8 or 16 bytes a lane, so Triton leaves a dot operand read fewer than 4 bytes at a
-    time (conv1d's im2col rows, shifted by the tap: one bf16 a load) as plain loads, stores
-    them to shared memory itself and waits on the product before the next trip. The loop
-    overlaps nothing then: its stages do not count."""
+    """A load into a matrix product that a pipelined loop cannot make asynchronous on NVIDIA:
+    cp.async copies 4, 8 or 16 bytes a lane, so Triton leaves a dot operand read fewer than 4
+    bytes at a time (conv1d's im2col rows, shifted by the tap: one bf16 a load) as plain
+    loads, stores them to shared memory itself and waits on the product before the next trip.
+    The loop overlaps nothing then: its stages do not count (`costmodel/model.py`). AMD's
+    pipeliner prefetches plain loads into registers, whatever their width."""
     if a.write or a.kind != "load" or not isinstance(a.op, tl.LoadOp) or a.op.res not in dot_loads:
         return False
     return a.vector * _dtype_bytes(a.op.mem.type) < 4
@@ -679,7 +681,6 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
             info.synchronous = next(
                 (a for a in counts.accesses if a.in_loop is info.op and _synchronous(a, loads_into_dots)), None
             )
-    counts.max_stages = max([1, *(info.stages for info in counts.loops if not info.synchronous)])
     counts.straight_load_bytes = sum(a.bytes for a in counts.accesses if a.in_loop is None and not a.write)
     counts.smem_alloc = _smem_alloc(kernel, env, counts, loads_into_dots)
     counts.registers, counts.role_regs = _registers(program, env, loads_into_dots)

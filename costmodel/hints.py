@@ -133,7 +133,7 @@ def hints(program: Program, est, counts, dram, chip) -> list[Diagnostic]:
 
     for info in counts.loops:
         a = info.synchronous
-        if a is None:
+        if a is None or chip.vendor != "nvidia":
             continue
         out.append(
             _diag(
@@ -149,7 +149,7 @@ def hints(program: Program, est, counts, dram, chip) -> list[Diagnostic]:
 
     if memory_bound:
         for info in counts.loops:
-            if info.synchronous:
+            if info.synchronous and chip.vendor == "nvidia":
                 continue  # more stages would not overlap it either: cost.synchronous
             if info.load_bytes_per_trip and info.stages < 3 and info.trips >= 4 and counts.roles < 2:
                 out.append(

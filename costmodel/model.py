@@ -274,11 +274,11 @@ def analyze(
     if not c.single_thread and resident < c.latency_warps:
         for r in ("alu", "int", "sfu"):
             per_program[r] *= c.latency_warps / resident
-    stages = counts.max_stages
+    stages = max([1, *(info.stages for info in counts.loops if not _synchronous(info, c))])
     if counts.roles >= 2:
         stages = max(stages, _ring_stages(program, env))
     loop_inflight = [
-        info.load_bytes_per_trip * (1 if info.synchronous else max(1, info.stages - 1)) for info in counts.loops
+        info.load_bytes_per_trip * (1 if _synchronous(info, c) else max(1, info.stages - 1)) for info in counts.loops
     ]
     inflight = max([counts.straight_load_bytes, *loop_inflight]) if counts.accesses else 0.0
     if counts.roles >= 2:
@@ -465,6 +465,11 @@ def _free_warps(counts: Counts, c: Chip) -> bool:
     cross-warp reduction, shared memory or warp roles put every warp of the block in step at
     each barrier."""
     return not (c.single_thread or counts.chain_syncs or counts.smem_bytes or counts.roles)
+
+
+def _synchronous(info, c: Chip) -> bool:
+    """A pipelined loop that overlaps nothing on this chip (`costmodel.counting._synchronous`)."""
+    return info.synchronous is not None and c.vendor == "nvidia"
 
 
 def _phase_overlap(counts: Counts, per_program: dict[str, float], stages: int, c: Chip) -> float:
