@@ -447,6 +447,12 @@ def _synchronous(a: Access, dot_loads: set[SSAValue]) -> bool:
     return a.vector * _dtype_bytes(a.op.mem.type) < 4
 
 
+def synchronous_on(info: LoopInfo, vendor: str) -> bool:
+    """Whether a pipelined loop overlaps nothing on a chip of `vendor` (`_synchronous`: checked
+    in NVIDIA's SASS only)."""
+    return info.synchronous is not None and vendor == "nvidia"
+
+
 def _nested_loops(kernel: st.KernelOp) -> bool:
     """Whether a loop sits inside another (at any depth)."""
 

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from costmodel.counting import synchronous_on
 from kir.diagnostics import Diagnostic, Span
 from kir.program import Program
 
@@ -132,9 +133,9 @@ def hints(program: Program, est, counts, dram, chip) -> list[Diagnostic]:
         )
 
     for info in counts.loops:
-        a = info.synchronous
-        if a is None or chip.vendor != "nvidia":
+        if not synchronous_on(info, chip.vendor):
             continue
+        a = info.synchronous
         out.append(
             _diag(
                 "cost.synchronous",
@@ -149,7 +150,7 @@ def hints(program: Program, est, counts, dram, chip) -> list[Diagnostic]:
 
     if memory_bound:
         for info in counts.loops:
-            if info.synchronous and chip.vendor == "nvidia":
+            if synchronous_on(info, chip.vendor):
                 continue  # more stages would not overlap it either: cost.synchronous
             if info.load_bytes_per_trip and info.stages < 3 and info.trips >= 4 and counts.roles < 2:
                 out.append(

@@ -24,7 +24,7 @@ import numpy as np
 from xdsl.ir import Operation
 
 from costmodel import calibration, hints
-from costmodel.counting import Access, CountError, Counts, Evaluator, count
+from costmodel.counting import Access, CountError, Counts, Evaluator, count, synchronous_on
 from costmodel.occupancy import SMEM_RESERVED, Occupancy, occupancy
 from costmodel.spec import Chip, chip
 from costmodel.timing import COMPUTE, RESOURCES, Raw, overlap
@@ -274,11 +274,12 @@ def analyze(
     if not c.single_thread and resident < c.latency_warps:
         for r in ("alu", "int", "sfu"):
             per_program[r] *= c.latency_warps / resident
-    stages = max([1, *(info.stages for info in counts.loops if not _synchronous(info, c))])
+    stages = max([1, *(info.stages for info in counts.loops if not synchronous_on(info, c.vendor))])
     if counts.roles >= 2:
         stages = max(stages, _ring_stages(program, env))
     loop_inflight = [
-        info.load_bytes_per_trip * (1 if _synchronous(info, c) else max(1, info.stages - 1)) for info in counts.loops
+        info.load_bytes_per_trip * (1 if synchronous_on(info, c.vendor) else max(1, info.stages - 1))
+        for info in counts.loops
     ]
     inflight = max([counts.straight_load_bytes, *loop_inflight]) if counts.accesses else 0.0
     if counts.roles >= 2:
@@ -465,11 +466,6 @@ def _free_warps(counts: Counts, c: Chip) -> bool:
     cross-warp reduction, shared memory or warp roles put every warp of the block in step at
     each barrier."""
     return not (c.single_thread or counts.chain_syncs or counts.smem_bytes or counts.roles)
-
-
-def _synchronous(info, c: Chip) -> bool:
-    """A pipelined loop that overlaps nothing on this chip (`costmodel.counting._synchronous`)."""
-    return info.synchronous is not None and c.vendor == "nvidia"
 
 
 def _phase_overlap(counts: Counts, per_program: dict[str, float], stages: int, c: Chip) -> float:

@@ -79,8 +79,11 @@ def fused(v: SSAValue) -> bool:
         return False
     # a value that feeds a reduction and is read again after it (one-pass rmsnorm's v: the sum
     # of v * v, then v * rstd) is held whole across the reduction
+    reductions = _reductions_fed(v)
+    if not reductions:
+        return True
     order = {op: i for i, op in enumerate(owner.parent_block().ops)}
-    reduced = [order[r] for r in _reductions_fed(v) if r in order]
+    reduced = [order[r] for r in reductions if r in order]
     return not reduced or all(order[u.operation] < min(reduced) for u in v.uses)
 
 

@@ -3,8 +3,8 @@ it, with prefetches of the input rows of gather step k + D added at the top of t
 (`prefetch.global.L2` or `.L1`, through `gl.inline_asm_elementwise`, three 128-byte lines a row),
 timed against the unpatched kernel and PyTorch's F.conv1d (cuDNN) side by side:
 
-    python3 benchmarks/ablations/conv1d_prefetch_probe.py compile    # every variant, no GPU
-    python3 benchmarks/ablations/conv1d_prefetch_probe.py time OUT   # on the GPU: OUT/prefetch.json
+    python3 benchmarks/conv1d_prefetch_probe.py compile    # every variant, no GPU
+    python3 benchmarks/conv1d_prefetch_probe.py time OUT   # on the GPU: OUT/prefetch.json
 
 KIR has no prefetch op; this edits the generated source to learn whether one would pay.
 """
@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 PARAMS = {"BM": 256, "BN": 128, "BK": 64, "KW": 7, "S": 4}
