@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from kir.dtypes import DTYPES
 from kir.interp import values as V
+from tests.budget import examples
 
 BF16 = ml_dtypes.bfloat16
 bf16, f16, f32, f64 = (DTYPES[n] for n in ("bf16", "f16", "f32", "f64"))
@@ -171,7 +172,7 @@ def test_poison_values():
     assert int(V.poison(i32)) == -(2**31) and int(V.poison(u8)) == 255
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.integers(-(2**31), 2**31 - 1),
     st.integers(-(2**31), 2**31 - 1).filter(lambda v: v != 0),
@@ -186,7 +187,7 @@ def test_c_division_identity_holds_for_every_i32(a, b):
     assert int(r[0]) == 0 or (int(r[0]) < 0) == (a < 0)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.floats(allow_nan=False, width=64))
 def test_f64_to_bf16_matches_exact_rounding(x):
     got = float(V.cast(np.array([x]), f64, bf16)[0])

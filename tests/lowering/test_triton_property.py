@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from kir.interp import run
 from kir.parser import parse
 from lowering.runtime_triton import run_triton
+from tests.budget import examples
 
 INTERPRET = os.environ.get("KIR_TRITON_DEVICE", "interpreter") != "cuda"  # `cuda`: run on the GPU
 FLOATS = ("f32", "bf16", "f16")
@@ -189,7 +190,7 @@ kernel reduction<BM = {bm}, BN = {bn}>(a: global {dt}[M, N], g: global f32[M, N]
     return text, inputs, inexact
 
 
-@settings(max_examples=80, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.randoms(use_true_random=False), st.sampled_from([elementwise, reduction]))
 def test_random_programs_agree_with_the_interpreter(r: random.Random, kind):
     text, inputs, inexact = kind(r)

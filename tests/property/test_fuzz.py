@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from kir.diagnostics import SEVERITIES, KirError
 from kir.parser import parse
+from tests.budget import examples
 from tests.property.test_roundtrip import check_round_trip
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.kir"))
@@ -211,7 +212,7 @@ def check_parse_outcome(text: str) -> None:
     check_round_trip(program)
 
 
-@settings(max_examples=2000, **SETTINGS)
+@settings(max_examples=examples(2000), **SETTINGS)
 @given(mutated_examples())
 def test_mutated_examples_parse_or_fail_cleanly(text: str) -> None:
     note(f"input: {text!r}")

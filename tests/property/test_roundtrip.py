@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from kir.diagnostics import KirError
 from kir.parser import parse
 from kir.program import Program, same_ir
+from tests.budget import examples
 from tests.property.buildgen import BuilderGen
 from tests.property.kirgen import ByteChoices, ProgramGen
 
@@ -84,14 +85,14 @@ def check_round_trip(p1: Program, original: str | None = None) -> None:
         assert comment_texts(t2) == comment_texts(original), "comments were lost or changed"
 
 
-@settings(max_examples=1100, **SETTINGS)
+@settings(max_examples=examples(1100), **SETTINGS)
 @given(kir_texts())
 def test_random_program_text_round_trips(text: str) -> None:
     note(f"generated text:\n{text}")
     check_round_trip(parse(text), original=text)
 
 
-@settings(max_examples=500, **SETTINGS)
+@settings(max_examples=examples(500), **SETTINGS)
 @given(choice_bytes())
 def test_builder_program_round_trips(choices: bytes) -> None:
     program = BuilderGen(ByteChoices(choices), max_ops=30).program()
