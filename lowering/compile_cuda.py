@@ -17,13 +17,14 @@ op that produced the line (nvcc's `file(line)`; a ptxas error is traced back thr
 kernel, as is a wgmma that ptxas had to serialize or a setmaxnreg it ignored.
 
 Results are cached on disk by the hash of the source, the flags and the nvcc version
-(`$KIR_CACHE_DIR`, default `~/.cache/kir`), so a test suite compiles each kernel once.
+(`$KIR_CACHE_DIR`, default `~/.cache/kir`), so a test suite compiles each kernel once. A compile
+error is cached (it is nvcc's answer); a report whose tools failed is not
+(`lowering.report.tool_failure`: nvcc missing, timed out or killed, no cubin, cuobjdump failing).
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import tempfile
 import time
@@ -38,9 +39,12 @@ from lowering.report import (
     code_version,
     compile_cached,
     compile_error,
+    copy_atomic,
+    exit_failure,
     find_tool,
     hash_key,
     new_report,
+    note_tool_failure,
     read_nvidia_texts,
     read_ptxas,
     resource_warnings,
@@ -136,7 +140,7 @@ def compile_lowered(
     flags = (*FLAGS, *extra_flags)
     folder = cache_root() / source_key(lowered.source, (*flags, code_version(__file__)))
     report = compile_cached(
-        folder, lambda: _compile(lowered, flags, folder), tool="nvcc", start=start, use_cache=use_cache
+        folder / "report.json", lambda: _compile(lowered, flags, folder), start=start, use_cache=use_cache
     )
     report.diagnostics = (
         resource_warnings(lowered, report) if report.ok else error_diagnostics(lowered, report.log, report.ptx)
@@ -157,12 +161,18 @@ def _compile(lowered: Lowered, flags: tuple[str, ...], folder: Path) -> CompileR
         rc, report.log = run_nvcc(
             [*flags, "-cubin", "-keep", "-keep-dir", str(work), "-o", "kernel.cubin", SOURCE_NAME], work
         )
+        if (why := exit_failure("nvcc", rc, report.log)) is not None:
+            note_tool_failure(report, why)
         report.ok = rc == 0
         ptx_files = list(work.glob("*.ptx"))
         report.ptx = ptx_files[0].read_text() if ptx_files else None
         if not report.ok:
             return report
-        shutil.copy(work / "kernel.cubin", folder / "kernel.cubin")
+        if not (work / "kernel.cubin").exists():
+            note_tool_failure(report, "nvcc succeeded but wrote no cubin")
+            report.ok = False
+            return report
+        copy_atomic(work / "kernel.cubin", folder / "kernel.cubin")
     report.binary = str(folder / "kernel.cubin")
     read_ptxas(report.log, report)
     report.dynamic_shared_bytes = int(lowered.options.get("smem_bytes", 0))

@@ -37,13 +37,20 @@ from pathlib import Path
 from lowering.emit.base import Lowered
 from lowering.report import (
     CompileReport,
+    CorruptEntry,
     cache_dir,
     code_version,
     compile_error,
+    note_tool_failure,
     ptxas_failure,
+    read_entry,
+    report_data,
+    report_files,
+    report_from_data,
     resource_warnings,
     shared_memory_error,
-    write_atomic,
+    write_entry,
+    write_if_changed,
 )
 
 ARCH = "sm_90"
@@ -71,10 +78,7 @@ def signature(lowered: Lowered) -> dict[str, str]:
 def write_module(source: str) -> Path:
     """Write generated source to a file named by its hash."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:20]
-    path = cache_dir("gluon") / "src" / f"kir_gluon_{digest}.py"
-    if not path.exists() or path.read_text() != source:
-        write_atomic(path, source)
-    return path
+    return write_if_changed(cache_dir("gluon") / "src" / f"kir_gluon_{digest}.py", source)
 
 
 def load_module(source: str | Path):
@@ -131,19 +135,38 @@ def compile_lowered(
     entry = cache_dir("gluon") / "reports" / f"{key}.json"
     path = write_module(source)
     start = time.monotonic()
-    cached = use_cache and entry.exists()
-    if cached:
-        # The compiler's raw answer is cached, never diagnostics: their spans belong to the
-        # program being lowered now.
-        raw = json.loads(entry.read_text())
-    else:
+    # The compiler's raw answer is cached, never diagnostics: their spans belong to the program
+    # being lowered now.
+    raw = read_entry(entry, _parse_raw) if use_cache else None
+    cached = raw is not None
+    if raw is None:
         raw = _run_child(lowered, path, key, arch, timeout)
-        if use_cache and raw["code"] is not None:  # a timeout may pass another time
-            write_atomic(entry, json.dumps(raw))
     report = _report(lowered, source, path, raw, arch)
+    if use_cache and not cached:
+        write_entry(entry, raw, report)  # unless its tools failed: a timeout or a crash may pass
     report.cached = cached
     report.seconds = time.monotonic() - start
     return report
+
+
+def _parse_raw(data) -> tuple[dict, list[str]]:
+    """A cached raw answer of the child (`_run_child`), checked, and the files it names;
+    `CorruptEntry` when it is of another shape, or an answer that is never cached (the child's
+    timeout or death, a failed tool)."""
+    if not isinstance(data, dict) or set(data) != {"result", "stderr", "code"}:
+        raise CorruptEntry("not a compiler's answer")
+    result = data["result"]
+    if not isinstance(data["stderr"], str) or not isinstance(result, dict) or data["code"] != 0:
+        raise CorruptEntry("not the answer of a compiler that ran to its end")
+    if "tool_failure" in result:
+        raise CorruptEntry(f"an answer whose tools failed: {result['tool_failure']}")
+    if not result.get("ok"):
+        texts = (result.get("message", ""), result.get("log", ""))
+        places = (result.get("line"), result.get("col"))
+        if not all(isinstance(t, str) for t in texts) or not all(p is None or type(p) is int for p in places):
+            raise CorruptEntry("a compile error of another shape")
+        return data, []
+    return data, report_files(report_from_data(result.get("report")))
 
 
 def _run_child(lowered: Lowered, path: Path, key: str, arch: str, timeout: float) -> dict:
@@ -158,13 +181,17 @@ def _run_child(lowered: Lowered, path: Path, key: str, arch: str, timeout: float
         "arch": arch,
         "out": str(out),
     }
-    (out / "request.json").write_text(json.dumps(request))
-    (out / "result.json").unlink(missing_ok=True)
+    # one request and one result a compile: two processes compiling the same kernel at once
+    # must not read each other's
+    tag = f"{os.getpid()}.{time.monotonic_ns()}"
+    request["result"] = str(out / f"result.{tag}.json")
+    request_path = out / f"request.{tag}.json"
+    request_path.write_text(json.dumps(request))
     root = str(Path(__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "lowering.compile_gluon", str(out / "request.json")],
+            [sys.executable, "-m", "lowering.compile_gluon", str(request_path)],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -177,8 +204,10 @@ def _run_child(lowered: Lowered, path: Path, key: str, arch: str, timeout: float
             (err.stderr.decode(errors="replace") if isinstance(err.stderr, bytes) else err.stderr or ""),
             None,
         )
-    result_path = out / "result.json"
+    result_path = Path(request["result"])
     result = json.loads(result_path.read_text()) if result_path.exists() and code == 0 else None
+    request_path.unlink(missing_ok=True)
+    result_path.unlink(missing_ok=True)
     return {"result": result, "stderr": stderr, "code": code}
 
 
@@ -206,12 +235,15 @@ def _report(lowered: Lowered, source: str, path: Path, raw: dict, arch: str) -> 
             line, col = _mlir_location(stderr, path)
             message = _first_error(stderr) or message
         report.log = (result.get("log", "") + "\n" + stderr).strip()
+        if "tool_failure" in result:
+            note_tool_failure(report, result["tool_failure"])
     else:
         line, col = _mlir_location(stderr, path)
         what = "timed out" if code is None else f"crashed (exit status {code})"
         first = _first_error(stderr)
         message = f"the compiler {what}" + (f": {first}" if first else "")
         report.log = stderr
+        note_tool_failure(report, f"the compiling process {what}")
     first_line = message.strip().splitlines()[0] if message.strip() else ""
     shown = lowered if source == lowered.source else Lowered(**{**lowered.__dict__, "source": source})
     report.diagnostics.append(
@@ -306,9 +338,13 @@ def _child(request_path: str) -> int:
         target = GPUTarget("cuda", capability, 32)
         compiled = triton.compile(src, target=target, options={"num_warps": request["num_warps"]})
     except Exception as err:  # noqa: BLE001 - every failure is reported
+        from lowering.compile_triton import tool_exception
+
         line, col, message = _generated_line(source, err)
         result.update(line=line, col=col, message=message, log="".join(traceback.format_exception(err)))
-        (out / "result.json").write_text(json.dumps(result))
+        if (why := tool_exception(err)) is not None:
+            result["tool_failure"] = why
+        Path(request["result"]).write_text(json.dumps(result))
         return 0
     from lowering.compile_triton import read_nvidia
 
@@ -322,8 +358,8 @@ def _child(request_path: str) -> int:
     )
     read_nvidia(report, compiled, capability, out)
     report.extra["setmaxnreg"] = _setmaxnreg(report.ptx or "")
-    result.update(ok=True, report=report.to_json())
-    (out / "result.json").write_text(json.dumps(result))
+    result.update(ok=True, report=report_data(report))
+    Path(request["result"]).write_text(json.dumps(result))
     return 0
 
 

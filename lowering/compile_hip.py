@@ -29,7 +29,8 @@ What the `CompileReport` (lowering.report) reads, all from the assembly:
 Diagnostics: an error in emitted code is a bug of ours, reported as `lower.compile` at the KIR op
 that produced the line (clang's `kernel.hip:LINE:COL: error: ...`). Spills and scratch are
 warnings at the kernel. Results are cached on disk by the hash of the source, the flags and the
-hipcc version (`$KIR_CACHE_DIR`, default `~/.cache/kir`).
+hipcc version (`$KIR_CACHE_DIR`, default `~/.cache/kir`); a compile error is cached, a report
+whose tools failed (hipcc missing, timed out, killed or crashed, no assembly or code object) is not.
 """
 
 from __future__ import annotations
@@ -52,9 +53,12 @@ from lowering.report import (
     code_version,
     compile_cached,
     compile_error,
+    copy_atomic,
     count_instructions,
+    exit_failure,
     hash_key,
     new_report,
+    note_tool_failure,
     note_unavailable,
     resource_warnings,
     run_tool,
@@ -95,10 +99,13 @@ def hipcc_version() -> str:
     return " ".join(line.strip() for line in out.splitlines() if "version" in line.lower())
 
 
+HIPCC_MISSING = "hipcc not found (apt-get install hipcc, or put ROCm's hipcc on the PATH)"
+
+
 def run_hipcc(args: list[str], cwd: Path, timeout: float = 600) -> tuple[int, str]:
     hipcc = find_hipcc()
     if hipcc is None:
-        return 127, "hipcc not found (apt-get install hipcc, or put ROCm's hipcc on the PATH)"
+        return 127, HIPCC_MISSING
     rc, log = run_tool("hipcc", hipcc, args, cwd, timeout, env=hip_env())
     # hipcc hands its host link flags to a device-only compile, and clang says they are unused
     return rc, "\n".join(line for line in log.splitlines() if "-Wunused-command-line-argument" not in line)
@@ -139,7 +146,18 @@ _CLANG_ERROR = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+): (?:fa
 
 def error_diagnostics(lowered: Lowered, log: str, path: str | None = None) -> list[Diagnostic]:
     """One `lower.compile` diagnostic per error clang reports in the generated file; one at the
-    kernel when none can be read (a failure of the backend, the linker, or a missing hipcc)."""
+    kernel when none can be read (a failure of the backend or the linker); without hipcc, one
+    `compile.tool-missing` error that says so (neither the program nor the backend is at fault)."""
+    if log.strip() == HIPCC_MISSING:
+        return [
+            Diagnostic(
+                "compile.tool-missing",
+                "error",
+                None,
+                "hipcc is not installed, so the HIP backend cannot compile here",
+                "apt-get install hipcc (Debian's HIP 5.2), or put ROCm's hipcc on the PATH or under $ROCM_PATH/bin",
+            )
+        ]
     diags = []
     for raw in log.splitlines():
         m = _CLANG_ERROR.match(raw.strip())
@@ -173,7 +191,7 @@ def compile_lowered(
     flags = (*FLAGS, *extra_flags)
     folder = cache_dir("hip") / source_key(lowered.source, (*flags, code_version(__file__)))
     report = compile_cached(
-        folder, lambda: _compile(lowered, flags, folder), tool="hipcc", start=start, use_cache=use_cache
+        folder / "report.json", lambda: _compile(lowered, flags, folder), start=start, use_cache=use_cache
     )
     report.diagnostics = (
         resource_warnings(lowered, report) if report.ok else error_diagnostics(lowered, report.log, report.source_path)
@@ -187,12 +205,16 @@ def _compile(lowered: Lowered, flags: tuple[str, ...], folder: Path) -> CompileR
         work = Path(tmp)
         (work / SOURCE_NAME).write_text(lowered.source)
         rc, report.log = run_hipcc([*flags, "-c", "--save-temps", "-o", "kernel.co", SOURCE_NAME], work)
+        if (why := exit_failure("hipcc", rc, report.log)) is not None:
+            note_tool_failure(report, why)
         asm = next(iter(work.glob(f"*-{ARCH}.s")), None)
         code_object = next(iter(work.glob(f"*-{ARCH}.out")), None)
         report.ok = rc == 0 and asm is not None and code_object is not None
+        if rc == 0 and not report.ok:
+            note_tool_failure(report, "hipcc succeeded but wrote no assembly or code object")
         if not report.ok:
             return report
-        shutil.copy(code_object, folder / "kernel.hsaco")
+        copy_atomic(code_object, folder / "kernel.hsaco")
         read_amd_asm(report, asm.read_text())
     report.binary = str(folder / "kernel.hsaco")
     report.dynamic_shared_bytes = int(lowered.options.get("smem_bytes", 0))

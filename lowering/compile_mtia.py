@@ -9,7 +9,8 @@ Flags: `g++ -std=c++17 -O2 -shared -fPIC -I lowering/mtia`. The library exports 
 (`lowering.runtime_mtia` calls it through ctypes). An error in the generated code is a bug of
 ours, reported as `lower.compile` at the KIR op that produced the line (g++'s `file:line:col`).
 Results are cached on disk by the hash of the source, the runtime header, the flags and the
-g++ version (`$KIR_CACHE_DIR/mtia-sim`).
+g++ version (`$KIR_CACHE_DIR/mtia-sim`); a compile error is cached, a report whose tools failed
+(g++ missing, timed out, killed or crashed, no library written) is not.
 """
 
 from __future__ import annotations
@@ -31,8 +32,11 @@ from lowering.report import (
     code_version,
     compile_cached,
     compile_error,
+    copy_atomic,
+    exit_failure,
     hash_key,
     new_report,
+    note_tool_failure,
     run_tool,
     unread_failure,
     with_corrupt_line,
@@ -87,9 +91,7 @@ def compile_lowered(
     start = time.monotonic()
     lowered = with_corrupt_line(lowered, corrupt_line)
     folder = cache_dir("mtia-sim") / source_key(lowered.source, FLAGS)
-    report = compile_cached(
-        folder, lambda: _compile(lowered, folder), tool="g++", start=start, use_cache=use_cache, need_binary=True
-    )
+    report = compile_cached(folder / "report.json", lambda: _compile(lowered, folder), start=start, use_cache=use_cache)
     report.diagnostics = [] if report.ok else error_diagnostics(lowered, report.log, report.source_path)
     return report
 
@@ -100,17 +102,23 @@ def _compile(lowered: Lowered, folder: Path) -> CompileReport:
     tool = gxx()
     if tool is None:
         report.log = "g++ not found (install g++ 12 or later)"
+        note_tool_failure(report, "g++ not found")
         return report
     with tempfile.TemporaryDirectory(prefix="kir-gxx-") as tmp:
         work = Path(tmp)
         (work / SOURCE_NAME).write_text(lowered.source)
         rc, report.log = run_tool("g++", tool, [*FLAGS, f"-I{HEADER_DIR}", SOURCE_NAME, "-o", "kernel.so"], work)
+        if (why := exit_failure("g++", rc, report.log)) is not None:
+            note_tool_failure(report, why)
         report.ok = rc == 0
         if not report.ok:
             return report
-        tmp_so = folder / f"kernel.{time.monotonic_ns()}.so"
-        shutil.copy(work / "kernel.so", tmp_so)
-        tmp_so.replace(folder / "kernel.so")
+        if not (work / "kernel.so").exists():
+            note_tool_failure(report, "g++ succeeded but wrote no library")
+            report.ok = False
+            return report
+        # atomic: another process may be loading the library (ctypes) while this one writes it
+        copy_atomic(work / "kernel.so", folder / "kernel.so")
     report.binary = str(folder / "kernel.so")
     report.extra["sram_bytes"] = report.dynamic_shared_bytes
     return report

@@ -54,6 +54,7 @@ from lowering.report import (
     compile_error,
     count_instructions,
     load_report,
+    note_tool_failure,
     note_unavailable,
     ptxas_failure,
     read_nvidia_texts,
@@ -249,7 +250,7 @@ def compile_lowered(
     lowered: Lowered, arch: str = "sm_90", *, use_cache: bool = True, symbols: dict[str, int] | None = None
 ) -> CompileReport:
     """Compile a lowered program for `arch` and read the report (cached by content hash; a
-    failure is not cached). `symbols` (shape values, e.g. the bench shape) specializes the
+    compile error is not cached, nor a report whose tools failed: `lowering.report.tool_failure`). `symbols` (shape values, e.g. the bench shape) specializes the
     compile as the launch would: a shape symbol that is a multiple of 16 is compiled as one, which
     decides the width of vector loads (see `divisible_symbols`).
 
@@ -284,7 +285,7 @@ def compile_lowered(
         )
         return report
     if use_cache:
-        save_report(cached, report)
+        save_report(cached, report)  # unless its tools failed (lowering.report.tool_failure)
     report.diagnostics = resource_warnings(lowered, report)
     return report
 
@@ -314,6 +315,8 @@ def compile_job(job: dict) -> dict:
             compiled = triton.compile(src, target=target, options={"num_warps": job["num_warps"]})
         except Exception as err:  # noqa: BLE001 - every failure becomes a diagnostic
             report.log = f"{type(err).__name__}: {err}"
+            if (why := tool_exception(err)) is not None:
+                note_tool_failure(report, why)
             out = report.to_json()
             out["error"] = {
                 "type": type(err).__name__,
@@ -329,21 +332,43 @@ def compile_job(job: dict) -> dict:
     return report.to_json()
 
 
-def _compile_in_child(job: dict) -> dict:
+def _compile_in_child(job: dict, timeout: float = 600) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
-    done = subprocess.run(
-        [sys.executable, "-m", "lowering.compile_triton", "--job"],
-        input=json.dumps(job),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    if done.returncode != 0:
-        failed = CompileReport("triton", job["arch"], ok=False, entry=job["entry"], log=done.stderr[-4000:])
-        return failed.to_json() | {"error": {"type": "RuntimeError", "message": done.stderr[-300:], "line": None}}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "lowering.compile_triton", "--job"],
+            input=json.dumps(job),
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+        )
+        stderr, code = done.stderr, done.returncode
+    except subprocess.TimeoutExpired as err:
+        stderr = err.stderr.decode(errors="replace") if isinstance(err.stderr, bytes) else err.stderr or ""
+        stderr, code = stderr + f"\nthe compiling process timed out after {timeout:g} s", None
+    if code != 0:
+        # the child reports every error of the compile itself: its death is a failure of the tools
+        failed = CompileReport("triton", job["arch"], ok=False, entry=job["entry"], log=stderr[-4000:])
+        what = "timed out" if code is None else f"died (exit status {code})"
+        note_tool_failure(failed, f"the compiling process {what}")
+        return failed.to_json() | {"error": {"type": "RuntimeError", "message": stderr[-300:], "line": None}}
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def tool_exception(err: BaseException) -> str | None:
+    """Why an exception of `triton.compile` is a failure of the tools rather than its answer
+    about the code, or None. Triton's front end, its passes and ptxas's errors answer the same
+    way every time; a tool that cannot run (OSError: not found, no space left), a timeout,
+    exhausted memory or ptxas killed by a signal may not happen again."""
+    for e in exception_chain(err):
+        if isinstance(e, (OSError, MemoryError, subprocess.TimeoutExpired)):
+            return f"{type(e).__name__}: {e}"[:300]
+        # Triton's words for a ptxas that died: "raised SIGSEGV", or a negative exit status
+        if type(e).__name__ == "PTXASError" and re.search(r"raised SIG|error code -\d", str(e)):
+            return "ptxas crashed: " + str(e).strip().splitlines()[0][:200]
+    return None
 
 
 def ptxas_log(ptx: str, capability: int) -> str:

@@ -19,33 +19,47 @@ simulated accelerator's g++ fit the same fields), and what the drivers share to 
 | `ptx`, `sass`, `asm` | the text artefacts (`asm`: AMD GCN assembly) |
 | `log` | what the compiler printed (ptxas -v, nvcc, the error) |
 | `diagnostics` | `lower.compile` errors at the KIR op of the failing generated line; `compile.*` warnings at the kernel |
-| `extra` | backend facts with no field of their own (AGPRs, SGPR spills, setmaxnreg budgets, `.maxnreg`, what could not be read) |
+| `extra` | backend facts with no field of their own (AGPRs, SGPR spills, setmaxnreg budgets, `.maxnreg`, what could not be read; `tool_failure`: why a tool failed) |
 | `seconds`, `cached` | how long the driver took; whether the answer came from the disk cache |
 
 `shared_bytes` (static plus dynamic) and `spills` (stores plus loads) are derived, and
 `to_json` adds them. Diagnostics are never cached: their spans belong to the program lowered
 now, so a driver recomputes them from the cached report.
+
+The disk cache (`$KIR_CACHE_DIR/<backend>`, default `~/.cache/kir`) keeps a report with a
+checksum of each file it names. A report whose tools failed (`tool_failure`: a compiler not
+found, timed out or crashed, cuobjdump failing, an artefact missing) is returned but never
+cached; an entry that cannot be read back whole (`read_entry`: cut short, not JSON, of another
+shape, its binary or source gone or changed) is logged, removed and compiled again.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import glob
 import hashlib
+import itertools
 import json
+import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kir.diagnostics import Diagnostic
 from lowering.emit.base import Lowered
 
 TEXTS = ("ptx", "sass", "asm", "log")  # the text artefacts, cut short for display
+T = TypeVar("T")
 
 
 @dataclass
@@ -121,6 +135,23 @@ def code_version(*files: str | Path) -> str:
 
 
 # ---- the disk cache ------------------------------------------------------------------------------
+#
+# An entry is one JSON file, {"format": CACHE_FORMAT, "data": ..., "files": {path: sha256}}: the
+# compiler's answer and a checksum of each file it names (the binary, the generated source). An
+# entry that cannot be read back whole (cut short, not JSON, another shape, a file gone or
+# changed) is removed, logged, and compiled again; an answer whose tools failed is never written.
+
+log = logging.getLogger(__name__)
+
+CACHE_FORMAT = 1
+# A temporary file older than this was left by a writer that died before its rename: no write of
+# a report or a binary takes a tenth of it, however loaded the machine.
+STALE_TMP_SECONDS = 600.0
+TOOL_FAILURE = "tool_failure"  # the key in `extra` under which a driver notes a failed tool
+
+
+class CorruptEntry(ValueError):
+    """A cache entry that cannot be trusted; the message says why."""
 
 
 def cache_dir(backend: str) -> Path:
@@ -130,32 +161,248 @@ def cache_dir(backend: str) -> Path:
     return root
 
 
+_tmp_names = itertools.count()
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write through a temporary file and a rename: parallel test workers may write the same
-    file, and a reader never sees half of it."""
+    """Write through a temporary file and a rename: parallel test workers (and threads) may write
+    the same file, and a reader never sees half of it. The temporary's name holds the writer's
+    pid and a counter, so no two writers share one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
-    if isinstance(data, bytes):
-        tmp.write_bytes(data)
-    else:
-        tmp.write_text(data)
-    tmp.replace(path)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{next(_tmp_names)}.tmp")
+    try:
+        tmp.write_bytes(data if isinstance(data, bytes) else data.encode())
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)  # when the write itself failed (a full disk)
 
 
-def load_report(path: Path) -> CompileReport | None:
-    """A cached report, marked `cached` (None when there is none)."""
+def copy_atomic(src: Path, dst: Path) -> None:
+    """`src` copied to `dst` as `write_atomic` writes: a binary is never seen half-copied."""
+    write_atomic(dst, src.read_bytes())
+
+
+def write_if_changed(path: Path, text: str) -> Path:
+    """Write `text` to `path` unless it holds it already (a generated source named by its hash:
+    a file cut short or overwritten is written again). Compared as bytes: a file of garbage
+    must not raise."""
+    data = text.encode()
+    try:
+        same = path.read_bytes() == data
+    except OSError:
+        same = False
+    if not same:
+        write_atomic(path, data)
+    return path
+
+
+def file_digest(path: str | Path) -> str | None:
+    """The sha256 of a file's bytes, None when it cannot be read."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def remove_stale_tmp(path: Path) -> None:
+    """Remove the temporaries that writers of `path` left behind when they died between their
+    write and their rename (`write_atomic`)."""
+    now = time.time()
+    for tmp in path.parent.glob(f"{glob.escape(path.name)}.*.tmp"):
+        try:
+            if now - tmp.stat().st_mtime > STALE_TMP_SECONDS:
+                tmp.unlink()
+                log.info("removed %s, left by a writer that died", tmp)
+        except OSError:
+            pass  # renamed or removed by another process meanwhile
+
+
+def read_entry(path: Path, parse: Callable[[Any], tuple[T, list[str]]]) -> T | None:
+    """The cache entry at `path`, as `parse` makes it from the entry's data (raising
+    `CorruptEntry` when the data is of another shape) with the files it names; None when there
+    is none or it cannot be trusted. An entry that cannot be trusted is logged and removed, so
+    that the compile that follows writes it again."""
+    remove_stale_tmp(path)
     if not path.exists():
         return None
-    report = CompileReport.from_json(json.loads(path.read_text()))
-    report.cached = True
+    try:
+        value, files = _read_entry(path, parse)
+    except CorruptEntry as err:
+        log.warning("cache entry %s discarded: %s", path, err)
+        path.unlink(missing_ok=True)
+        return None
+    for f in files:
+        remove_stale_tmp(Path(f))
+    return value
+
+
+def _read_entry(path: Path, parse: Callable[[Any], tuple[T, list[str]]]) -> tuple[T, list[str]]:
+    try:
+        entry = json.loads(path.read_bytes().decode())
+    except (OSError, ValueError) as err:  # cut short, not JSON, not UTF-8
+        raise CorruptEntry(f"not JSON ({err})") from None
+    if not isinstance(entry, dict) or set(entry) != {"format", "data", "files"} or entry["format"] != CACHE_FORMAT:
+        raise CorruptEntry("not an entry of this cache's format")
+    files = entry["files"]
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        raise CorruptEntry("its checksums are not a table of paths to digests")
+    for f, digest in files.items():
+        found = file_digest(f)
+        if found is None:
+            raise CorruptEntry(f"{f} is gone")
+        if found != digest:
+            raise CorruptEntry(f"{f} is not the file compiled (cut short or overwritten)")
+    value, named = parse(entry["data"])
+    for f in named:
+        if f not in files:
+            raise CorruptEntry(f"{f} has no checksum")
+    return value, named
+
+
+def write_entry(path: Path, data: Any, report: CompileReport) -> bool:
+    """Cache `data` (what `report` is made from) at `path` with the checksums of the report's
+    files; whether it was written. A report whose tools failed is not (`tool_failure`)."""
+    if (why := tool_failure(report)) is not None:
+        log.info("not cached (%s): %s", why, path)
+        return False
+    files = {f: file_digest(f) for f in report_files(report)}
+    write_atomic(path, json.dumps({"format": CACHE_FORMAT, "data": data, "files": files}))
+    return True
+
+
+def report_files(report: CompileReport) -> list[str]:
+    """The files a report names (its binary, its generated source)."""
+    return [f for f in (report.binary, report.source_path) if f is not None]
+
+
+# What an ok report holds, by backend (Triton's by the vendor of its arch): the binary, the texts
+# read from it, and the registers read from the assembler's log (ptxas -v; the AMD metadata).
+_NVIDIA_ARTEFACTS = ("binary", "ptx", "sass", "registers")
+_AMD_ARTEFACTS = ("binary", "asm", "registers")
+ARTEFACTS = {
+    "cuda": _NVIDIA_ARTEFACTS,
+    "gluon": _NVIDIA_ARTEFACTS,
+    "triton": _NVIDIA_ARTEFACTS,
+    "triton-amd": _AMD_ARTEFACTS,
+    "hip": _AMD_ARTEFACTS,
+    "mtia-sim": ("binary",),
+}
+
+
+def note_tool_failure(report: CompileReport, reason: str) -> None:
+    """Say in the report that a tool failed (the first reason is kept): it is not cached."""
+    report.extra.setdefault(TOOL_FAILURE, reason)
+
+
+def tool_failure(report: CompileReport) -> str | None:
+    """Why `report` is not the toolchain's answer about the code, or None when it is. A compile
+    error in the generated code is an answer (the same code fails the same way next time); a
+    tool that was not found, timed out or crashed (noted by the driver), an artefact that an ok
+    compile should have made and did not (`ARTEFACTS`: no SASS when cuobjdump failed, no
+    registers when the ptxas log could not be had), or a file the report names that is not
+    there, is not. Such a report goes back to the caller, but is never cached."""
+    if noted := report.extra.get(TOOL_FAILURE):
+        return str(noted)
+    if report.ok:
+        kind = "triton-amd" if report.backend == "triton" and report.arch.startswith("gfx") else report.backend
+        missing = [name for name in ARTEFACTS.get(kind, ()) if getattr(report, name) in (None, "")]
+        if missing:
+            return f"an ok compile without its {', '.join(missing)}"
+    for f in report_files(report):
+        if not Path(f).is_file():
+            return f"{f} was not written"
+    return None
+
+
+# The report's fields as the cache holds them: the derived totals, the diagnostics (whose spans
+# belong to the program lowered now) and `cached` (a fact of the reading, not of the compile) are
+# left out.
+_NOT_STORED = ("diagnostics", "shared_bytes", "spills", "cached")
+
+
+def report_data(report: CompileReport) -> dict[str, Any]:
+    """The report as the cache stores it."""
+    data = report.to_json()
+    for name in _NOT_STORED:
+        data.pop(name)
+    return data
+
+
+def report_from_data(data: Any) -> CompileReport:
+    """The report `report_data` made, checked field by field against `CompileReport`'s types;
+    `CorruptEntry` when a field is missing, unknown or of another type, or when the report is
+    one whose tools failed (such a report was never meant to be stored)."""
+    hints = _stored_hints()
+    if not isinstance(data, dict):
+        raise CorruptEntry(f"the report is a {type(data).__name__}, not an object")
+    if missing := sorted(set(hints) - set(data)):
+        raise CorruptEntry(f"the report has no {', '.join(missing)}")
+    if unknown := sorted(set(data) - set(hints)):
+        raise CorruptEntry(f"the report has unknown fields {', '.join(unknown)}")
+    for name, value in data.items():
+        if not _conforms(value, hints[name]):
+            raise CorruptEntry(f"the report's {name} is {value!r:.60}, not {hints[name]}")
+    report = CompileReport(**data)
+    if (why := tool_failure(report)) is not None:
+        raise CorruptEntry(f"a report whose tools failed: {why}")
     return report
 
 
-def save_report(path: Path, report: CompileReport) -> None:
-    data = report.to_json()
-    for derived in ("diagnostics", "shared_bytes", "spills"):
-        data.pop(derived)
-    write_atomic(path, json.dumps(data))
+@functools.cache
+def _stored_hints() -> dict[str, Any]:
+    hints = typing.get_type_hints(CompileReport)
+    return {f.name: hints[f.name] for f in dataclasses.fields(CompileReport) if f.name not in _NOT_STORED}
+
+
+def _conforms(value: Any, hint: Any) -> bool:
+    """Whether plain data `value` (read from JSON) is of type `hint`."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(_conforms(value, h) for h in args)
+    if origin is dict:
+        return isinstance(value, dict) and all(
+            _conforms(k, args[0]) and _conforms(v, args[1]) for k, v in value.items()
+        )
+    if origin is list:
+        return isinstance(value, list) and all(_conforms(v, args[0]) for v in value)
+    if isinstance(value, bool):  # a bool is an int to Python, never to a report
+        return hint is bool
+    if hint is float:
+        return isinstance(value, (int, float))
+    return isinstance(value, hint)
+
+
+def load_report(path: Path) -> CompileReport | None:
+    """A cached report, marked `cached` (None when there is none, or when the entry cannot be
+    trusted: see `read_entry`)."""
+    report = read_entry(path, lambda data: ((r := report_from_data(data)), report_files(r)))
+    if report is not None:
+        report.cached = True
+    return report
+
+
+def save_report(path: Path, report: CompileReport) -> bool:
+    """Cache `report` at `path`, unless its tools failed; whether it was written."""
+    return write_entry(path, report_data(report), report)
+
+
+def compile_cached(
+    entry: Path, compile: Callable[[], CompileReport], *, start: float, use_cache: bool
+) -> CompileReport:
+    """The report cached at `entry`, or else `compile()`'s, timed from `start` and cached
+    unless its tools failed (`tool_failure`: a missing tool may be installed next time, a
+    timeout or a crash may pass)."""
+    report = load_report(entry) if use_cache else None
+    if report is None:
+        report = compile()
+        report.seconds = time.monotonic() - start
+        if use_cache:
+            save_report(entry, report)
+    return report
 
 
 # ---- what the C++ drivers share (nvcc, hipcc, g++) -----------------------------------------------
@@ -185,14 +432,52 @@ def run_tool(
     name: str, tool: str, args: list[str], cwd: Path, timeout: float = 600, env: dict[str, str] | None = None
 ) -> tuple[int, str]:
     """Run compiler `tool` (called `name` in messages): its exit status and what it printed; 124
-    and a message when it runs past `timeout` seconds."""
+    and a message when it runs past `timeout` seconds, 126 when it cannot be run at all (the
+    shell's statuses, which `exit_failure` reads)."""
     try:
         proc = subprocess.run(
             [tool, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False, env=env
         )
     except subprocess.TimeoutExpired:
         return 124, f"{name} timed out after {timeout:g} s"
+    except OSError as err:  # gone since it was found, not executable
+        return 126, f"{name} could not be run: {err}"
     return proc.returncode, proc.stdout + proc.stderr
+
+
+# What a compiler driver prints when one of its own programs died rather than rejected the code
+# (nvcc: "'cicc' died due to signal 11"; gcc: "Killed signal terminated program cc1plus", "internal
+# compiler error"; a process out of memory).
+_CRASHED = re.compile(
+    r"died due to signal|Killed signal terminated program|internal compiler error|Segmentation fault"
+    r"|core dumped|out of memory allocating|virtual memory exhausted|std::bad_alloc"
+)
+
+
+def exit_failure(name: str, rc: int, log: str) -> str | None:
+    """Why a compiler's run says nothing about the code: not found (127), not runnable (126),
+    timed out (124), killed by a signal (a negative status, or 128 + the signal from a wrapper
+    script), or crashed as its log says; None when its exit status is its answer (0, or the
+    status of an error in the code)."""
+    if rc == 0:
+        return None
+    if rc == 127:
+        return f"{name} not found"
+    if rc == 126:
+        return f"{name} could not be run"
+    if rc == 124:
+        return f"{name} timed out"
+    if rc < 0 or 128 < rc < 128 + signal.NSIG:
+        number = -rc if rc < 0 else rc - 128
+        try:
+            what = signal.Signals(number).name
+        except ValueError:
+            what = f"signal {number}"
+        return f"{name} was killed ({what})"
+    if m := _CRASHED.search(log):
+        line = next((ln.strip() for ln in log.splitlines() if m.group(0) in ln), m.group(0))
+        return f"{name} crashed: {line[:200]}"
+    return None
 
 
 def new_report(
@@ -200,33 +485,10 @@ def new_report(
 ) -> CompileReport:
     """A failed report for `lowered` with its source written to the cache folder: the
     compiler's answer fills it in."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / source_name).write_text(lowered.source)
+    write_atomic(folder / source_name, lowered.source)
     return CompileReport(
         backend, arch, ok=False, entry=lowered.entry, num_warps=num_warps, source_path=str(folder / source_name)
     )
-
-
-def compile_cached(
-    folder: Path,
-    compile: Callable[[], CompileReport],
-    *,
-    tool: str,
-    start: float,
-    use_cache: bool,
-    need_binary: bool = False,
-) -> CompileReport:
-    """The report cached in `folder`, or else `compile()`'s, timed from `start` and cached
-    unless `tool` was not found (it may be installed next time). With `need_binary`, a cached
-    report whose binary is gone is compiled again."""
-    saved = folder / "report.json"
-    report = load_report(saved) if use_cache else None
-    if report is None or (need_binary and report.ok and not Path(report.binary or "").exists()):
-        report = compile()
-        report.seconds = time.monotonic() - start
-        if use_cache and f"{tool} not found" not in report.log:
-            save_report(saved, report)
-    return report
 
 
 # ---- reading what the toolchains say -----------------------------------------------------------
@@ -303,24 +565,39 @@ def find_tool(name: str) -> str | None:
     return None
 
 
-def disassemble(cubin: Path) -> str | None:
-    """`cuobjdump -sass` of a cubin (None without the tool or when it fails)."""
+def disassemble(cubin: Path) -> tuple[str | None, str | None]:
+    """`cuobjdump -sass` of a cubin, or None and why it could not be had."""
     tool = find_tool("cuobjdump")
     if tool is None:
-        return None
+        return None, "cuobjdump not found"
     try:
         proc = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, check=False, timeout=120)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return proc.stdout if proc.returncode == 0 else None
+    except subprocess.TimeoutExpired:
+        return None, "cuobjdump timed out after 120 s"
+    except OSError as err:
+        return None, f"cuobjdump could not be run: {err}"
+    if proc.returncode != 0 or not proc.stdout.strip():
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        why = (
+            exit_failure("cuobjdump", proc.returncode, proc.stderr)
+            or f"cuobjdump failed (exit status {proc.returncode})"
+        )
+        return None, f"{why}: {last[:200]}"
+    return proc.stdout, None
 
 
 def read_nvidia_texts(report: CompileReport, ptx: str | None, cubin: Path | None) -> None:
-    """The PTX and the SASS of the cubin into the report, with their instruction counts."""
+    """The PTX and the SASS of the cubin into the report, with their instruction counts; a
+    disassembler that failed is noted (`note_tool_failure`): the report lacks its SASS."""
     report.ptx = ptx
     if ptx:
         report.instructions.update(count_instructions(ptx, PTX_MARKS))
-    report.sass = disassemble(cubin) if cubin is not None and cubin.exists() else None
+    if cubin is None or not cubin.exists():
+        report.sass, why = None, "no cubin to disassemble"
+    else:
+        report.sass, why = disassemble(cubin)
+    if why is not None:
+        note_tool_failure(report, why)
     if report.sass:
         report.instructions.update(count_instructions(report.sass, SASS_MARKS))
 

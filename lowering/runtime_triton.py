@@ -58,13 +58,14 @@ from kir.dtypes import DTYPES
 from kir.interp.launch import bind
 from kir.program import Program
 from lowering.emit.base import Lowered, lower
+from lowering.report import cache_dir as report_cache_dir
+from lowering.report import write_if_changed
 
 _MODULES: dict[tuple[str, bool], ModuleType] = {}
 
 
 def cache_dir() -> Path:
-    root = Path(os.environ.get("KIR_CACHE_DIR", Path.home() / ".cache" / "kir"))
-    return root / "triton"
+    return report_cache_dir("triton")
 
 
 def source_hash(source: str) -> str:
@@ -74,13 +75,9 @@ def source_hash(source: str) -> str:
 def source_path(source: str, entry: str) -> Path:
     """The file holding a generated module (written once per distinct text)."""
     digest = source_hash(source)
-    path = cache_dir() / f"kir_{entry}_{digest[:16]}.py"
-    if not path.exists() or path.read_text() != source:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(source)
-        os.replace(tmp, path)  # atomic: parallel test workers may write the same file
-    return path
+    # a file cut short or overwritten is written again, atomically: parallel test workers may
+    # write the same file, and another may be importing it
+    return write_if_changed(cache_dir() / f"kir_{entry}_{digest[:16]}.py", source)
 
 
 def module_path(lowered: Lowered) -> Path:

@@ -59,7 +59,12 @@ def test_texts_are_cut_short_only_when_asked():
 
 def test_the_cache_keeps_the_report_but_not_its_diagnostics(tmp_path):
     lowered = vector_add()
-    report = CompileReport("triton", "sm_90", ok=True, spill_stores=4, registers=255)
+    binary = tmp_path / "kernel.cubin"
+    binary.write_bytes(b"\x7fELF")
+    # an ok report holds what an ok compile makes (lowering.report.ARTEFACTS), or is not cached
+    report = CompileReport(
+        "triton", "sm_90", ok=True, spill_stores=4, registers=255, binary=str(binary), ptx="ptx", sass="sass"
+    )
     report.diagnostics = resource_warnings(lowered, report)
     save_report(tmp_path / "r.json", report)
     again = load_report(tmp_path / "r.json")
