@@ -7,26 +7,48 @@ that preset), so `kir cost benchmarks/tasks/gemm/tuned.kir --target sm_90` needs
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
 from costmodel.model import CostModel, Estimate
+from kir.diagnostics import Diagnostic, KirError, Span
 from kir.program import Program
 
 
 def task_bindings(file: str | Path, preset: str = "bench") -> tuple[dict[str, int], dict[str, int]]:
-    """(parameters, shape values) of a task program's preset; empty when the file is not one."""
+    """(parameters, shape values) of a task program's preset; empty when the file is not one.
+    The `default` preset (the reference's own shapes, which only running reference.py tells) is
+    the parameters' defaults and no shapes; a preset the task does not have is `cli.preset`."""
     path = Path(file).resolve()
-    toml = path.parent / "task.toml"
+    toml = Path(file).parent / "task.toml"  # as the command line named it, for the messages
     if not toml.exists():
         return {}, {}
-    meta = tomllib.loads(toml.read_text())
-    shapes = {k: v for k, v in meta.get("presets", {}).get(preset, {}).items() if isinstance(v, int)}
+    meta = _task_meta(toml)
+    presets = meta.get("presets", {})
+    if preset != "default" and preset not in presets:
+        # the words of `kir cost`'s own check of --preset (kir/cli.py) and of the task loader's
+        known = ", ".join(["default", *presets])
+        message = f"task `{toml.parent.name}` has no preset `{preset}`"
+        raise KirError(Diagnostic("cli.preset", "error", None, message, f"presets: {known}"))
+    shapes = {k: v for k, v in presets.get(preset, {}).items() if isinstance(v, int)}
     params: dict[str, int] = {}
     for spec in meta.get("programs", {}).values():
         if (path.parent / spec.get("file", "")).resolve() == path:
             params = dict(spec.get("params", {}).get(preset, {}))
     return params, shapes
+
+
+def _task_meta(toml: Path) -> dict:
+    try:
+        return tomllib.loads(toml.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        found = re.search(r"line (\d+)", str(err))
+        line = int(found.group(1)) if found else 1
+        # the task loader's rule (agent/tasks/task.py), which `kir run` reports for the same file
+        raise KirError(
+            Diagnostic("task.toml", "error", Span(line, 1, line, 2, str(toml)), f"task.toml is not valid TOML: {err}")
+        ) from None
 
 
 def _si(x: float, unit: str) -> str:

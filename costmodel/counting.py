@@ -919,7 +919,7 @@ def _smem_alloc(kernel: st.KernelOp, env: dict[str, int], counts: Counts, dot_lo
                 staged = max(staged, (m * k + k * n) * DTYPES[dtype_of(op.lhs.type)].nbytes)
         elif isinstance(op, tl.GatherOp):  # the source, staged for the lanes that read it
             staged = max(staged, _tile_elems(op.src.type, env) * _dtype_bytes(op.src.type))
-    return total + staged
+    return math.ceil(total + staged)  # the stages' bytes per trip are floats: whole bytes are allocated
 
 
 # ---- registers ---------------------------------------------------------------------------------

@@ -163,15 +163,32 @@ def hints(program: Program, est, counts, dram, chip) -> list[Diagnostic]:
                     )
                 )
     if est.bottleneck == "dram-latency":
-        inflight = est.raw.inflight_bytes * occ.blocks_per_sm
-        need = chip.dram_bps / chip.sms * chip.dram_latency_s
-        out.append(
-            _diag(
-                "cost.latency",
-                launch_span,
-                f"too few bytes in flight to reach DRAM bandwidth: about {inflight / 1024:.0f} KB per SM, "
-                f"{need / 1024:.0f} KB needed",
-                "more blocks per SM (fewer registers per thread), more stages, or more loads per program",
-            )
-        )
+        out.append(_latency(est.raw, launch_span))
     return out
+
+
+def _latency(raw, span: Span | None) -> Diagnostic:
+    """`cost.latency`, in the figures of the wave the timing found short of bytes in flight:
+    the SMs that wave keeps busy share the chip's bandwidth-latency product, so a grid of fewer
+    programs than SMs needs more in flight on each of them, and more blocks per SM do not help it."""
+    programs = raw.latency_wave()
+    inflight, busy = raw.inflight(programs)
+    need = raw.dram_bps * raw.latency_s / busy
+    plural = "s" if programs != 1 else ""
+    where = "per SM" if busy == raw.sms else f"on each busy SM ({programs} program{plural} on {busy} of {raw.sms} SMs)"
+    return _diag(
+        "cost.latency",
+        span,
+        f"too few bytes in flight to reach DRAM bandwidth: about {_bytes(inflight)} {where}, {_bytes(need)} needed",
+        "more blocks per SM (fewer registers per thread), more stages, or more loads per program"
+        if busy == raw.sms
+        else "more programs (smaller tiles, or a split of each program's work), more stages, or more loads per program",
+        inflight_bytes=inflight,
+        needed_bytes=need,
+    )
+
+
+def _bytes(n: float) -> str:
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.1f} MB"
+    return f"{n / 1024:.0f} KB" if n >= 1024 else f"{n:.0f} B"

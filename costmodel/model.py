@@ -31,8 +31,9 @@ from costmodel.timing import COMPUTE, RESOURCES, Raw, overlap
 from kir.diagnostics import Diagnostic, KirError, Related, Span
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
+from kir.dialect.types import SmemType, TileType, shape_of
 from kir.dtypes import DTYPES
-from kir.program import Program
+from kir.program import Program, span_of
 
 WAVE_SAMPLE_LIMIT = 8192
 L2_RESIDENT = 0.75  # a tensor up to this share of L2 stays there once read  # programs of the first wave whose tiles are compared for reuse
@@ -131,7 +132,95 @@ def bind_env(program: Program, params: dict[str, int] | None, shapes: dict[str, 
                     "a size or parameter that large launches no kernel a GPU runs; give a realistic value",
                 )
             )
+    _check_shapes(program, env)
+    _check_where(program, env)
+    _check_tiles(program, env)
     return env
+
+
+def _check_shapes(program: Program, env: dict[str, int]) -> None:
+    """A shape symbol is a size: at least 1, as the verifier assumes of every shape symbol."""
+    for name in program.kernel.shape_symbols:
+        if env[name] >= 1:
+            continue
+        arg = next((a for a, v in program.kernel.args if name in _arg_symbols(v)), None)
+        raise KirError(
+            Diagnostic(
+                "cost.shape",
+                "error",
+                program.arg_spans.get(arg) or program.span(),
+                f"shape symbol `{name}` = {env[name]}: a size is at least 1",
+                f"give it a positive value: --shape {name}=...",
+            )
+        )
+
+
+def _arg_symbols(arg) -> set[str]:
+    t = arg.type
+    return set().union(*(d.data.symbols() for d in [*t.shape.data, *t.strides.data]))
+
+
+def _check_where(program: Program, env: dict[str, int]) -> None:
+    """The kernel's `where` holds for these shapes and parameters: the program is written only
+    for those (`where N <= BLOCK`: one tile a row), so any other estimate counts the wrong
+    bytes. When the parameters alone leave no shapes, the verifier's own `types.where` (as `kir
+    check` reports it) says so."""
+    broken = [w.data for w in program.kernel.where.data if not _holds(w.data, env)]
+    if not broken:
+        return
+    from verifier.context import Context  # noqa: PLC0415 - only a broken clause needs it
+    from verifier.rules.types import unsatisfiable_where, where_span  # noqa: PLC0415
+
+    ctx = Context(program, None, {k: env[k] for k in program.params})
+    contradiction = unsatisfiable_where(ctx)
+    if contradiction:
+        raise KirError(contradiction)
+    expr = broken[0]
+    shown = ", ".join(f"{s} = {env[s]}" for s in sorted(expr.symbols()) if s in env)
+    raise KirError(
+        Diagnostic(
+            "cost.where-violated",
+            "error",
+            where_span(ctx),
+            f"these shapes break `where {expr}`: {shown}; the program is not written for them",
+            "give shapes that satisfy the constraint (--shape), or parameters that admit them (--param)",
+        )
+    )
+
+
+def _holds(expr, env: dict[str, int]) -> bool:
+    try:
+        return bool(expr.evaluate(env))
+    except ZeroDivisionError:  # `K % BK == 0` with BK = 0: no shape satisfies it
+        return False
+
+
+def _check_tiles(program: Program, env: dict[str, int]) -> None:
+    """Every tile and shared buffer has at least one element along each dimension (a
+    non-positive `BLOCK` the `where` does not rule out would count negative bytes)."""
+    for op in program.kernel.walk():
+        for r in op.results:
+            if not isinstance(r.type, TileType | SmemType):
+                continue
+            for d in shape_of(r.type):
+                try:
+                    n = d.evaluate(env)
+                except (KeyError, ZeroDivisionError):
+                    continue  # the count reports what it cannot evaluate
+                if n >= 1:
+                    continue
+                shown = ", ".join(f"{s} = {env[s]}" for s in sorted(d.symbols()) if s in env)
+                what = "tile" if isinstance(r.type, TileType) else "shared buffer"
+                raise KirError(
+                    Diagnostic(
+                        "cost.value",
+                        "error",
+                        span_of(op) or program.span(),
+                        f"this {what}'s dimension `{d}` is {n} (with {shown}): a {what} has at least one "
+                        "element along each dimension",
+                        "give the parameters positive values",
+                    )
+                )
 
 
 LARGEST_VALUE = 1 << 62  # sizes and parameters evaluate in int64 (numpy), with room for a sum
@@ -219,6 +308,15 @@ def _ring_stages(program: Program, env: dict[str, int]) -> int:
     return best
 
 
+def count_or_fail(program: Program, env: dict[str, int]) -> Counts:
+    """`count`, its failure as a `cost.count` diagnostic."""
+    try:
+        counts, _ = count(program, env)
+    except CountError as err:
+        raise KirError(Diagnostic("cost.count", "error", program.span(), str(err))) from None
+    return counts
+
+
 def analyze(
     program: Program,
     target: str,
@@ -231,10 +329,7 @@ def analyze(
     """Everything before calibration: the raw timing inputs, counts, occupancy, DRAM per access."""
     c = chip(target)
     env = bind_env(program, params, shapes)
-    try:
-        counts, _ = count(program, env)
-    except CountError as err:
-        raise KirError(Diagnostic("cost.count", "error", program.span(), str(err))) from None
+    counts = count_or_fail(program, env)
     occ = occupancy(counts, c, registers, smem_bytes)
     concurrent = occ.blocks_per_sm * c.sms
     wave = min(counts.programs, concurrent, WAVE_SAMPLE_LIMIT)

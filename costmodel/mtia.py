@@ -422,6 +422,16 @@ UNIT_NAMES = {
 }
 
 
+def _matmul_flops(program: Program, env: dict[str, int]) -> float:
+    """The dots' flops over all programs, counted as for every other target (`counting.py`: 2
+    per multiply-add, loop trips and the branches taken included), so that a program's matmul
+    figure does not depend on the chip it is estimated for."""
+    from costmodel.model import count_or_fail  # noqa: PLC0415 - model imports this module
+
+    counts = count_or_fail(program, env)
+    return counts.unit_total("tensor") * counts.programs
+
+
 def estimate(program: Program, target: str, params, shapes, factors: dict[str, float] | None = None):
     """The `Estimate` of `program` on mtia-sim (`CostModel.predict` calls this for the chip)."""
     from costmodel.model import Estimate, Term, bind_env  # noqa: PLC0415 - model imports this module
@@ -434,6 +444,7 @@ def estimate(program: Program, target: str, params, shapes, factors: dict[str, f
     pe = Pe.of(c, spec(target).raw.get("cost", {}))
     env = bind_env(program, params, shapes)
     s = schedule(program, env, pe)
+    matmul_flops = _matmul_flops(program, env)
     clk = pe.clock_hz
     scale = (factors or {}).get("scale", 1.0)
     seconds = s.cycles / clk * scale
@@ -474,7 +485,7 @@ def estimate(program: Program, target: str, params, shapes, factors: dict[str, f
         "global_read_bytes": 0.0,
         "global_write_bytes": 0.0,
         "smem_bytes": 0.0,
-        "matmul_flops": 0.0,
+        "matmul_flops": matmul_flops,
         "alu_ops": 0.0,
         "int_ops": 0.0,
         "sfu_ops": 0.0,

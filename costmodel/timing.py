@@ -112,7 +112,7 @@ class Raw:
         per_sm = math.ceil(p / self.sms)
         active = min(p, self.sms)
         out = {r: per_sm * self.per_program_s.get(r, 0.0) * f.get(r, 1.0) for r in COMPUTE}
-        inflight = active * per_sm * self.inflight_bytes
+        inflight = active * self.inflight(p)[0]
         dram_bw = self.dram_bps
         if self.latency_s > 0 and inflight > 0:
             dram_bw = min(dram_bw, inflight / self.latency_s)
@@ -132,27 +132,40 @@ class Raw:
         out["wave"] += self.cta_overhead_s * f.get("overhead", 1.0) / max(1, self.blocks_per_sm)
         return out
 
+    def inflight(self, p: int) -> tuple[float, int]:
+        """(global-load bytes in flight on each busy SM, the busy SMs) in a wave of `p` programs."""
+        return math.ceil(p / self.sms) * self.inflight_bytes, min(p, self.sms)
+
+    def waves_of(self) -> list[tuple[int, int]]:
+        """(programs, waves of that many): the full waves, then the partial tail."""
+        c = max(1, self.concurrent)
+        full, tail = divmod(self.programs, c)
+        return [(p, n) for p, n in ((c, full), (tail, 1)) if n and p]
+
+    def latency_wave(self) -> int:
+        """The programs of the wave too few bytes in flight hold below DRAM bandwidth, when such
+        waves take most of the DRAM time (the one that takes most of it); 0 when most of it runs
+        at bandwidth."""
+        return _latency_wave([(p, n, self.wave(p, {})) for p, n in self.waves_of()])
+
     def time(self, factors: dict[str, float] | None = None) -> tuple[float, dict[str, float]]:
         """(seconds, seconds per resource summed over the waves, plus `tail`, `drain`, `launch`, `overlap_saved`)."""
         factors = factors or {}
         c = max(1, self.concurrent)
-        full, tail = divmod(self.programs, c)
+        tail = self.programs % c
         totals = {r: 0.0 for r in RESOURCES}
         seconds = 0.0
         tail_s = full_s = 0.0
-        latency_bound = 0.0
-        for p, n in ((c, full), (tail, 1 if tail else 0)):
-            if not n:
-                continue
-            w = self.wave(p, factors)
+        waves = [(p, n, self.wave(p, factors)) for p, n in self.waves_of()]
+        for p, n, w in waves:
             for r in RESOURCES:
                 totals[r] += n * w[r]
             seconds += n * w["wave"]
-            latency_bound = max(latency_bound, w["dram_latency_bound"])
             if p == tail:
                 tail_s = w["wave"]
             else:
                 full_s = w["wave"]
+        latency_bound = float(_latency_wave(waves) > 0)
         drain = self.drain(full_s)
         launch = self.launch_s * factors.get("overhead", 1.0)
         seconds += drain + launch
@@ -167,6 +180,18 @@ class Raw:
         if not self.drain_share or self.programs <= self.concurrent:
             return 0.0
         return self.drain_share * wave_s * min(1.0, self.waves - 1)
+
+
+def _latency_wave(waves: list[tuple[int, int, dict[str, float]]]) -> int:
+    """`Raw.latency_wave` of (programs, waves of that many, the wave's figures). A grid of 31
+    full waves at bandwidth and a tail of 64 programs, one an SM, is bandwidth-bound: the tail's
+    few bytes in flight cost it a microsecond of 135. The DRAM factor scales every wave alike, so
+    the answer does not depend on the calibration."""
+    dram = sum(n * w["dram"] for _, n, w in waves)
+    bound = [(n * w["dram"], p) for p, n, w in waves if w["dram_latency_bound"]]
+    if not bound or sum(d for d, _ in bound) <= 0.5 * dram:
+        return 0
+    return max(bound)[1]
 
 
 def overlap(blocks_per_sm: int, stages: int, roles: int) -> float:

@@ -12,7 +12,7 @@ import pytest
 
 from costmodel import CostModel, chip, predict
 from costmodel.calibration import loss
-from costmodel.cli import task_bindings
+from costmodel.cli import run_cost, task_bindings
 from costmodel.model import measurement_raw
 from kir.parser import parse_file
 
@@ -39,7 +39,13 @@ def example(name: str):
     return parse_file(ROOT / "examples" / f"{name}.kir")
 
 
+# where one value cannot serve every example: L is a bag's length (`L <= BL`, 32) in
+# embedding_bag and a sequence of whole tiles (`L % BM == 0`, 128) in attention_scores_hopper
+EXAMPLE_OVERRIDES = {"attention_scores_hopper": {"L": 1024}}
+
+
 def shapes_for(program, values=EXAMPLE_SHAPES):
+    values = {**values, **EXAMPLE_OVERRIDES.get(program.name, {})}
     return {s: values[s] for s in program.kernel.shape_symbols}
 
 
@@ -202,6 +208,52 @@ def test_hint_stages_on_memory_bound_loop():
     assert stages
     loop_line = (ROOT / "benchmarks/tasks/rmsnorm_backward/seed.kir").read_text().splitlines()[stages[0].span.line - 1]
     assert loop_line.strip().startswith("for i in")  # the row loop
+
+
+_KIB = {"B": 1, "KB": 1024, "MB": 1 << 20}
+
+
+def latency_figures(hint) -> tuple[float, float]:
+    """(bytes in flight, bytes needed) as a `cost.latency` hint prints them."""
+    import re
+
+    found = re.search(r"about ([\d.]+) (B|KB|MB) .*?, ([\d.]+) (B|KB|MB) needed", hint.message)
+    assert found, hint.message
+    return float(found[1]) * _KIB[found[2]], float(found[3]) * _KIB[found[4]]
+
+
+def test_a_tail_wave_short_of_bytes_in_flight_does_not_make_the_grid_latency_bound():
+    """embedding_bag's 31 full waves of 16 blocks an SM keep 132 KB an SM in flight, six times
+    the 22 KB that DRAM bandwidth needs; only the tail of 64 programs, one an SM, falls short.
+    The estimate was 'bound by dram-latency' with a hint that said so in figures that did not."""
+    path = ROOT / "benchmarks/tasks/embedding_bag/seed.kir"
+    est = predict(parse_file(path), "sm_90", *task_bindings(path, "bench"))
+    assert est.raw.waves > 31 and est.raw.programs % est.raw.concurrent == 64
+    assert est.bottleneck == "dram"
+    assert "cost.latency" not in rules(est)
+
+
+def test_the_latency_hint_counts_the_sms_its_programs_keep_busy():
+    """8 programs keep 8 of the 132 SMs busy: each holds one program's loads in flight (not six
+    blocks' worth) and needs an eighth of the chip's bandwidth-latency product (not 1/132)."""
+    path = ROOT / "benchmarks/tasks/causal_attention/tuned.kir"
+    est = predict(parse_file(path), "sm_90", *task_bindings(path, "test"))
+    assert est.raw.programs == 8 and est.raw.blocks_per_sm > 1 and est.bottleneck == "dram-latency"
+    (hint,) = [d for d in est.hints if d.rule == "cost.latency"]
+    inflight, need = latency_figures(hint)
+    assert inflight < need
+    c = chip("sm_90")
+    assert need == pytest.approx(c.dram_bps * c.dram_latency_s / 8, rel=0.01)
+    assert inflight == pytest.approx(est.raw.inflight_bytes, rel=0.2)
+    assert "8 programs on 8 of 132 SMs" in hint.message and "more programs" in hint.hint
+
+
+def test_shared_memory_prints_in_whole_bytes():
+    path = ROOT / "benchmarks/tasks/gemm/seed.kir"  # bench: 64 x 64 x 32 tiles, two stages
+    params, shapes = task_bindings(path, "bench")
+    est, lines, _ = run_cost(parse_file(path), "sm_90", params, shapes)
+    assert est.occupancy.smem_bytes == 24576 and isinstance(est.occupancy.smem_bytes, int)
+    assert ", 24576 B shared/block)" in lines[1]
 
 
 # ---- every program, every target --------------------------------------------------------------

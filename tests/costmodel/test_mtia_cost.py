@@ -66,6 +66,17 @@ def test_predict_on_mtia_sim_is_an_estimate_with_engine_resources():
     assert est.resources["dpe"] == pytest.approx(4 * 4 * 16 * 32 / 1e9)
 
 
+@pytest.mark.parametrize("name", ["mtia", "seed"])
+def test_the_matmul_flops_of_a_gemm_are_counted_on_mtia_sim(name):
+    """`kir cost --target mtia-sim` printed 'matmul 0 FLOP' for a GEMM: the figure is the dots'
+    2 M N K over every k-step and program, the same as for any other target."""
+    program = parse_file(TASKS / "gemm" / f"{name}.kir")
+    shapes = {"M": 512, "N": 256, "K": 1024}
+    est = predict(program, "mtia-sim", None, shapes)
+    assert est.counts["matmul_flops"] == 2 * 512 * 256 * 1024
+    assert est.counts["matmul_flops"] == predict(program, "sm_90", None, shapes).counts["matmul_flops"]
+
+
 def test_calibrated_scale_applies_to_mtia_sim():
     program = parse_file(TASKS / "softmax" / "mtia.kir")
     args = ("mtia-sim", {"BLOCK": 2048, "R": 16}, {"M": 1024, "N": 2048})
