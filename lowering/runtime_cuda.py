@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ctypes
 import re
-import shutil
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -33,7 +32,7 @@ from kir.dtypes import DTYPES
 from lowering.compile_cuda import FLAGS, SOURCE_NAME, cache_root, error_diagnostics, run_nvcc, source_key
 from lowering.emit.base import Lowered, lower
 from lowering.emit.names import CXX_RESERVED, identifier
-from lowering.report import shared_memory_error
+from lowering.report import copy_atomic, file_digest, remove_stale_tmp, shared_memory_error, write_atomic
 
 _TMA_DTYPE = {
     "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
@@ -235,16 +234,19 @@ def build(lowered: Lowered) -> CudaKernel:
             return _BUILT[key]
         folder = cache_root() / f"so-{key}"
         lib = folder / "kernel.so"
-        if not lib.exists():
+        digest = folder / "kernel.so.sha256"
+        # the library is trusted only with the checksum written after it: a library cut short
+        # (a full disk, a killed writer) or replaced is built again instead of failing to load
+        remove_stale_tmp(lib)
+        if not digest.exists() or file_digest(lib) != digest.read_text().strip():
             with tempfile.TemporaryDirectory(prefix="kir-nvcc-") as tmp:
                 work = Path(tmp)
                 (work / SOURCE_NAME).write_text(source)
                 rc, log = run_nvcc([*flags, "-o", "kernel.so", SOURCE_NAME], work)
                 if rc != 0:
                     raise KirError(error_diagnostics(lowered, log, None))
-                folder.mkdir(parents=True, exist_ok=True)
-                shutil.copy(work / "kernel.so", folder / "kernel.so.tmp")
-                (folder / "kernel.so.tmp").replace(lib)  # atomic: another process may be loading it
+                copy_atomic(work / "kernel.so", lib)  # another process may be loading it
+                write_atomic(digest, file_digest(lib) or "")
         kernel = _BUILT[key] = CudaKernel(lowered, str(lib))
         return kernel
 

@@ -506,6 +506,24 @@ def test_the_launcher_builds():
     assert Path(kernel.path).exists()
 
 
+@needs_nvcc
+def test_a_launcher_library_cut_short_is_built_again(monkeypatch, tmp_path):
+    """A `kernel.so` left truncated on disk (a killed writer, a full disk) is not loaded: the
+    checksum written after it no longer matches, so the next build compiles it again."""
+    from lowering import runtime_cuda
+
+    monkeypatch.setenv("KIR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(runtime_cuda, "_BUILT", {})
+    lowered = lower(example("vector_add"), "cuda")
+    lib = Path(runtime_cuda.build(lowered).path)
+    whole = lib.read_bytes()
+    lib.write_bytes(whole[: len(whole) // 3])
+    monkeypatch.setattr(runtime_cuda, "_BUILT", {})
+    again = Path(runtime_cuda.build(lowered).path).read_bytes()
+    # nvcc's libraries differ from build to build (temporary names), not in size
+    assert len(again) == len(whole) and again != whole[: len(whole) // 3]
+
+
 def test_a_bug_of_the_backend_is_an_internal_diagnostic(monkeypatch):
     from lowering.emit import cuda
 
