@@ -99,7 +99,7 @@ def hipcc_version() -> str:
     return " ".join(line.strip() for line in out.splitlines() if "version" in line.lower())
 
 
-HIPCC_MISSING = "hipcc not found (apt-get install hipcc, or put ROCm's hipcc on the PATH)"
+HIPCC_MISSING = "hipcc not found (apt-get install hipcc, Debian's HIP 5.2, or put ROCm's hipcc on the PATH)"
 
 
 def run_hipcc(args: list[str], cwd: Path, timeout: float = 600) -> tuple[int, str]:
@@ -146,18 +146,8 @@ _CLANG_ERROR = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+): (?:fa
 
 def error_diagnostics(lowered: Lowered, log: str, path: str | None = None) -> list[Diagnostic]:
     """One `lower.compile` diagnostic per error clang reports in the generated file; one at the
-    kernel when none can be read (a failure of the backend or the linker); without hipcc, one
-    `compile.tool-missing` error that says so (neither the program nor the backend is at fault)."""
-    if log.strip() == HIPCC_MISSING:
-        return [
-            Diagnostic(
-                "compile.tool-missing",
-                "error",
-                None,
-                "hipcc is not installed, so the HIP backend cannot compile here",
-                "apt-get install hipcc (Debian's HIP 5.2), or put ROCm's hipcc on the PATH or under $ROCM_PATH/bin",
-            )
-        ]
+    kernel when none can be read (a failure of the backend or the linker); without hipcc, the
+    `compile.tool-missing` error that says so (`unread_failure`)."""
     diags = []
     for raw in log.splitlines():
         m = _CLANG_ERROR.match(raw.strip())

@@ -689,8 +689,26 @@ def ptxas_failure(lowered: Lowered, reason: str) -> Diagnostic | None:
 def unread_failure(lowered: Lowered, log: str, tool: str, source_name: str, path: str | None = None) -> Diagnostic:
     """The `lower.compile` error at the kernel when no error of the compiler's log names a line
     (a failure of the backend, the linker, or a missing compiler): the log's last line."""
+    if missing := _TOOL_MISSING.match(log.strip()):
+        return tool_missing(lowered, tool, missing.group("how"))
     last = (log.strip().splitlines() or ["no output"])[-1]
     return compile_error(lowered, None, f"{tool} failed: {last}", where=source_name, path=path)
+
+
+# what the drivers log when their compiler is not installed: "nvcc not found (set CUDA_HOME ...)"
+_TOOL_MISSING = re.compile(r"^\S+ not found(?: \((?P<how>[^)]*)\))?$")
+
+
+def tool_missing(lowered: Lowered, tool: str, how: str | None) -> Diagnostic:
+    """`compile.tool-missing`: the compiler is not installed here, so neither the program nor
+    the backend is at fault (no location: nothing in the program can fix it)."""
+    return Diagnostic(
+        "compile.tool-missing",
+        "error",
+        None,
+        f"{tool} is not installed, so the {lowered.backend} backend cannot compile here",
+        how or f"install {tool} or put it on the PATH",
+    )
 
 
 def resource_warnings(lowered: Lowered, report: CompileReport) -> list[Diagnostic]:

@@ -310,6 +310,26 @@ def test_a_g_plus_plus_that_crashed_or_is_missing_is_not_cached(cache, tmp_path,
     assert compile_mtia.compile_lowered(lowered).cached
 
 
+@pytest.mark.parametrize("backend", ["cuda", "mtia-sim"])
+def test_a_missing_compiler_is_said_so_not_blamed_on_the_backend(cache, monkeypatch, backend):
+    """Without its compiler a backend cannot compile anything: `compile.tool-missing` with the
+    way to install it, not a `lower.compile` "bug of the backend" at the kernel."""
+    from lowering import compile_cuda, compile_mtia
+    from lowering.emit.base import lower
+
+    if backend == "cuda":
+        monkeypatch.setattr(compile_cuda, "find_tool", lambda name: None)
+        report = compile_cuda.compile_lowered(lower(vector_add(), "cuda"))
+        tool, how = "nvcc", "CUDA_HOME"
+    else:
+        monkeypatch.setattr(compile_mtia, "gxx", lambda: None)
+        report = compile_mtia.compile_lowered(lower(vector_add(), "mtia-sim"))
+        tool, how = "g++", "g++ 12"
+    (d,) = report.diagnostics
+    assert d.rule == "compile.tool-missing" and d.span is None
+    assert d.message.startswith(f"{tool} is not installed") and how in d.hint and "bug" not in d.hint
+
+
 def test_a_gluon_compile_whose_process_died_is_not_cached(cache):
     from lowering.compile_gluon import compile_lowered
     from lowering.emit.base import lower
