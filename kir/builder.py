@@ -68,7 +68,14 @@ def parse_sym(text: str | int | sx.SymExpr) -> sx.SymExpr:
 @dataclass
 class _Scope:
     names: dict[str, SSAValue] = field(default_factory=dict)
-    assigned: list[str] = field(default_factory=list)
+    assigned: list[str] = field(default_factory=list)  # in order of first assignment
+    # the same names, for membership tests: a list's made a long block quadratic
+    assigned_set: set[str] = field(default_factory=set)
+
+    def note_assigned(self, name: str) -> None:
+        if name not in self.assigned_set:
+            self.assigned_set.add(name)
+            self.assigned.append(name)
 
 
 @dataclass
@@ -208,7 +215,9 @@ class Builder:
             kind = "parameter" if name in self.params else "shape symbol"
             self._fail("name.reserved", f"'{name}' is a {kind} and cannot be assigned", span, "choose another name")
         if any(n == name for n, _ in self._args):
-            self._fail("name.reserved", f"'{name}' is a kernel argument and cannot be assigned", span, "choose another name")
+            self._fail(
+                "name.reserved", f"'{name}' is a kernel argument and cannot be assigned", span, "choose another name"
+            )
         previous = self.lookup(name)
         if previous is not None and not _is_value(previous) and previous is not value:
             self._fail("name.rebind", f"'{name}' names a {_kind(previous)} and cannot be rebound", span)
@@ -218,13 +227,17 @@ class Builder:
             value.name_hint = name
         scope = self._scopes[-1]
         scope.names[name] = value
-        if name not in scope.assigned:
-            scope.assigned.append(name)
+        scope.note_assigned(name)
         return value
 
     def _check_new_name(self, name: str, span: Span | None) -> None:
         if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
-            self._fail("name.invalid", f"{name!r} is not a KIR name", span, "use letters, digits and '_', not starting with a digit")
+            self._fail(
+                "name.invalid",
+                f"{name!r} is not a KIR name",
+                span,
+                "use letters, digits and '_', not starting with a digit",
+            )
         if name in RESERVED:
             self._fail("name.reserved", f"'{name}' is a keyword", span, "choose another name")
         if name.startswith("__"):
@@ -271,12 +284,29 @@ class Builder:
         return self.make(tl.UnaryOp, fn, x, span=span).res
 
     def load(
-        self, mem: SSAValue, indices: Sequence[SSAValue], access: Access | None = None, *, mask=None, other=None, evict=None, span=None
+        self,
+        mem: SSAValue,
+        indices: Sequence[SSAValue],
+        access: Access | None = None,
+        *,
+        mask=None,
+        other=None,
+        evict=None,
+        span=None,
     ):
         access = access or Access(tuple(None for _ in indices))
         return self.make(tl.LoadOp, mem, access, list(indices), mask, other, evict, span=span).res
 
-    def store(self, mem: SSAValue, indices: Sequence[SSAValue], value: SSAValue, access: Access | None = None, *, mask=None, span=None):
+    def store(
+        self,
+        mem: SSAValue,
+        indices: Sequence[SSAValue],
+        value: SSAValue,
+        access: Access | None = None,
+        *,
+        mask=None,
+        span=None,
+    ):
         access = access or Access(tuple(None for _ in indices))
         return self.make(tl.StoreOp, mem, access, list(indices), value, mask, span=span)
 
@@ -309,7 +339,12 @@ class Builder:
         for n, a in zip(carried, block.args[1:], strict=True):
             a.name_hint = n
         self._frames.append(
-            _LoopFrame("for", list(carried), outer, {"bounds": (lower, upper, step), "stages": stages, "ws": warp_specialize, "span": span, "block": block})
+            _LoopFrame(
+                "for",
+                list(carried),
+                outer,
+                {"bounds": (lower, upper, step), "stages": stages, "ws": warp_specialize, "span": span, "block": block},
+            )
         )
         self._blocks.append(block)
         scope = _Scope({iv_name: block.args[0], **dict(zip(carried, block.args[1:], strict=True))})
@@ -351,8 +386,7 @@ class Builder:
         for n, r in zip(frame.carried, op.results, strict=True):
             r.name_hint = n
             self._scopes[-1].names[n] = r
-            if n not in self._scopes[-1].assigned:
-                self._scopes[-1].assigned.append(n)
+            self._scopes[-1].note_assigned(n)
         return list(op.results)
 
     def begin_if(self, cond: SSAValue, span: Span | None = None) -> None:
@@ -389,13 +423,14 @@ class Builder:
             return next((s.names[n] for s in reversed(self._scopes[:-1]) if n in s.names), None)
 
         if results is None:
-            results = []
+            chosen: dict[str, None] = {}  # an ordered set
             for n in [*then_scope.assigned, *else_scope.assigned]:
-                if n in results:
+                if n in chosen:
                     continue
-                both = n in then_scope.assigned and n in else_scope.assigned
+                both = n in then_scope.assigned_set and n in else_scope.assigned_set
                 if _is_value(before(n)) or both:
-                    results.append(n)
+                    chosen[n] = None
+            results = list(chosen)
         span = frame.args["span"]
         branch_values = []
         for scope in (then_scope, else_scope):
@@ -403,7 +438,9 @@ class Builder:
             for n in results:
                 v = scope.names.get(n) or before(n)
                 if v is None:
-                    self._fail("name.undefined", f"'{n}' is assigned in one branch only and undefined before the if", span)
+                    self._fail(
+                        "name.undefined", f"'{n}' is assigned in one branch only and undefined before the if", span
+                    )
                 vals.append(v)
             branch_values.append(vals)
         for n, a, b in zip(results, *branch_values, strict=True):
@@ -428,8 +465,7 @@ class Builder:
         for n, r in zip(results, op.results, strict=True):
             r.name_hint = n
             self._scopes[-1].names[n] = r
-            if n not in self._scopes[-1].assigned:
-                self._scopes[-1].assigned.append(n)
+            self._scopes[-1].note_assigned(n)
         return list(op.results)
 
     def begin_role(self, name: str, unit: str, ids: Sequence[int], regs: int, span: Span | None = None) -> None:
@@ -443,7 +479,14 @@ class Builder:
         except VerifyException as e:
             self._fail("role.declaration", str(e), span)
         block = Block()
-        self._frames.append(_LoopFrame("role", [], [], {"name": name, "unit": unit, "ids": list(ids), "regs": regs, "span": span, "block": block}))
+        self._frames.append(
+            _LoopFrame(
+                "role",
+                [],
+                [],
+                {"name": name, "unit": unit, "ids": list(ids), "regs": regs, "span": span, "block": block},
+            )
+        )
         self._blocks.append(block)
         self._scopes.append(_Scope())
 

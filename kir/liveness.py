@@ -82,20 +82,44 @@ def fused(v: SSAValue) -> bool:
     reductions = _reductions_fed(v)
     if not reductions:
         return True
-    order = {op: i for i, op in enumerate(owner.parent_block().ops)}
-    reduced = [order[r] for r in reductions if r in order]
-    return not reduced or all(order[u.operation] < min(reduced) for u in v.uses)
+    block = owner.parent_block()
+    reduced = {r for r in reductions if r.parent_block() is block}
+    if not reduced:
+        return True
+    # Are all the uses before the first of those reductions? Both follow `owner` in the block,
+    # so a walk from it answers by the last use or the first reduction, whichever comes first
+    # (numbering the whole block for each value made a long block quadratic).
+    users = {u.operation for u in v.uses}
+    op = owner.next_op
+    while op is not None:
+        if op in reduced:
+            return False
+        users.discard(op)
+        if not users:
+            return True
+        op = op.next_op
+    return True
 
 
-def _reductions_fed(v: SSAValue, depth: int = 8) -> list[Operation]:
-    """The reductions that `v` feeds directly or through elementwise ops."""
-    out: list[Operation] = []
-    for u in v.uses:
-        op = u.operation
-        if isinstance(op, tl.ReduceOp):
-            out.append(op)
-        elif depth and isinstance(op, _ELEMENTWISE):
-            out += _reductions_fed(op.results[0], depth - 1)
+def _reductions_fed(v: SSAValue, depth: int = 8) -> set[Operation]:
+    """The reductions that `v` feeds directly or through at most `depth` elementwise ops. Each
+    value is followed once, with the most steps left of any path to it (following every path
+    costs the number of paths, which grows exponentially in a chain of `x * x` terms)."""
+    out: set[Operation] = set()
+    left: dict[SSAValue, int] = {v: depth}
+    todo = [v]
+    while todo:
+        x = todo.pop()
+        steps = left[x]
+        for u in x.uses:
+            op = u.operation
+            if isinstance(op, tl.ReduceOp):
+                out.add(op)
+            elif steps and isinstance(op, _ELEMENTWISE):
+                r = op.results[0]
+                if left.get(r, -1) < steps - 1:
+                    left[r] = steps - 1
+                    todo.append(r)
     return out
 
 

@@ -86,7 +86,11 @@ def operand_calls(op: Operation) -> list[list[tuple[int, int, str | None]]]:
     if isinstance(op, ex.ArriveOp):
         return [[(1, 0, "i32")]]
     if isinstance(op, ex.TmaLoadOp):
-        return [_indices_call(op, "src_indices"), _indices_call(op, "dst_indices"), [(_index_of(op, op.bar_index), 0, "i32")]]
+        return [
+            _indices_call(op, "src_indices"),
+            _indices_call(op, "dst_indices"),
+            [(_index_of(op, op.bar_index), 0, "i32")],
+        ]
     if isinstance(op, ex.TmaStoreOp):
         return [_indices_call(op, "src_indices"), _indices_call(op, "dst_indices")]
     if isinstance(op, ex.CpAsyncOp):
@@ -118,8 +122,10 @@ def _indices_call(op: Operation, field_name: str) -> list[tuple[int, int, str | 
     start = 0
     # operands are unique objects per position; find the segment's first position
     for i in range(len(op.operands)):
-        if values and op.operands[i] is values[0] and all(
-            i + k < len(op.operands) and op.operands[i + k] is v for k, v in enumerate(values)
+        if (
+            values
+            and op.operands[i] is values[0]
+            and all(i + k < len(op.operands) and op.operands[i + k] is v for k, v in enumerate(values))
         ):
             start = i
             break
@@ -141,6 +147,30 @@ def _literal_kind(op: tl.ConstOp) -> str:
     return "f" if op.dtype in ("f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2") else "i"
 
 
+class _Names:
+    """Names in order of first mention, with membership in constant time (a list's made the
+    printing of a long block quadratic)."""
+
+    def __init__(self) -> None:
+        self._order: dict[str, None] = {}
+
+    def add(self, name: str) -> None:
+        self._order.setdefault(name)
+
+    def put_first(self, names: list[str]) -> None:
+        """`names` first, in order, then the others as they were."""
+        order = dict.fromkeys(names)
+        for name in self._order:
+            order.setdefault(name)
+        self._order = order
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._order
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+
 @dataclass
 class _Scope:
     kind: str  # "kernel", "for", "if", "role"
@@ -151,17 +181,15 @@ class _Scope:
     # `assigned` in this block and as results of the loops and branches in it (a branch's
     # results, in order), `textual` anywhere inside, nested blocks included (a loop's carried
     # values, in order).
-    assigned: list[str] = field(default_factory=list)
-    textual: list[str] = field(default_factory=list)
+    assigned: _Names = field(default_factory=_Names)
+    textual: _Names = field(default_factory=_Names)
     # the other branch of this `if`: its uses of an outer value come from that value's own name
     # there, so they do not keep this branch from rebinding the name
     sibling: Block | None = None
 
     def record(self, name: str) -> None:
-        if name not in self.assigned:
-            self.assigned.append(name)
-        if name not in self.textual:
-            self.textual.append(name)
+        self.assigned.add(name)
+        self.textual.add(name)
 
 
 def _inside(op: Operation, block: Block) -> bool:
@@ -474,9 +502,12 @@ class _Printer:
         if not op.results:
             self.emit(depth, text, op)
             return
-        if all(r.first_use is None for r in op.results) and all(r.name_hint is None for r in op.results) and not isinstance(
-            op, tl.TopKOp | ex.SmemAllocOp | ex.MBarrierAllocOp
-        ) and _has_effect(op):
+        if (
+            all(r.first_use is None for r in op.results)
+            and all(r.name_hint is None for r in op.results)
+            and not isinstance(op, tl.TopKOp | ex.SmemAllocOp | ex.MBarrierAllocOp)
+            and _has_effect(op)
+        ):
             self.emit(depth, text, op)
             return
         names = [self.bind(r, at) for r in op.results]
@@ -500,11 +531,17 @@ class _Printer:
                 and not name.startswith("__")
                 and name not in carried
                 and name not in self.scopes[-1].forbidden
-                and (current is None or current is init or (self.last_use(current) <= at and current not in header_reads))
+                and (
+                    current is None or current is init or (self.last_use(current) <= at and current not in header_reads)
+                )
                 and (self.last_use(init) <= at or self.names.get(init) != name)
                 # rebinding a name of an enclosing loop or branch here would carry it out of
                 # that one too
-                and not (self.visible_outside(name) and name not in self.scopes[-1].allowed and name not in self.scopes[-1].names)
+                and not (
+                    self.visible_outside(name)
+                    and name not in self.scopes[-1].allowed
+                    and name not in self.scopes[-1].names
+                )
             )
             if not ok:
                 name = self.fresh()
@@ -536,13 +573,13 @@ class _Printer:
             # The parser carries the names the body assigns, in order of first assignment: a
             # value passed through unchanged, or assigned out of order, is named up front.
             self.lines[body_start:body_start] = [INDENT * (depth + 1) + f"{n} = {n}" for n in carried]
-            scope.textual[:0] = carried
+            scope.textual.put_first(carried)
         self.close_block(depth, op, 0)
         outer = self.scopes[-1]
         for name in scope.textual:
             # in the body, the loop variable's name is the loop variable's own
-            if name not in outer.textual and name != iv_name:
-                outer.textual.append(name)
+            if name != iv_name:
+                outer.textual.add(name)
         for name, res in zip(carried, op.res, strict=True):
             outer.names[name] = res
             outer.record(name)
@@ -566,10 +603,18 @@ class _Printer:
             current = self.lookup(name) if name else None
             # uses of the old value inside the branches come before the result is bound
             if fresh_results or not (
-                name and name.isidentifier() and name not in RESERVED and name not in self.static_names and name not in results
+                name
+                and name.isidentifier()
+                and name not in RESERVED
+                and name not in self.static_names
+                and name not in results
                 and name not in self.scopes[-1].forbidden
                 and (current is None or self.last_use(current) <= self.end.get(op, at))
-                and not (self.visible_outside(name) and name not in self.scopes[-1].allowed and name not in self.scopes[-1].names)
+                and not (
+                    self.visible_outside(name)
+                    and name not in self.scopes[-1].allowed
+                    and name not in self.scopes[-1].names
+                )
             ):
                 name = self.fresh()
             results.append(name)
@@ -606,13 +651,12 @@ class _Printer:
             if any(self.lookup(n) is None for n in results):
                 return False
             self.lines[then_start:then_start] = [INDENT * (depth + 1) + f"{n} = {n}" for n in results]
-            then_scope.assigned[:0] = results
-            then_scope.textual[:0] = results
+            then_scope.assigned.put_first(results)
+            then_scope.textual.put_first(results)
         self.close_block(depth, op, 1 if needs_else else 0)
         outer = self.scopes[-1]
-        for name in then_scope.textual + else_scope.textual:
-            if name not in outer.textual:
-                outer.textual.append(name)
+        for name in [*then_scope.textual, *else_scope.textual]:
+            outer.textual.add(name)
         for name, res in zip(results, op.res, strict=True):
             outer.names[name] = res
             outer.record(name)
@@ -635,13 +679,13 @@ class _Printer:
 
     def parsed_results(self, then_scope: _Scope, else_scope: _Scope) -> list[str]:
         """The results the parser gives an `if` whose branches assign these names."""
-        out: list[str] = []
-        for n in then_scope.assigned + else_scope.assigned:
+        out: dict[str, None] = {}  # an ordered set
+        for n in [*then_scope.assigned, *else_scope.assigned]:
             if n in out:
                 continue
             if self.lookup(n) is not None or (n in then_scope.assigned and n in else_scope.assigned):
-                out.append(n)
-        return out
+                out[n] = None
+        return list(out)
 
     # ---- expressions ------------------------------------------------------------------------
 
@@ -872,7 +916,12 @@ class _Printer:
                 parts.append(self.sub(op, idx, 0, dts.get(idx)))
                 continue
             owner = op.operands[idx].owner
-            if isinstance(owner, tl.ConstOp) and owner in self.inlined and owner.value.data == "0" and dts.get(idx) == owner.dtype:
+            if (
+                isinstance(owner, tl.ConstOp)
+                and owner in self.inlined
+                and owner.value.data == "0"
+                and dts.get(idx) == owner.dtype
+            ):
                 parts.append(f"0 : {dim}")
                 continue
             start = self.sub(op, idx, P_ADD, dts.get(idx))

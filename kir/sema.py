@@ -9,6 +9,8 @@ which the printer relies on to print expressions back inline:
 
 from __future__ import annotations
 
+import bisect
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -40,7 +42,16 @@ from kir.program import Program, set_block_comments, set_comments, span_of
 
 Node = Tree | Token
 
-_BINARY_TREES = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "rem": "rem", "bin_and": "and", "bin_or": "or", "bin_xor": "xor"}
+_BINARY_TREES = {
+    "add": "add",
+    "sub": "sub",
+    "mul": "mul",
+    "div": "div",
+    "rem": "rem",
+    "bin_and": "and",
+    "bin_or": "or",
+    "bin_xor": "xor",
+}
 _SHIFTS = {"<<": "shl", ">>": "shr"}
 _CMP = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 _LITERALS = ("int_lit", "float_lit", "inf_lit", "nan_lit", "true_lit", "false_lit", "typed_lit")
@@ -56,7 +67,9 @@ def parse_static_text(text: str) -> sx.SymExpr:
     try:
         tree = _lark().parse(text, start="expr_only")
     except UnexpectedInput as err:
-        raise KirError(Diagnostic("syntax.static", "error", None, f"not a symbolic expression: {text!r} ({err})")) from None
+        raise KirError(
+            Diagnostic("syntax.static", "error", None, f"not a symbolic expression: {text!r} ({err})")
+        ) from None
     return _Walker(text, "<builder>").static(tree.children[0], allow_any_name=True)
 
 
@@ -84,7 +97,9 @@ class _Walker:
         if isinstance(node, Token):
             if node.line is None:
                 return None
-            return Span(node.line, node.column, node.end_line or node.line, node.end_column or node.column + 1, self.file)
+            return Span(
+                node.line, node.column, node.end_line or node.line, node.end_column or node.column + 1, self.file
+            )
         meta = node.meta
         if getattr(meta, "empty", True):
             return None
@@ -103,7 +118,12 @@ class _Walker:
         try:
             return int(text, 0)
         except ValueError:
-            self.fail("syntax.literal", f"'{text}' is not an integer", tok, "a decimal integer does not start with 0; hex is 0x...")
+            self.fail(
+                "syntax.literal",
+                f"'{text}' is not an integer",
+                tok,
+                "a decimal integer does not start with 0; hex is 0x...",
+            )
             raise AssertionError from None
 
     # ---- the kernel ------------------------------------------------------------------------
@@ -120,7 +140,11 @@ class _Walker:
             if child.data == "param_list":
                 for p in child.children:
                     pname, pval = p.children
-                    value = -self.integer(pval.children[0]) if isinstance(pval, Tree) and pval.data == "neg_int" else self.integer(_tok_node(pval))
+                    value = (
+                        -self.integer(pval.children[0])
+                        if isinstance(pval, Tree) and pval.data == "neg_int"
+                        else self.integer(_tok_node(pval))
+                    )
                     if any(pname == q for q, _ in params):
                         self.fail("name.duplicate", f"parameter '{pname}' is declared twice", pname)
                     params.append((str(pname), value))
@@ -204,13 +228,20 @@ class _Walker:
             if clause is None:
                 continue
             for e in clause.children:
-                for n in e.scan_values(lambda t: isinstance(t, Token) and t.type == "NAME") if isinstance(e, Tree) else (
-                    [e] if isinstance(e, Token) and e.type == "NAME" else []
+                for n in (
+                    e.scan_values(lambda t: isinstance(t, Token) and t.type == "NAME")
+                    if isinstance(e, Tree)
+                    else ([e] if isinstance(e, Token) and e.type == "NAME" else [])
                 ):
                     if str(n) not in known and str(n) not in sx.FUNCS:
                         from kir.parser import suggest
 
-                        self.fail("name.undefined", f"'{n}' is neither a parameter nor a shape symbol", n, suggest(str(n), known))
+                        self.fail(
+                            "name.undefined",
+                            f"'{n}' is neither a parameter nor a shape symbol",
+                            n,
+                            suggest(str(n), known),
+                        )
 
     # ---- static expressions ---------------------------------------------------------------
 
@@ -228,7 +259,11 @@ class _Walker:
             return self._static_name(node.children[0], allow_any_name)
         if kind in ("add", "sub", "mul", "div", "rem"):
             op = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%"}[kind]
-            return sx.Bin(op, self.static(node.children[0], params, allow_any_name), self.static(node.children[1], params, allow_any_name))
+            return sx.Bin(
+                op,
+                self.static(node.children[0], params, allow_any_name),
+                self.static(node.children[1], params, allow_any_name),
+            )
         if kind == "compare":
             lhs, op, rhs = node.children
             return sx.Bin(str(op), self.static(lhs, params, allow_any_name), self.static(rhs, params, allow_any_name))
@@ -238,8 +273,14 @@ class _Walker:
         if kind == "call":
             fname = _call_name(node)
             args = node.children[1:]
-            if fname in sx.FUNCS and len(args) == 2 and all(not (isinstance(a, Tree) and a.data == "kwarg") for a in args):
-                return sx.Bin(fname, self.static(args[0], params, allow_any_name), self.static(args[1], params, allow_any_name))
+            if (
+                fname in sx.FUNCS
+                and len(args) == 2
+                and all(not (isinstance(a, Tree) and a.data == "kwarg") for a in args)
+            ):
+                return sx.Bin(
+                    fname, self.static(args[0], params, allow_any_name), self.static(args[1], params, allow_any_name)
+                )
         self.fail(
             "types.static",
             "this must be a static size: integers, parameters and shape symbols with + - * / % and cdiv/min/max",
@@ -254,10 +295,20 @@ class _Walker:
         if self.b.is_static_name(name):
             return sx.Sym(name)
         if self.b.lookup(name) is not None:
-            self.fail("types.static", f"'{name}' is a run-time value; a static size is needed here", tok, "use a parameter or a shape symbol")
+            self.fail(
+                "types.static",
+                f"'{name}' is a run-time value; a static size is needed here",
+                tok,
+                "use a parameter or a shape symbol",
+            )
         from kir.parser import suggest
 
-        self.fail("name.undefined", f"'{name}' is not defined", tok, suggest(name, list(self.b.params) + self.b.shape_symbols()))
+        self.fail(
+            "name.undefined",
+            f"'{name}' is not defined",
+            tok,
+            suggest(name, list(self.b.params) + self.b.shape_symbols()),
+        )
         raise AssertionError
 
     # ---- statements -------------------------------------------------------------------------
@@ -282,7 +333,11 @@ class _Walker:
         return self.b._blocks[-1].last_op
 
     def stmt(self, node: Tree) -> None:
-        before = len(self.b._blocks[-1].ops)
+        # Whether the statement emitted an op into its block: ops are only ever appended, so the
+        # last op changes exactly when one was (`len(block.ops)` walks the whole block, which
+        # made parsing quadratic in the length of a block).
+        block = self.b._blocks[-1]
+        before = block.last_op
         kind = node.data
         if kind == "assign":
             self.assign(node)
@@ -296,8 +351,7 @@ class _Walker:
             self.role_stmt(node)
         else:  # pragma: no cover - the grammar has no other statements
             self.fail("syntax.statement", f"unknown statement {kind}", node)
-        ops = self.b._blocks[-1].ops
-        if len(ops) > before:
+        if block.last_op is not before:
             container = self.open_blocks[-1] if self.open_blocks else -1
             self.stmt_lines.append(_StmtLines(node.meta.line, node.meta.end_line, self.last_op(), container))
 
@@ -359,7 +413,12 @@ class _Walker:
         cond_node, then_block, *rest = node.children
         cond = self.operands([(cond_node, 0)], want={0: "i1"})[0]
         if not isinstance(cond.type, ScalarType) or dtype_of(cond.type) != "i1":
-            self.fail("types.condition", f"the condition of `if` is an i1 scalar, not {cond.type}", cond_node, "reduce a tile mask with max(...) first")
+            self.fail(
+                "types.condition",
+                f"the condition of `if` is an i1 scalar, not {cond.type}",
+                cond_node,
+                "reduce a tile mask with max(...) first",
+            )
         self.b.begin_if(cond, self.span(node))
         blocks = [self.block(then_block)]
         if rest:
@@ -394,7 +453,8 @@ class _Walker:
                 return True
             if node.data == "neg":
                 return self.is_literal(node.children[0]) and not (
-                    isinstance(node.children[0], Tree) and node.children[0].data in ("typed_lit", "neg", "true_lit", "false_lit")
+                    isinstance(node.children[0], Tree)
+                    and node.children[0].data in ("typed_lit", "neg", "true_lit", "false_lit")
                 )
         return False
 
@@ -426,7 +486,12 @@ class _Walker:
                 value: object = text == "true"
             elif is_float:
                 if not d.is_float:
-                    self.fail("types.literal", f"{text} is not an integer; {dtype} is expected here", node, f"write an integer or cast<{dtype}>(...)")
+                    self.fail(
+                        "types.literal",
+                        f"{text} is not an integer; {dtype} is expected here",
+                        node,
+                        f"write an integer or cast<{dtype}>(...)",
+                    )
                 value = -float(text) if negate else float(text)
             else:
                 iv = self.integer(node.children[0])
@@ -472,7 +537,14 @@ class _Walker:
         for i, (n, g) in enumerate(items):
             if vals[i] is not None:
                 continue
-            partner = next((vals[j] for j, (m, h) in enumerate(items) if h == g and vals[j] is not None and not self.is_literal(m)), None)
+            partner = next(
+                (
+                    vals[j]
+                    for j, (m, h) in enumerate(items)
+                    if h == g and vals[j] is not None and not self.is_literal(m)
+                ),
+                None,
+            )
             if partner is not None and isinstance(partner.type, ScalarType | TileType):
                 dtype = dtype_of(partner.type)
             elif g in want:
@@ -547,7 +619,9 @@ class _Walker:
                 node,
                 "read it with load(...)" if what == "memory" else "use it in wait/arrive/expect/tma.load",
             )
-        if not all(s.data in ("sub_all", "sub_newaxis") for s in subs) or not any(s.data == "sub_newaxis" for s in subs):
+        if not all(s.data in ("sub_all", "sub_newaxis") for s in subs) or not any(
+            s.data == "sub_newaxis" for s in subs
+        ):
             self.fail(
                 "syntax.access",
                 "a tile is only indexed to add axes, as in x[:, None]",
@@ -586,7 +660,12 @@ class _Walker:
         if handler is None:
             from kir.parser import suggest
 
-            self.fail("call.unknown", f"unknown op '{fname}'", node, suggest(fname, _CALLS) or "see docs/language.md for the ops")
+            self.fail(
+                "call.unknown",
+                f"unknown op '{fname}'",
+                node,
+                suggest(fname, _CALLS) or "see docs/language.md for the ops",
+            )
         return handler(self, node, pos, kw, span)
 
     def split_args(self, node: Tree, args: list[Node]) -> tuple[list[Node], dict[str, Node]]:
@@ -626,7 +705,12 @@ class _Walker:
             self.fail("call.arguments", f"{what} takes a type such as f32[BM, BN]", node)
         dtype, *dims = node.children
         if not dims:
-            self.fail("types.tile", f"{dtype}[] has no dimensions; a tile has at least one", node, f"a scalar is written {dtype}(value)")
+            self.fail(
+                "types.tile",
+                f"{dtype}[] has no dimensions; a tile has at least one",
+                node,
+                f"a scalar is written {dtype}(value)",
+            )
         return tile_type(str(dtype), [self.static(d) for d in dims])
 
     def shape_arg(self, node: Node, what: str) -> list[sx.SymExpr]:
@@ -645,12 +729,20 @@ class _Walker:
                 "write wgmma(a_buf[s], trans(b_buf[s]), acc); elsewhere load the tile and transpose it: "
                 "trans(load(buf[s]))",
             )
-        if not (isinstance(node, Tree) and node.data == "index" and isinstance(node.children[0], Tree) and node.children[0].data == "name"):
+        if not (
+            isinstance(node, Tree)
+            and node.data == "index"
+            and isinstance(node.children[0], Tree)
+            and node.children[0].data == "name"
+        ):
             self.fail("call.arguments", f"{what} takes a memory access such as a[i, j0 : j0 + BN]", node)
         base, *subs = node.children
         mem = self.b.value(str(base.children[0]), self.span(base))
         if not isinstance(mem.type, kinds):
-            names = " or ".join({GlobalType: "a global tensor", SmemType: "a shared buffer", MBarrierType: "an mbarrier"}[k] for k in kinds)
+            names = " or ".join(
+                {GlobalType: "a global tensor", SmemType: "a shared buffer", MBarrierType: "an mbarrier"}[k]
+                for k in kinds
+            )
             self.fail("types.access", f"{what}: '{base.children[0]}' is not {names}", base)
         dims: list[sx.SymExpr | None] = []
         items: list[tuple[Node, int]] = []
@@ -724,6 +816,12 @@ class _Walker:
         lines = self.text.split("\n")  # lines as lark counts them (not str.splitlines)
         stmts = self.stmt_lines
         blocks = self.block_lines
+        # Indexes over statements and blocks, so that placing every comment takes time linear
+        # in the program rather than a scan of all statements per comment.
+        ending = _ending_statements(stmts)
+        opening = _opening_blocks(blocks)
+        around = _innermost_blocks(blocks, sorted({c.line for c in comments}))
+        following = _Following(stmts)
         leading: dict[int, list[tuple[int, str]]] = {}
         trailing: dict[int, str] = {}
         ends: dict[int, list[tuple[int, str]]] = {}
@@ -737,26 +835,22 @@ class _Walker:
                 continue
             own_line = lines[line - 1][: c.column - 1].strip() == ""
             if not own_line:
-                ending = [i for i, s in enumerate(stmts) if s.first <= line == s.last]
-                if ending:
-                    trailing[max(ending, key=lambda i: (stmts[i].first, -i))] = text
+                if line in ending:
+                    trailing[ending[line]] = text
                     continue
-                opening = [i for i, b in enumerate(blocks) if b.open_line == line]
-                if opening:
-                    head = max(opening, key=lambda i: blocks[i].open_col)
-                    blocks[head].head = text
+                if line in opening:
+                    blocks[opening[line]].head = text
                     continue
                 if line == last_line:
                     program.footer_comments.append(text)
                     continue
-            around = [i for i, b in enumerate(blocks) if b.open_line <= line <= b.close_line]
-            if not around:
+            block = around.get(line)
+            if block is None:
                 program.header_comments.append(text)  # in the signature
                 continue
-            block = max(around, key=lambda i: (blocks[i].open_line, blocks[i].open_col))
-            following = [i for i, s in enumerate(stmts) if s.container == block and s.first > line]
-            if following:
-                leading.setdefault(min(following, key=lambda i: stmts[i].first), []).append((line, text))
+            after = following.first_after(block, line)
+            if after is not None:
+                leading.setdefault(after, []).append((line, text))
             else:
                 ends.setdefault(block, []).append((line, text))
 
@@ -770,7 +864,74 @@ class _Walker:
         for i, b in enumerate(blocks):
             end = ends.get(i, [])
             if b.owner is not None:
-                set_block_comments(b.owner, b.region, b.head, [t for _, t in end], bool(end) and blank_before(end[0][0]))
+                set_block_comments(
+                    b.owner, b.region, b.head, [t for _, t in end], bool(end) and blank_before(end[0][0])
+                )
+
+
+def _ending_statements(stmts: list[_StmtLines]) -> dict[int, int]:
+    """For each line, the statement a comment at its end trails: of the statements that end on
+    the line, the one that starts last (the first of those that start on the same line)."""
+    best: dict[int, int] = {}
+    for i, s in enumerate(stmts):
+        j = best.get(s.last)
+        if j is None or s.first > stmts[j].first:
+            best[s.last] = i
+    return best
+
+
+def _opening_blocks(blocks: list[_BlockLines]) -> dict[int, int]:
+    """For each line, the block whose `{` is the rightmost on it."""
+    best: dict[int, int] = {}
+    for i, b in enumerate(blocks):
+        j = best.get(b.open_line)
+        if j is None or b.open_col > blocks[j].open_col:
+            best[b.open_line] = i
+    return best
+
+
+def _innermost_blocks(blocks: list[_BlockLines], lines: list[int]) -> dict[int, int]:
+    """For each of `lines` (ascending), the block around it that opens last (by line, then
+    column), if any: a sweep over the lines, with the blocks opened so far in a heap."""
+    # blocks are listed in the order of their `{` in the text
+    order = sorted(range(len(blocks)), key=lambda i: (blocks[i].open_line, blocks[i].open_col))
+    out: dict[int, int] = {}
+    heap: list[tuple[int, int, int]] = []  # (-open_line, -open_col, index): the latest on top
+    k = 0
+    for line in lines:
+        while k < len(order) and blocks[order[k]].open_line <= line:
+            b = blocks[order[k]]
+            heapq.heappush(heap, (-b.open_line, -b.open_col, order[k]))
+            k += 1
+        # a block closed before this line is closed for every later line too
+        while heap and blocks[heap[0][2]].close_line < line:
+            heapq.heappop(heap)
+        if heap:
+            out[line] = heap[0][2]
+    return out
+
+
+class _Following:
+    """The first statement of a block that starts after a line (the earliest listed of those
+    that start on the same line)."""
+
+    def __init__(self, stmts: list[_StmtLines]):
+        by_block: dict[int, list[tuple[int, int]]] = {}
+        for i, s in enumerate(stmts):
+            by_block.setdefault(s.container, []).append((s.first, i))
+        self.firsts: dict[int, list[int]] = {}
+        self.index: dict[int, list[int]] = {}
+        for block, items in by_block.items():
+            items.sort()
+            self.firsts[block] = [f for f, _ in items]
+            self.index[block] = [i for _, i in items]
+
+    def first_after(self, block: int, line: int) -> int | None:
+        firsts = self.firsts.get(block)
+        if not firsts:
+            return None
+        k = bisect.bisect_right(firsts, line)
+        return self.index[block][k] if k < len(firsts) else None
 
 
 @dataclass
@@ -831,28 +992,33 @@ def _call_label(node: Tree) -> str:
 def _same_tree(a: Node, b: Node) -> bool:
     if isinstance(a, Token) or isinstance(b, Token):
         return isinstance(a, Token) and isinstance(b, Token) and a.type == b.type and str(a) == str(b)
-    return a.data == b.data and len(a.children) == len(b.children) and all(_same_tree(x, y) for x, y in zip(a.children, b.children, strict=True))
+    return (
+        a.data == b.data
+        and len(a.children) == len(b.children)
+        and all(_same_tree(x, y) for x, y in zip(a.children, b.children, strict=True))
+    )
 
 
 def _assigned_names(block: Tree) -> list[str]:
     """Names assigned anywhere in a block (nested loops and branches included), in order.
     In a nested loop's body its loop variable is another variable: assigning it does not
     assign the name outside."""
-    out: list[str] = []
+    out: dict[str, None] = {}  # an ordered set: a list's membership test made a long block quadratic
     for stmt in block.children:
         if not isinstance(stmt, Tree):
             continue
         if stmt.data == "assign":
             for n in stmt.children[:-1]:
-                if str(n) not in out:
-                    out.append(str(n))
+                out.setdefault(str(n))
         elif stmt.data in ("for_stmt", "if_stmt", "role_stmt"):
             shadowed = str(stmt.children[0]) if stmt.data == "for_stmt" else None
             for sub in stmt.children:
                 if isinstance(sub, Tree) and sub.data in ("block", "if_stmt"):
                     inner = _assigned_names(sub if sub.data == "block" else Tree("block", [sub]))
-                    out += [n for n in inner if n not in out and n != shadowed]
-    return out
+                    for n in inner:
+                        if n != shadowed:
+                            out.setdefault(n)
+    return list(out)
 
 
 # ---- the call table: one handler per op name --------------------------------------------------

@@ -6,6 +6,7 @@ import importlib
 import pkgutil
 
 from kir.diagnostics import Diagnostic, Span
+from kir.parser import fewer_collections
 from kir.program import Program
 from verifier.context import Context
 from verifier.registry import CHECKS
@@ -38,6 +39,13 @@ def verify(
 ) -> list[Diagnostic]:
     """Every diagnostic of every rule (or of the given rule ids), errors first, in a
     deterministic order. A rule that crashes becomes an `internal.error` diagnostic."""
+    with fewer_collections():
+        return _verify(program, target, params, rules)
+
+
+def _verify(
+    program: Program, target: str | None, params: dict[str, int] | None, rules: set[str] | None
+) -> list[Diagnostic]:
     load_rules()
     ctx = Context(program, target, params)
     if rules is None or "types.where" in rules:
@@ -71,7 +79,9 @@ def verify(
 
         CACHE.flush()
     unique: list[Diagnostic] = []
+    seen: set[Diagnostic] = set()  # equal diagnostics hash alike (the counterexample aside)
     for d in sorted(out, key=Diagnostic.sort_key):
-        if d not in unique:
+        if d not in seen:
+            seen.add(d)
             unique.append(d)
     return unique

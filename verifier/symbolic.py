@@ -37,7 +37,7 @@ from math import gcd
 from pathlib import Path
 
 import z3
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from z3 import z3core as zc
 
 from kir import symexpr as sx
@@ -143,12 +143,61 @@ class ProofCache:
 CACHE = ProofCache()
 
 
+class _TermFacts:
+    """The variables and the text of z3 terms, kept from one `Symbolic` to the next. z3 shares
+    structurally equal terms, so checking a program again (an agent re-checking a candidate, a
+    warm `kir check`) builds the very terms it built before and finds their text here instead
+    of printing them again, which was most of a warm verification's time. Every entry keeps its
+    term alive, so that the term's id, and its subterms', name no other term meanwhile; the
+    memo is emptied, between two verifications, once it holds `LIMIT` terms. (Terms of the
+    default z3 context only: `Symbolic` makes no other.)"""
+
+    LIMIT = 200_000
+
+    def __init__(self) -> None:
+        self.variables: dict[int, tuple[z3.ExprRef, frozenset[str]]] = {}
+        self.variable_ids: dict[int, frozenset[str]] = {}  # subterms of the terms kept above
+        self.sexpr: dict[int, tuple[z3.ExprRef, str]] = {}
+        # terms made from terms by a pure function (C division, a range claim...), by the
+        # function's name and its arguments' ids: (the arguments, kept alive; the result)
+        self.made: dict[tuple, tuple[tuple, object]] = {}
+
+    def trim(self) -> None:
+        if len(self.variables) + len(self.sexpr) + len(self.made) > self.LIMIT:
+            # all at once: the subterm ids are valid only while the terms above are kept
+            self.variables.clear()
+            self.variable_ids.clear()
+            self.sexpr.clear()
+            self.made.clear()
+
+    def make(self, name: str, build, *args):
+        """`build(*args)` for z3 terms `args` (and ints), made once per process."""
+        key = (name, *(a.get_id() if isinstance(a, z3.AstRef) else a for a in args))
+        hit = self.made.get(key)
+        if hit is None:
+            hit = self.made[key] = (args, build(*args))
+        return hit[1]
+
+
+_TERMS = _TermFacts()
+
+
+def made_once(name: str, build, *args):
+    """`build(*args)`, a z3 term made from z3 terms (and plain values) by a pure function
+    called `name`, made once per process: a rule that builds the same claim for every access,
+    or for a program checked again, gets the term it made before (see `_TermFacts`)."""
+    return _TERMS.make(name, build, *args)
+
+
 # ---- C integer semantics ----------------------------------------------------------------------------
 
 
 def c_div(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
     """Integer division truncating toward zero (z3's own is Euclidean)."""
-    a, b = _int(a), _int(b)
+    return _TERMS.make("c_div", _c_div, _int(a), _int(b))
+
+
+def _c_div(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
     if z3.is_int_value(b):
         d = b.as_long()
         if z3.is_int_value(a) and d != 0:
@@ -166,13 +215,21 @@ def c_div(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
 
 def c_rem(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
     """The remainder with the sign of the dividend (C's `%`)."""
-    a, b = _int(a), _int(b)
+    return _TERMS.make("c_rem", _c_rem, _int(a), _int(b))
+
+
+def _c_rem(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
     if z3.is_int_value(b) and z3.is_int_value(a) and b.as_long() != 0:
         return z3.IntVal(sx.c_rem(a.as_long(), b.as_long()))
     if z3.is_int_value(b) and b.as_long() != 0:
         d = abs(b.as_long())
         return z3.If(a >= 0, a % d, -((-a) % d))
     return a - b * c_div(a, b)
+
+
+def _lane(name: str, extent: z3.ArithRef) -> tuple[z3.ArithRef, z3.BoolRef, z3.BoolRef]:
+    lane = z3.Int(name)
+    return lane, lane >= 0, lane < extent
 
 
 def _int(x) -> z3.ArithRef:
@@ -194,24 +251,36 @@ class Symbolic:
         self.facts: list[z3.BoolRef] = []
         self._fact_vars: list[frozenset[str]] = []
         self._facts_of: dict[str, list[int]] = {}  # owner variable -> its facts
+        self._facts_mentioning: dict[str, list[int]] = {}  # variable -> the facts that mention it
         self._free_facts: list[int] = []  # facts without variables (a `where` on parameters)
+        self._free_checked = -1  # how many of them `_free_facts_hold` has looked at
+        self._free_true = True
         self.names: dict[str, z3.ArithRef] = {}
         self.loop_vars: dict[SSAValue, z3.ArithRef] = {}
+        self.loop_names: set[str] = set()  # the names of the variables in `loop_vars`
         self._loop_taint: dict[SSAValue, str] = {}
         self._lanes: dict[tuple, tuple[z3.ArithRef, ...]] = {}
+        self._lane_extents: dict[str, int | None] = {}  # lane variable -> its static extent
+        self._affine: dict[int, tuple[z3.ExprRef, _Affine | None]] = {}
+        self._affine_ids: dict[int, _Affine | None] = {}  # subterms of the expressions kept above
         self.unknowns = 0
         self.memo: dict[tuple, Term] = {}
         self._carried_keys: set[tuple] = set()  # memo entries of carried values (kept by `_carried`)
         self._sym_memo: dict[sx.SymExpr, z3.ArithRef] = {}
-        self._vars_memo: dict[int, tuple[z3.ExprRef, frozenset[str]]] = {}
-        self._vars_ids: dict[int, frozenset[str]] = {}  # subterms of the expressions kept above
-        self._sexpr_memo: dict[int, tuple[z3.ExprRef, str]] = {}
+        # what depends on a term alone (its variables, its text) is kept for the process: see
+        # `_TERMS`
+        _TERMS.trim()
+        self._vars_memo = _TERMS.variables
+        self._vars_ids = _TERMS.variable_ids
+        self._sexpr_memo = _TERMS.sexpr
         self._queries: dict[str, dict | None] = {}
         self.solver_calls = 0
         for name in self.kernel.shape_symbols:
             self.sym_var(name)
         self._where: list[z3.BoolRef] = []
         self._congruences: dict[str, tuple[int, int]] = {}
+        self._congruence_memo: dict[int, tuple[z3.ExprRef, tuple[int, int]]] = {}
+        self._paths: dict[Block | None, Term] = {}
         for w in self.kernel.where.data:
             fact = self.bool_sym(w.data)
             self._where.append(fact)
@@ -242,6 +311,16 @@ class Symbolic:
             self._free_facts.append(index)
         for name in owners:
             self._facts_of.setdefault(name, []).append(index)
+        for name in fv:
+            self._facts_mentioning.setdefault(name, []).append(index)
+
+    def facts_mentioning(self, names) -> list[z3.BoolRef]:
+        """The facts that mention any of `names`, in the order they were assumed (an index by
+        variable: a long program has many facts, and a rule may ask this once per access)."""
+        chosen: set[int] = set()
+        for name in names:
+            chosen.update(self._facts_mentioning.get(name, ()))
+        return [self.facts[i] for i in sorted(chosen)]
 
     def variables(self, e: z3.ExprRef) -> frozenset[str]:
         """Names of the uninterpreted constants in `e`, memoized over shared subterms. Walks
@@ -277,6 +356,19 @@ class Symbolic:
         is exactly r, m == 1 that nothing is known. Shape symbols take what `where X % c == 0`
         says, loop variables `lo` modulo their step; products of unknowns are handled
         (`program_id(0) * N` with `N % 8 == 0` is 0 modulo 8), which z3 finds hard."""
+        # A variable's congruence is known when the variable is made (a shape symbol's from the
+        # `where`, a loop variable's with it), so a term's does not change: it is kept.
+        key = e.get_id()
+        hit = self._congruence_memo.get(key)
+        if hit is None:
+            # ... and depends only on its variables' congruences: the same term in another
+            # program with the same `where` (a program checked again) has the same congruence
+            known = tuple(sorted((n, self._congruences[n]) for n in self.variables(e) if n in self._congruences))
+            found = _TERMS.make("congruence", lambda e, _: self._congruence(e), e, known)
+            hit = self._congruence_memo[key] = (e, found)  # `e` keeps its id valid
+        return hit[1]
+
+    def _congruence(self, e: z3.ExprRef) -> tuple[int, int]:
         if z3.is_int_value(e):
             return e.as_long(), 0
         if z3.is_const(e):
@@ -354,12 +446,36 @@ class Symbolic:
         if key not in self._lanes:
             out = []
             for i, d in enumerate(shape):
-                lane = z3.Int(f"lane{i}@{tag}")
+                lane, low, high = _TERMS.make("lane", _lane, f"lane{i}@{tag}", self.sym(d))
                 out.append(lane)
-                self.fact(lane >= 0, lane)
-                self.fact(lane < self.sym(d), lane)
+                self._lane_extents[lane.decl().name()] = self.ctx.static(d)
+                self.fact(low, lane)
+                self.fact(high, lane)
             self._lanes[key] = tuple(out)
         return self._lanes[key]
+
+    def interval(self, e: z3.ExprRef) -> tuple[int, int] | None:
+        """Bounds [lo, hi] that integer term `e` keeps for every assignment, from its constants
+        and lanes (`0 <= lane < extent`, a static extent) through + - * and division or
+        remainder by a constant; None when it depends on anything else (a program id, a loop
+        variable, a shape symbol, an unknown). No solver runs: rules use it to pass over
+        claims and pairs that cannot fail without asking z3 about each one."""
+        if not self.variables(e) <= self._lane_extents.keys():
+            return None  # (the variables are known already, and this is the common answer)
+        form = self.affine(e)
+        return form[1] if form is not None and not form[0] else None
+
+    def affine(self, e: z3.ExprRef) -> tuple[dict[str, int], tuple[int, int]] | None:
+        """`e` as sum(c * v) + r: integer coefficients of its variables other than lanes (program
+        ids, loop variables, shape symbols...) and the bounds of the rest r, made of constants
+        and lanes (see `interval`); None when `e` is not of that form (a product of two
+        variables, a division of a variable, an unknown...)."""
+        key = e.get_id()
+        hit = self._affine.get(key)
+        if hit is None:
+            form = _ast_affine(e.ctx.ref(), e.as_ast(), self._lane_extents, self._affine_ids)
+            hit = self._affine[key] = (e, form)  # keeping `e` keeps its subterms' ids valid
+        return hit[1]
 
     def value(self, v: SSAValue, lanes: tuple = ()) -> Term:
         """The term of `v` at the given lanes (one per dimension of `v`)."""
@@ -465,10 +581,7 @@ class Symbolic:
                 continue
             t = z3.simplify(k - lo)
             return z3.And(
-                *[
-                    z3.Implies(t == i, z3.And(c >= m**i * start, c <= m**i * (start + 1) - 1))
-                    for i in range(trips)
-                ]
+                *[z3.Implies(t == i, z3.And(c >= m**i * start, c <= m**i * (start + 1) - 1)) for i in range(trips)]
             )
         return None
 
@@ -596,6 +709,7 @@ class Symbolic:
                 k = z3.Int(name)
                 self.names[name] = k
                 self.loop_vars[v] = k
+                self.loop_names.add(name)
                 lo = self.value(owner.lower)
                 hi = self.value(owner.upper)
                 step = self.value(owner.step)
@@ -631,7 +745,14 @@ class Symbolic:
 
     def path(self, op: Operation) -> Term:
         """The condition under which `op` runs: the conjunction of the enclosing `if`s (the
-        negation for an `else` branch)."""
+        negation for an `else` branch). The same for every op of a block: kept per block."""
+        block = op.parent_block()
+        hit = self._paths.get(block)
+        if hit is None:
+            hit = self._paths[block] = self._path(op)
+        return hit
+
+    def _path(self, op: Operation) -> Term:
         conds: list[z3.BoolRef] = []
         tainted, why = False, ""
         child: Operation = op
@@ -756,7 +877,20 @@ class Symbolic:
         # a tainted term is still one value at a time: the same computation over the same
         # unknown (a loop-carried counter, say) is provably the same value
         ta, tb = self.value(a), self.value(b)
+        if ta.expr.eq(tb.expr):
+            return True  # one term (two constants 3, say): `x == x` holds without a solver
+        if z3.is_int_value(ta.expr) and z3.is_int_value(tb.expr) and self._free_facts_hold():
+            return False  # two different constants, and no contradiction among the assumptions
         return self.counterexample(ta.expr == tb.expr) is None
+
+    def _free_facts_hold(self) -> bool:
+        """Whether the facts without variables (a `where` on parameters alone) are all true. A
+        claim without variables is decided by them alone: if one were false, every claim would
+        hold vacuously."""
+        if self._free_checked != len(self._free_facts):
+            self._free_true = all(z3.is_true(z3.simplify(self.facts[i])) for i in self._free_facts)
+            self._free_checked = len(self._free_facts)
+        return self._free_true
 
 
 _NO_VARS: frozenset[str] = frozenset()
@@ -783,6 +917,92 @@ def _ast_variables(ctx, ast, memo: dict[int, frozenset[str]]) -> frozenset[str]:
 
 
 _CONGRUENCE_OPS = (z3.Z3_OP_ADD, z3.Z3_OP_SUB, z3.Z3_OP_UMINUS, z3.Z3_OP_MUL, z3.Z3_OP_ITE)
+
+_Affine = tuple[dict[str, int], tuple[int, int]]  # coefficients of variables, bounds of the rest
+_LINEAR_OPS = (z3.Z3_OP_ADD, z3.Z3_OP_SUB, z3.Z3_OP_UMINUS, z3.Z3_OP_MUL)
+
+
+def _ast_affine(ctx, ast, lane_extents: dict[str, int | None], memo: dict[int, _Affine | None]) -> _Affine | None:
+    """`Symbolic.affine` over z3's C API (its Python wrappers cost several times more)."""
+    key = zc.Z3_get_ast_id(ctx, ast)
+    if key in memo:
+        return memo[key]
+    memo[key] = out = _affine_of(ctx, ast, lane_extents, memo)
+    return out
+
+
+def _affine_of(ctx, ast, lane_extents, memo) -> _Affine | None:
+    if zc.Z3_get_sort_kind(ctx, zc.Z3_get_sort(ctx, ast)) != z3.Z3_INT_SORT:
+        return None
+    kind = zc.Z3_get_ast_kind(ctx, ast)
+    if kind == z3.Z3_NUMERAL_AST:
+        value = int(zc.Z3_get_numeral_string(ctx, ast))
+        return {}, (value, value)
+    if kind != z3.Z3_APP_AST:
+        return None
+    app = zc.Z3_to_app(ctx, ast)
+    op = zc.Z3_get_decl_kind(ctx, zc.Z3_get_app_decl(ctx, app))
+    n = zc.Z3_get_app_num_args(ctx, app)
+    if n == 0:
+        if op != z3.Z3_OP_UNINTERPRETED:
+            return None
+        name = zc.Z3_get_symbol_string(ctx, zc.Z3_get_decl_name(ctx, zc.Z3_get_app_decl(ctx, app)))
+        if name.startswith("?"):
+            return None  # an unknown value
+        if name in lane_extents:
+            extent = lane_extents[name]
+            return ({}, (0, extent - 1)) if extent is not None and extent >= 1 else None
+        return {name: 1}, (0, 0)
+
+    def arg(i: int) -> _Affine | None:
+        return _ast_affine(ctx, zc.Z3_get_app_arg(ctx, app, i), lane_extents, memo)
+
+    if op == z3.Z3_OP_ITE:
+        a, b = arg(1), arg(2)
+        if a is None or b is None or a[0] or b[0]:
+            return None
+        return {}, (min(a[1][0], b[1][0]), max(a[1][1], b[1][1]))
+    if op in (z3.Z3_OP_IDIV, z3.Z3_OP_MOD):
+        d = arg(1)
+        if d is None or d[0] or d[1][0] != d[1][1] or d[1][0] == 0:
+            return None  # not a constant divisor
+        d = d[1][0]
+        if op == z3.Z3_OP_MOD:  # z3's remainder is in [0, |d|)
+            return {}, (0, abs(d) - 1)
+        a = arg(0)
+        if a is None or a[0] or d < 0:
+            return None
+        return {}, (a[1][0] // d, a[1][1] // d)  # z3's division by a positive d is the floor
+    if op not in _LINEAR_OPS:
+        return None
+    kids = [arg(i) for i in range(n)]
+    if any(k is None for k in kids):
+        return None
+    if op == z3.Z3_OP_UMINUS:
+        return _scaled(kids[0], -1)
+    if op == z3.Z3_OP_MUL:
+        # a product is affine when at most one factor is not a constant
+        constant = 1
+        other: _Affine | None = None
+        for coeffs, (lo, hi) in kids:
+            if not coeffs and lo == hi:
+                constant *= lo
+            elif other is None:
+                other = (coeffs, (lo, hi))
+            elif not coeffs and not other[0]:  # two ranges: the corners bound the product
+                olo, ohi = other[1]
+                corners = (lo * olo, lo * ohi, hi * olo, hi * ohi)
+                other = ({}, (min(corners), max(corners)))
+            else:
+                return None
+        return _scaled(other, constant) if other is not None else ({}, (constant, constant))
+    coeffs, (lo, hi) = dict(kids[0][0]), kids[0][1]
+    sign = 1 if op == z3.Z3_OP_ADD else -1
+    for kid_coeffs, (klo, khi) in kids[1:]:
+        for name, c in kid_coeffs.items():
+            coeffs[name] = coeffs.get(name, 0) + sign * c
+        lo, hi = (lo + klo, hi + khi) if sign == 1 else (lo - khi, hi - klo)
+    return {n: c for n, c in coeffs.items() if c}, (lo, hi)
 
 
 def _meet(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
@@ -838,6 +1058,14 @@ def format_counterexample(cex: dict) -> str:
 
 def _describe(v: SSAValue, reason: str) -> str:
     return f"`{v.name_hint}` ({reason})" if v.name_hint else f"a value ({reason})"
+
+
+def _scaled(form: tuple[dict[str, int], tuple[int, int]], c: int) -> tuple[dict[str, int], tuple[int, int]]:
+    coeffs, (lo, hi) = form
+    if c == 0:
+        return {}, (0, 0)
+    bounds = (lo * c, hi * c)
+    return {n: k * c for n, k in coeffs.items()}, (min(bounds), max(bounds))
 
 
 def _joined(expr: z3.ExprRef, *terms: Term) -> Term:

@@ -31,12 +31,13 @@ rule only reports what it proves.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import z3
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from kir import symexpr as sx
 from kir.diagnostics import Diagnostic, Span
@@ -674,21 +675,130 @@ def check_write_overlap(ctx: Context) -> Iterator[Diagnostic]:
                 continue
             by_tensor.setdefault(ref.mem, []).append((info, ref))
     for items in by_tensor.values():
-        for i, (info_a, a) in enumerate(items):
-            for info_b, b in items[i:]:
-                found = _two_programs(ctx, info_a, a, info_b, b)
-                if found is not None:
-                    yield found
-                    break
-            else:
+        found = _first_overlap(ctx, items)
+        if found is not None:
+            yield found
+
+
+def _first_overlap(ctx: Context, items: list[tuple[OpInfo, Ref]]) -> Diagnostic | None:
+    """The first pair of writes (a, b), b at or after a in program order, that two programs
+    can make to one element. Every pair is a z3 query, and a long kernel writes one tensor
+    many times, so pairs that cannot meet are passed over without one: a write whose index
+    or guard is tainted (the query would not be asked), and a pair whose index ranges are
+    disjoint in some dimension (constants and lanes alone: `y[0, ...]` and `y[1, ...]`, or
+    `cols + 64` and `cols + 128`). The pairs left are asked in the same order, so the pair
+    reported is the same."""
+    sym = ctx.symbolic
+    ranges: list[list[tuple[int, int] | None] | None] = []
+    forms: list[list] = []
+    for _, ref in items:
+        lanes = sym.lanes(ref.shape, _FIRST)  # the lanes `_two_programs` gives a first write
+        terms = _index_terms(ctx, ref, lanes)
+        guards = [sym.path(ref.op)] + ([sym.at(ref.mask, lanes)] if ref.mask is not None else [])
+        if terms is None or any(t.tainted for t in [*terms, *guards]):
+            ranges.append(None)  # as the first or the second of a pair, `_two_programs` gives None
+            forms.append([])
+        else:
+            ranges.append([sym.interval(t.expr) for t in terms])
+            forms.append([sym.affine(t.expr) for t in terms])
+    pairs = _MeetingRanges(ranges)
+    pids = [str(p) for p in sym.pids]
+    shapes = set(ctx.kernel.shape_symbols)
+    for i, (info_a, a) in enumerate(items):
+        if ranges[i] is None:
+            continue
+        for j in pairs.after(i):
+            if _separated(forms[i], forms[j], pids, shapes):
                 continue
-            break
+            info_b, b = items[j]
+            found = _two_programs(ctx, info_a, a, info_b, b)
+            if found is not None:
+                return found
+    return None
+
+
+def _separated(a: list, b: list, pids: list[str], shapes: set[str]) -> bool:
+    """Whether two writes made by different programs can never meet, evidently: for every grid
+    axis k, some dimension indexes both as s * program_id(k) + (the same shape-symbol terms) +
+    (constants and lanes), with the constant-and-lane parts less than |s| apart (a tile of BM
+    rows at program_id(0) * BM). Equal indices there force equal program ids on every axis,
+    which `_two_programs` then asks z3 to make differ: it would find no pair."""
+    if len(a) != len(b) or not pids:
+        return False
+    for pid in pids:
+        for fa, fb in zip(a, b, strict=True):
+            if fa is None or fb is None or fa[0] != fb[0]:
+                continue
+            coeffs, (alo, ahi) = fa
+            _, (blo, bhi) = fb
+            s = abs(coeffs.get(pid, 0))
+            if s and all(n == pid or n in shapes for n in coeffs) and bhi - alo < s and ahi - blo < s:
+                break
+        else:
+            return False
+    return True
+
+
+class _MeetingRanges:
+    """For each write i, the writes j >= i whose index ranges meet its own in every dimension
+    where both are known, in order. The writes are bucketed on the dimension where most ranges
+    are known (sorted by their start), so a long run of writes to disjoint places costs about
+    one candidate each rather than one per pair."""
+
+    def __init__(self, ranges: list[list[tuple[int, int] | None] | None]):
+        self.ranges = ranges
+        self.usable = [i for i, r in enumerate(ranges) if r is not None]
+        ranks = {len(ranges[i]) for i in self.usable}
+        self.dim: int | None = None
+        if len(ranks) == 1:  # (writes of different ranks: every pair is asked, as before)
+            rank = ranks.pop()
+            known = [sum(ranges[i][d] is not None for i in self.usable) for d in range(rank)]
+            if known and max(known) > 0:
+                self.dim = known.index(max(known))
+        if self.dim is None:
+            return
+        d = self.dim
+        self.wild = [i for i in self.usable if ranges[i][d] is None]
+        finite = sorted((ranges[i][d][0], ranges[i][d][1], i) for i in self.usable if ranges[i][d] is not None)
+        self.starts = [lo for lo, _, _ in finite]
+        self.ends = [hi for _, hi, _ in finite]
+        self.index = [i for _, _, i in finite]
+        self.reach: list[int] = []  # the largest end among the first k ranges (by start)
+        for hi in self.ends:
+            self.reach.append(max(hi, self.reach[-1]) if self.reach else hi)
+
+    def after(self, i: int) -> list[int]:
+        r = self.ranges[i]
+        if self.dim is None:
+            pool = self.usable[bisect.bisect_left(self.usable, i) :]
+        elif r[self.dim] is None:
+            pool = self.usable[bisect.bisect_left(self.usable, i) :]
+        else:
+            lo, hi = r[self.dim]
+            pool = self.wild[bisect.bisect_left(self.wild, i) :]
+            k = bisect.bisect_right(self.starts, hi) - 1  # the ranges starting at or before hi
+            while k >= 0 and self.reach[k] >= lo:  # stop where every earlier range ends before lo
+                if self.ends[k] >= lo and self.index[k] >= i:
+                    pool.append(self.index[k])
+                k -= 1
+            pool.sort()
+        return [j for j in pool if self._meet(r, self.ranges[j])]
+
+    def _meet(self, a: list, b: list) -> bool:
+        if len(a) != len(b):
+            return True
+        return all(x is None or y is None or (x[0] <= y[1] and y[0] <= x[1]) for x, y in zip(a, b, strict=True))
+
+
+# The lanes of the first and the second write of a pair. A query is about one pair, so the
+# writes of one shape share them (their terms are built once), and the two of a pair differ.
+_FIRST, _SECOND = "ow-a", "ow-b"
 
 
 def _two_programs(ctx: Context, info_a: OpInfo, a: Ref, info_b: OpInfo, b: Ref) -> Diagnostic | None:
     sym = ctx.symbolic
-    lanes_a = sym.lanes(a.shape, f"ow{ctx.order[a.op]}a")
-    lanes_b = sym.lanes(b.shape, f"ow{ctx.order[b.op]}b")
+    lanes_a = sym.lanes(a.shape, _FIRST)
+    lanes_b = sym.lanes(b.shape, _SECOND)
     ia, ib = _index_terms(ctx, a, lanes_a), _index_terms(ctx, b, lanes_b)
     if ia is None or ib is None:
         return None
@@ -707,7 +817,7 @@ def _two_programs(ctx: Context, info_a: OpInfo, a: Ref, info_b: OpInfo, b: Ref) 
         renamed.setdefault(str(p), z3.Int(f"{p}'"))
     pairs = [(sym.names[n], new) for n, new in renamed.items() if n in sym.names]
     sub = (lambda e: z3.substitute(e, *pairs)) if pairs else (lambda e: e)
-    facts = [sub(f) for f, fv in zip(sym.facts, sym._fact_vars, strict=True) if fv & set(renamed)]
+    facts = [sub(f) for f in sym.facts_mentioning(renamed)]
     mem_shape = shape_of(a.mem.type)
     same = [
         z3.And(x.expr == sub(y.expr), x.expr >= 0, x.expr < sym.sym(mem_shape[d]))
@@ -750,8 +860,8 @@ def _two_programs(ctx: Context, info_a: OpInfo, a: Ref, info_b: OpInfo, b: Ref) 
 
 
 def _is_loop_name(sym, name: str) -> bool:
-    var = sym.names.get(name)
-    return var is not None and any(var.eq(k) for k in sym.loop_vars.values())
+    # a name in `names` stands for one variable, so a loop's variable is known by its name
+    return name in sym.names and name in sym.loop_names
 
 
 # ---- dataflow.smem-overlap ----------------------------------------------------------------------------
@@ -1315,6 +1425,8 @@ _PURE_SKIP = (tl.LoadOp, tl.AtomicOp, ex.SmemAllocOp, ex.MBarrierAllocOp, st.For
 
 
 def _overwritten_values(ctx: Context) -> Iterator[Diagnostic]:
+    named: dict[Block, dict[str, list[Operation]]] = {}  # block -> name -> its ops that assign it, in order
+    position: dict[Operation, int] = {}
     for info in ctx.infos:
         op = info.op
         if isinstance(op, _PURE_SKIP) or isinstance(op, _EFFECTS) or not op.results:
@@ -1322,9 +1434,10 @@ def _overwritten_values(ctx: Context) -> Iterator[Diagnostic]:
         for r in op.results:
             if r.name_hint is None or _used(r):
                 continue
-            later = op.next_op
-            while later is not None and not any(x.name_hint == r.name_hint for x in later.results):
-                later = later.next_op
+            block = op.parent_block()
+            if block not in named:
+                named[block] = _assignments(block, position)
+            later = _next_assignment(named[block][r.name_hint], op, position)
             if later is None:
                 continue
             yield ctx.report(
@@ -1335,29 +1448,86 @@ def _overwritten_values(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
+def _assignments(block: Block, position: dict[Operation, int]) -> dict[str, list[Operation]]:
+    """The ops of a block that give a value each name, in order (numbering the ops in `position`)."""
+    out: dict[str, list[Operation]] = {}
+    for i, op in enumerate(block.ops):
+        position[op] = i
+        for name in dict.fromkeys(x.name_hint for x in op.results if x.name_hint is not None):
+            out.setdefault(name, []).append(op)
+    return out
+
+
+def _next_assignment(ops: list[Operation], op: Operation, position: dict[Operation, int]) -> Operation | None:
+    """The first op of `ops` (in block order) after `op`."""
+    positions = [position[o] for o in ops]  # (short: the assignments of one name)
+    k = bisect.bisect_right(positions, position[op])
+    return ops[k] if k < len(ops) else None
+
+
+_STOPS = (ex.CtaBarrierOp, ex.WaitOp, ex.FenceAsyncOp, ex.ArriveOp, ex.ExpectOp, ex.CpAsyncWaitOp)
+
+
+@dataclass
+class _Touches:
+    """For the ops of one block (each with what it nests): which hold a barrier, wait or fence,
+    and which read or write each memory value, by position; so that finding what follows a store
+    takes a search, not a walk over the rest of the block for every store."""
+
+    ops: list[Operation]
+    position: dict[Operation, int]
+    stops: list[int]
+    memory: dict[SSAValue, list[int]]
+
+    @staticmethod
+    def of(block: Block) -> _Touches:
+        ops = list(block.ops)
+        stops: list[int] = []
+        memory: dict[SSAValue, list[int]] = {}
+        for i, op in enumerate(ops):
+            stop = False
+            touched: dict[SSAValue, None] = {}
+            for o in op.walk():
+                stop = stop or isinstance(o, _STOPS)
+                for r in reads(o) + writes(o):
+                    touched[r.mem] = None
+            if stop:
+                stops.append(i)
+            for mem in touched:
+                memory.setdefault(mem, []).append(i)
+        return _Touches(ops, {op: i for i, op in enumerate(ops)}, stops, memory)
+
+    def next_touch(self, op: Operation, mem: SSAValue) -> Operation | None:
+        """The first op after `op` that holds a stop or reads or writes `mem`."""
+        i = self.position[op]
+        found = [
+            lst[k] for lst in (self.stops, self.memory.get(mem, [])) if (k := bisect.bisect_right(lst, i)) < len(lst)
+        ]
+        return self.ops[min(found)] if found else None
+
+
 def _overwritten_stores(ctx: Context) -> Iterator[Diagnostic]:
-    stops = (ex.CtaBarrierOp, ex.WaitOp, ex.FenceAsyncOp, ex.ArriveOp, ex.ExpectOp, ex.CpAsyncWaitOp)
+    touches: dict[Block, _Touches] = {}
     for info in ctx.ops(tl.StoreOp):
         first = info.op
-        nxt = first.next_op
-        while nxt is not None:
-            nested = list(nxt.walk())
-            if any(isinstance(o, stops) for o in nested):
-                break
-            if any(r.mem is first.mem for o in nested for r in reads(o)):
-                break
-            if isinstance(nxt, tl.StoreOp) and nxt.mem is first.mem and _same_place(ctx, first, nxt):
-                yield ctx.report(
-                    first,
-                    f"this store to `{name_of(first.mem)}` is overwritten by the store below, to the same place, before "
-                    "anything reads it",
-                    hint="drop one of the two stores, or write the second one elsewhere (a different slice or tensor)",
-                    related=[(nxt, "overwritten here")],
-                )
-                break
-            if any(r.mem is first.mem for o in nested for r in writes(o)):
-                break
-            nxt = nxt.next_op
+        block = first.parent_block()
+        if block not in touches:
+            touches[block] = _Touches.of(block)
+        # the walk stops at the first op that holds a stop, reads the tensor or writes it; only
+        # a store to the same place there (with nothing else in it to stop at) overwrites
+        nxt = touches[block].next_touch(first, first.mem)
+        if nxt is None or not (isinstance(nxt, tl.StoreOp) and nxt.mem is first.mem):
+            continue
+        if isinstance(nxt, _STOPS) or any(r.mem is first.mem for r in reads(nxt)):
+            continue
+        if _same_place(ctx, first, nxt):
+            yield ctx.report(
+                first,
+                f"this store to `{name_of(first.mem)}` is overwritten by the store below, to the same place, before "
+                "anything reads it",
+                hint="drop one of the two stores, or write the second one elsewhere (a different slice or tensor)",
+                related=[(nxt, "overwritten here")],
+            )
 
 
 def _same_place(ctx: Context, a: tl.StoreOp, b: tl.StoreOp) -> bool:

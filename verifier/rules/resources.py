@@ -351,7 +351,7 @@ def smem_limit(ctx: Context) -> Iterator[Diagnostic]:
 
 def _tile_regs(ctx: Context, v: SSAValue, threads: int) -> int:
     t = v.type
-    if not isinstance(t, TileType) or fused(v) or v in ctx.recomputed:
+    if not isinstance(t, TileType) or v in ctx.recomputed or fused(v):  # (fused: the costliest test last)
         return 0
     n = ctx.elements(ctx.static_shape(t))
     if n is None:
@@ -368,33 +368,75 @@ class Peak:
 
 def _peak(ctx: Context, block: Block, threads: int, outer: list[tuple[SSAValue, int]]) -> Peak:
     """The largest set of tiles live at one op of `block` (or of a block nested in it, roles
-    aside), `outer` being the tiles live around the block."""
+    aside), `outer` being the tiles live around the block.
+
+    At op i, the tiles defined before it and used at or after it are live: those used later
+    (or inside its regions) live through it, those whose last use it is die there, and the op's
+    results take either the dying tiles' registers or their own, whichever is more. The sweep
+    keeps the tiles live so far and their sum, adding each at its definition and dropping it
+    after its last use, so a block of n ops costs O(n) plus the tiles listed at a new peak
+    (asking every value at every op made a long kernel quadratic)."""
     ranges = live_ranges(block)
     ops, defs, last, nested = ranges.ops, ranges.defs, ranges.last, ranges.nested
+    position = {v: k for k, v in enumerate(defs)}  # the order tiles are listed in, as defined
+    regs: dict[SSAValue, int] = {}  # the values that take registers, and how many
+    born: dict[int, list[SSAValue]] = {}  # op index -> the tiles that become live after it
+    dies: dict[int, list[SSAValue]] = {}  # op index -> the tiles whose last use it is
+    costs: dict[SSAValue, int] = {}
 
-    def cost(vs) -> list[tuple[SSAValue, int]]:
-        return [(v, c) for v in vs if (c := _tile_regs(ctx, v, threads))]
+    def cost(v: SSAValue) -> int:
+        c = costs.get(v)
+        if c is None:
+            c = costs[v] = _tile_regs(ctx, v, threads)
+        return c
 
+    for v, d in defs.items():
+        j = last.get(v)
+        if j is None or j <= d:
+            continue  # never used in this block after its definition: never live at an op
+        c = cost(v)
+        if not c:
+            continue
+        regs[v] = c
+        born.setdefault(d, []).append(v)
+        dies.setdefault(j, []).append(v)
+
+    def listed(vs) -> list[tuple[SSAValue, int]]:
+        return [(v, regs[v]) for v in sorted(vs, key=position.__getitem__)]
+
+    outer_total = sum(c for _, c in outer)
+    live: set[SSAValue] = set(born.get(-1, ()))  # defined before op i, used at or after it
+    live_total = sum(regs[v] for v in live)
     best = Peak()
     for i, op in enumerate(ops):
         inside = nested.get(i, set())
-        through = cost(v for v, d in defs.items() if d < i and (last.get(v, -1) > i or v in inside))
-        dying = cost(v for v, d in defs.items() if d < i and last.get(v) == i and v not in inside)
+        dying = [v for v in dies.get(i, ()) if v not in inside]
+        dying_total = sum(regs[v] for v in dying)
         # a loop's or branch's results are made by its body (they take the registers of the
         # values it yields) and count from the next op on
-        results = [] if op.regions else cost(op.results)
-        fresh = dying if sum(c for _, c in dying) >= sum(c for _, c in results) else results
-        here = outer + through + fresh
-        total = sum(c for _, c in here)
+        results = [] if op.regions else [(v, c) for v in op.results if (c := cost(v))]
+        results_total = sum(c for _, c in results)
+        fresh_total = dying_total if dying_total >= results_total else results_total
+        total = outer_total + live_total - dying_total + fresh_total
+        through: list[tuple[SSAValue, int]] | None = None
         if total > best.regs:
-            best = Peak(total, op, here)
-        if isinstance(op, st.RoleOp):
-            continue  # a role has its own budget and threads: see _role_peaks
-        for region in op.regions:
-            for b in region.blocks:
-                inner = _peak(ctx, b, threads, outer + through)
-                if inner.regs > best.regs:
-                    best = inner
+            through = listed(live.difference(dying))
+            fresh = listed(dying) if dying_total >= results_total else results
+            best = Peak(total, op, outer + through + fresh)
+        if not isinstance(op, st.RoleOp):  # a role has its own budget and threads: see _role_peaks
+            for region in op.regions:
+                for b in region.blocks:
+                    if through is None:
+                        through = listed(live.difference(dying))
+                    inner = _peak(ctx, b, threads, outer + through)
+                    if inner.regs > best.regs:
+                        best = inner
+        for v in dies.get(i, ()):
+            live.discard(v)
+            live_total -= regs[v]
+        for v in born.get(i, ()):
+            live.add(v)
+            live_total += regs[v]
     return best
 
 
@@ -407,12 +449,12 @@ def _role_peaks(ctx: Context) -> list[tuple[st.RoleOp | None, Peak]]:
         if not isinstance(op, st.RoleOp):
             continue
         threads = tile_threads(ctx, op)
-        used: list[SSAValue] = []
+        used: dict[SSAValue, None] = {}  # an ordered set: the tiles are listed in this order
         for inner in op.walk():
             for v in inner.operands:
                 owner = v.owner
-                if isinstance(owner, Operation) and owner.parent_block() is body and v not in used:
-                    used.append(v)
+                if isinstance(owner, Operation) and owner.parent_block() is body:
+                    used.setdefault(v)
         outer = [(v, c) for v in used if (c := _tile_regs(ctx, v, threads))]
         out.append((op, _peak(ctx, op.body.block, threads, outer)))
     return out

@@ -921,7 +921,14 @@ def _unsatisfiable_where(ctx: Context) -> list[Diagnostic]:
         solver.add(*at_least_one, *(sym.bool_sym(c.data) for c in chosen))
         return solver.check() == z3.unsat
 
-    if not clauses or not unsat(clauses):
+    if not clauses:
+        return []
+    # Asked first through the proof cache (a program checked again asks the same), as a claim
+    # that cannot hold: it is refuted exactly when the clauses (with every shape symbol at
+    # least 1, as `unsat` assumes) are satisfiable. The culprit search below runs only on a
+    # contradiction.
+    assumed = [*at_least_one, *(sym.bool_sym(c.data) for c in clauses)]
+    if sym.counterexample(z3.BoolVal(False), assumed) is not None or not unsat(clauses):
         return []
     # the first clause that fails on its own, else the shortest prefix that fails together
     culprit = next(([c] for c in clauses if unsat([c])), None)
