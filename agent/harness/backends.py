@@ -11,7 +11,9 @@ it through one backend.
 Every backend writes into the tensors the harness gives it: the CPU backends copy every
 argument back after the run (as a kernel writing memory would), so an input that the program
 mutates is seen. A binding that does not fit (a dtype, a rank, a `where` constraint) is a
-`harness.bind` diagnostic at the kernel argument.
+`harness.bind` diagnostic at the kernel argument; an `out` argument bound to an input or to a
+model parameter is `harness.bind-out`. The checker binds (`bind`, in its own process); the
+candidate's process receives every argument as bytes and launches (`KirCandidate.launcher`).
 """
 
 from __future__ import annotations
@@ -47,12 +49,14 @@ def kernel_args(program: Program) -> list[tuple[str, Any]]:
     return [(name, arg.type) for name, arg in program.kernel.args]
 
 
-def bind(program: Program, task, inputs: list, outputs: list, model) -> dict[str, Any]:
-    """The tensor of every kernel argument: from the task's `[bind]` table, or by position (the
-    inputs in order, then the outputs)."""
+def sources(program: Program, task, n_inputs: int, n_outputs: int) -> dict[str, tuple[str, int | str]]:
+    """Where every kernel argument's tensor comes from: ("inputs", i), ("outputs", i) or
+    ("model", "weight.path"), from the task's `[bind]` table or by position (the input tensors
+    in order, then the outputs). An `out` argument bound to an input or to a parameter is
+    refused (`harness.bind-out`): a kernel may write its outputs only, and a parameter written
+    would change the model the reference is computed from."""
     args = kernel_args(program)
-    tensors = [x for x in inputs if hasattr(x, "data_ptr")]
-    result: dict[str, Any] = {}
+    found: dict[str, tuple[str, int | str]] = {}
     if task.bind:
         for name, _ in args:
             b = task.bind.get(name)
@@ -60,32 +64,56 @@ def bind(program: Program, task, inputs: list, outputs: list, model) -> dict[str
                 raise _bind_error(
                     program, name, f"task `{task.name}` does not say what `{name}` is", "add it to [bind] in task.toml"
                 )
-            if b.kind == "model":
-                obj = model
-                for part in str(b.index).split("."):
-                    obj = getattr(obj, part, None)
-                if obj is None:
-                    raise _bind_error(program, name, f"the model has no `{b.index}`")
-                result[name] = obj.data if hasattr(obj, "data") else obj
-            else:
-                pool = inputs if b.kind == "inputs" else outputs
-                if int(b.index) >= len(pool):
-                    raise _bind_error(
-                        program, name, f"`{name}` is bound to {b.kind}[{b.index}], but there are {len(pool)}"
-                    )
-                result[name] = pool[int(b.index)]
+            if b.kind != "model":
+                pool = n_inputs if b.kind == "inputs" else n_outputs
+                if int(b.index) >= pool:
+                    raise _bind_error(program, name, f"`{name}` is bound to {b.kind}[{b.index}], but there are {pool}")
+            found[name] = (b.kind, b.index)
     else:
         ins = [n for n, a in args if not a.is_out]
         outs = [n for n, a in args if a.is_out]
-        if len(ins) != len(tensors) or len(outs) != len(outputs):
+        if len(ins) != n_inputs or len(outs) != n_outputs:
             raise _bind_error(
                 program,
                 None,
-                f"the kernel takes {len(ins)} inputs and {len(outs)} outputs; the task has {len(tensors)} and {len(outputs)}",
+                f"the kernel takes {len(ins)} inputs and {len(outs)} outputs; the task has {n_inputs} and {n_outputs}",
                 "say which argument is which in task.toml's [bind]",
             )
-        result.update(zip(ins, tensors, strict=True))
-        result.update(zip(outs, outputs, strict=True))
+        found.update((n, ("inputs", i)) for i, n in enumerate(ins))
+        found.update((n, ("outputs", i)) for i, n in enumerate(outs))
+    for name, t in args:
+        kind, index = found[name]
+        if t.is_out and kind != "outputs":
+            what = f"the model's `{index}`" if kind == "model" else f"input {index}"
+            span = program.arg_spans.get(name) or program.span()
+            raise KirError(
+                Diagnostic(
+                    "harness.bind-out",
+                    "error",
+                    span,
+                    f"`{name}` is declared `out` but is bound to {what}: a kernel may write only the task's outputs",
+                    "declare it without `out`",
+                )  # fmt: skip
+            )
+    return found
+
+
+def bind(program: Program, task, inputs: list, outputs: list, model) -> dict[str, Any]:
+    """The tensor of every kernel argument (see `sources`)."""
+    args = kernel_args(program)
+    tensors = [x for x in inputs if hasattr(x, "data_ptr")]
+    result: dict[str, Any] = {}
+    pools = {"inputs": inputs if task.bind else tensors, "outputs": outputs}
+    for name, (kind, index) in sources(program, task, len(pools["inputs"]), len(outputs)).items():
+        if kind == "model":
+            obj = model
+            for part in str(index).split("."):
+                obj = getattr(obj, part, None)
+            if obj is None:
+                raise _bind_error(program, name, f"the model has no `{index}`")
+            result[name] = obj.data if hasattr(obj, "data") else obj
+        else:
+            result[name] = pools[kind][int(index)]
     for name, arg in args:
         t = result[name]
         want = _TORCH_OF[arg.dtype.data]

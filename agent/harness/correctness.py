@@ -1,33 +1,49 @@
 """The correctness protocol: what it takes for a candidate to be called correct.
 
-For each of several seeds (fresh ones unless given):
+The protocol runs in the checker; the candidate runs elsewhere (its own process, see
+`agent.harness.sandbox`) and only ever sees copies of the inputs, as raw bytes. For each of
+several seeds (fresh ones unless given), and then once more on other shapes the task allows
+(its `vary` rule, drawn from the last seed; for a KIR program only shapes its `where` clause
+admits):
+
 1. make the instance (inputs with both signs, never all zeros) and keep bitwise copies;
-2. run the model in the task's dtype on clones (the shapes and dtypes to produce; these
-   tensors stay alive, so a candidate that hands one of them back is caught);
-3. allocate the outputs poisoned (NaN; integers alternate between their extremes across seeds)
-   and run the candidate;
-4. reject outputs that share storage with an input or with the reference's tensors, inputs that
-   changed (bitwise), NaN or Inf anywhere in an output, and every element that differs from the
-   reference computed in higher precision: `|out - ref| <= rtol * |ref| + max(atol * rms(ref),
-   2 * e)` per element, with `e` the worst error of PyTorch's own result in the task's dtype,
-   for floating outputs (tolerances by dtype, overridable per task), equality for
-   integer ones, or the task's own comparison for outputs whose answer is not unique.
+2. compute, before the candidate runs, the model's outputs in the task's dtype (the shapes
+   and dtypes to produce, and PyTorch's own error) and the reference in higher precision;
+3. send the candidate the inputs (a KIR program: every argument bound, its outputs poisoned:
+   NaN; integers alternate between their extremes across seeds) and receive what it produced;
+4. reject outputs of another number, shape or dtype, outputs that share memory with an input
+   (as the candidate's process saw it), inputs that changed (bitwise), parameters a KIR program
+   changed, NaN or Inf anywhere in an output, and every element that differs from the
+   reference: `|out - ref| <= rtol * |ref| + max(atol * rms(ref), 2 * e)` per element, with
+   `e` the worst error of PyTorch's own result in the task's dtype, for floating outputs
+   (tolerances by dtype, overridable per task), equality for integer ones, or the task's own
+   comparison for outputs whose answer is not unique.
 
 A failure is a `Diagnostic` (`harness.mismatch`, `harness.nan`, `harness.unwritten`,
-`harness.input-mutated`, `harness.alias`, `harness.shape`) at the program's output argument,
-with the seed, the worst element and the counts in its counterexample.
+`harness.input-mutated`, `harness.parameter-mutated`, `harness.alias`, `harness.shape`) at the
+program's output argument, with the seed (and the varied shape), the worst element and the
+counts in its counterexample. A candidate that cannot be judged on its outputs (it raised,
+crashed, ran out of time or memory) raises `CandidateFailed`.
+
+`check` takes either a `Remote` (a candidate process) or a candidate object (`KirRun`,
+`PythonRun`, `ModuleRun`), which it runs through `LocalRunner`: the same requests and bytes in
+this process, for trusted programs (the suite's own, in tests). Only the remote one is
+separated from the checker.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.harness.candidate import Host, KirRun, ModuleRun, PythonRun
 from agent.harness.instance import Instance, make_instance, native_outputs, reference_outputs, torch_dtype
 from kir.diagnostics import Diagnostic, KirError, Span
+
+__all__ = ["CandidateFailed", "KirRun", "LocalRunner", "ModuleRun", "PythonRun", "Remote", "Verdict", "check"]
 
 # rtol, atol (atol in units of the reference's root mean square)
 TOLERANCES = {
@@ -36,6 +52,16 @@ TOLERANCES = {
     "float16": (5e-3, 1e-3),
     "bfloat16": (2e-2, 1e-2),
 }
+MESSAGE_SLACK = 1 << 20
+
+
+class CandidateFailed(Exception):
+    """The candidate could not be judged on its outputs: what stopped it, as diagnostics, and
+    the stage of the record ("load", "lower", "run", "crash", "timeout", "timing")."""
+
+    def __init__(self, stage: str, diagnostics: list[Diagnostic], log_tail: str = ""):
+        super().__init__(diagnostics[0].message if diagnostics else stage)
+        self.stage, self.diagnostics, self.log_tail = stage, diagnostics, log_tail
 
 
 @dataclass
@@ -44,129 +70,103 @@ class Verdict:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
     max_error: dict[str, float] = field(default_factory=dict)  # output -> worst error / tolerance
+    varied: dict[str, Any] | None = None  # {"seed", "shape"} of the round on other shapes
+    cycles: int | None = None  # mtia-sim: the simulated cycles of the last run
 
     def to_json(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
             "seeds": self.seeds,
             "max_error": self.max_error,
+            "varied": self.varied,
             "diagnostics": [d.to_json() for d in self.diagnostics],
         }
 
 
-class Candidate:
-    """What the harness runs. `run(inst, outputs)` gets the instance and poisoned output tensors
-    and returns the output tensors (a KIR candidate writes into `outputs` and returns them; a
-    Python candidate may return its own)."""
-
-    span_of_output: Callable[[int], Span | None] = staticmethod(lambda i: None)
-
-    def run(self, inst: Instance, outputs: list) -> list:  # pragma: no cover - interface
-        raise NotImplementedError
+# ---- the two ways of reaching a candidate ----
 
 
-class KirRun(Candidate):
-    """A KIR program through a backend (see `agent.harness.backends`)."""
+class LocalRunner:
+    """A trusted candidate object served in this process, through the same requests and bytes
+    as a candidate process."""
 
-    def __init__(self, candidate):
-        self.candidate = candidate
-        self.out_names: list[str] = []
+    cycles: int | None = None
+    reply_times: list[float] = []
 
-    def run(self, inst: Instance, outputs: list) -> list:
-        from agent.harness.backends import bind
+    def __init__(self, runnable, device: str = "cpu"):
+        import time
 
-        tensors = bind(self.candidate.program, inst.task, inst.inputs, outputs, inst.model)
-        self.out_names = _output_names(self.candidate.program, inst.task, len(outputs))
-        self.candidate.launcher(tensors)()
-        _synchronize(inst.device)
-        return outputs
+        self._clock = time.monotonic
+        self.runnable = runnable
+        self.kind = runnable.kind
+        self.program = runnable.program if self.kind == "kir" else None
+        self.params = runnable.params if self.kind == "kir" else {}
+        self.host = Host(runnable, device)
 
-    def span_of_output(self, i: int) -> Span | None:
-        names = self.out_names
-        program = self.candidate.program
-        return program.arg_spans.get(names[i]) if i < len(names) else program.span()
-
-
-class PythonRun(Candidate):
-    """A Python function `fn(*inputs) -> outputs` (the KernelBench `ModelNew.forward` shape)."""
-
-    def __init__(self, fn: Callable):
-        self.fn = fn
-
-    def run(self, inst: Instance, outputs: list) -> list:
-        from agent.harness.instance import as_outputs
-
-        result = as_outputs(self.callable_for(inst)())
-        _synchronize(inst.device)
-        return result
-
-    def callable_for(self, inst: Instance) -> Callable[[], object]:
-        """The call to time on this instance's inputs."""
-        return lambda: self.fn(*inst.inputs)
+    def request(self, header: dict[str, Any], payloads: list | None = None, *, limit: int, replies: int = 1):
+        # the bytes are copied, as a pipe would: the candidate never holds the checker's tensors
+        answers = self.host.handle(header, [bytearray(memoryview(p).cast("B")) for p in payloads or []])
+        self.reply_times = [self._clock()] * replies
+        return [(h, [bytearray(memoryview(p).cast("B")) for p in data]) for h, data in answers[:replies]]
 
 
-class ModuleRun(PythonRun):
-    """A KernelBench solution: `ModelNew(*get_init_inputs())`, built for each instance under the
-    seed its `Model` was built with (so parameters created in the same order are equal, as
-    KernelBench assumes), in the task's dtype and on its device."""
+class Remote:
+    """A candidate process (`sandbox.CandidateProcess`) already loaded, with what the checker
+    knows of it: its kind, and for a KIR program the program it parsed itself."""
 
-    def __init__(self, cls: type):
-        self.cls = cls
-        self._models: dict[tuple[int, str], Any] = {}
+    cycles: int | None = None
 
-    def model(self, inst: Instance):
-        import torch
+    def __init__(self, process, kind: str, program=None, params: dict[str, int] | None = None):
+        self.process, self.kind, self.program, self.params = process, kind, program, dict(params or {})
 
-        from agent.harness.instance import torch_dtype
+    def request(self, header: dict[str, Any], payloads: list | None = None, *, limit: int, replies: int = 1):
+        return self.process.request(header, payloads, limit=limit, replies=replies)
 
-        key = (inst.seed, inst.device)
-        if key not in self._models:
-            task = inst.task
-            task._apply(task.preset(inst.preset))
-            torch.manual_seed(inst.seed)
-            init = task.call("get_init_inputs()", task.module.get_init_inputs)
-            model = self.cls(*init).to(inst.device)
-            if task.dtype:
-                model = model.to(torch_dtype(task.dtype))
-            self._models[key] = model.eval()
-        return self._models[key]
-
-    def callable_for(self, inst: Instance) -> Callable[[], object]:
-        model = self.model(inst)
-        return lambda: model(*inst.inputs)
+    @property
+    def reply_times(self) -> list[float]:
+        """When each answer of the last request arrived (the checker's clock)."""
+        return self.process.reply_times
 
 
-def _output_names(program, task, count: int) -> list[str]:
-    if task.bind:
-        by_index = {int(b.index): name for name, b in task.bind.items() if b.kind == "outputs"}
-        return [by_index.get(i, f"output {i}") for i in range(count)]
-    return [name for name, arg in program.kernel.args if arg.type.is_out]
+def runner_of(candidate, device: str):
+    return candidate if isinstance(candidate, LocalRunner | Remote) else LocalRunner(candidate, device)
 
 
-def _synchronize(device: str) -> None:
-    if device.startswith("cuda"):
-        import torch
+def error_of(answer: dict[str, Any], stage: str = "run", file: str | None = None) -> CandidateFailed | None:
+    """The `CandidateFailed` an error answer stands for (None for an answer without one). What
+    the candidate says is wrapped in the checker's own rules: it can fail itself, never pass."""
+    err = answer.get("error")
+    if err is None:
+        return None
+    if not isinstance(err, dict):
+        err = {"kind": "python", "message": str(err)[:2000]}
+    if err.get("kind") == "kir":
+        diags = []
+        for d in err.get("diagnostics") or []:
+            try:
+                diags.append(Diagnostic.from_json(d))
+            except (KeyError, TypeError, ValueError):
+                continue
+        if diags:
+            return CandidateFailed(stage, diags)
+    kind = str(err.get("type", "Error"))[:100]
+    message = f"{kind}: {str(err.get('message', ''))[:2000]}"
+    if err.get("oom"):
+        rule, hint = "harness.out-of-memory", "the candidate's memory is limited (the job's `memory_mb`)"
+    else:
+        rule, hint = "harness.candidate-error", ""
+    line = err.get("line")
+    span = (
+        Span(line, 1, line, 2, file)
+        if file and isinstance(line, int) and not isinstance(line, bool) and line > 0
+        else None
+    )
+    return CandidateFailed(
+        stage, [Diagnostic(rule, "error", span, message, hint)], str(err.get("traceback", ""))[-4000:]
+    )
 
-        torch.cuda.synchronize()
 
-
-def _storage(t) -> tuple[int, int]:
-    start = t.untyped_storage().data_ptr()
-    return start, start + t.untyped_storage().nbytes()
-
-
-def _overlaps(a, b) -> bool:
-    (a0, a1), (b0, b1) = _storage(a), _storage(b)
-    return a0 < b1 and b0 < a1 and a1 > a0 and b1 > b0
-
-
-def _bits(t):
-    import torch
-
-    t = t.detach().contiguous()
-    if t.dtype == torch.bool:
-        return t
-    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+# ---- the protocol ----
 
 
 def poisoned_like(t, round_: int):
@@ -180,99 +180,286 @@ def poisoned_like(t, round_: int):
     return torch.full_like(t, info.min if round_ % 2 == 0 else info.max)
 
 
+def _bits(t):
+    import torch
+
+    t = t.detach().contiguous()
+    if t.dtype == torch.bool:
+        return t
+    return t.reshape(-1).view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+def _same_bits(a, b) -> bool:
+    import torch
+
+    return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(_bits(a), _bits(b)))
+
+
+def output_names(program, task, count: int) -> list[str]:
+    if program is None:
+        return [f"output {i}" for i in range(count)]
+    if task.bind:
+        by_index = {int(b.index): name for name, b in task.bind.items() if b.kind == "outputs"}
+        return [by_index.get(i, f"output {i}") for i in range(count)]
+    return [name for name, arg in program.kernel.args if arg.type.is_out]
+
+
+def _span(program, name: str | None) -> Span | None:
+    if program is None:
+        return None
+    return program.arg_spans.get(name) if name else program.span()
+
+
 def check(
     task,
-    candidate: Candidate,
+    candidate,
     preset: str = "test",
     *,
     seeds: list[int] | None = None,
     rounds: int = 3,
     device: str = "cpu",
+    vary: bool = True,
 ) -> Verdict:
-    """Run the protocol; the verdict holds every failure found (it stops at the first seed that
-    fails). Errors of the candidate itself (a compile error, a launch failure) propagate as
-    `KirError`; errors of the reference are `TaskError`."""
+    """Run the protocol; the verdict holds every failure found (it stops at the first round
+    that fails). A candidate that cannot be judged raises `CandidateFailed`; errors of the
+    reference are `TaskError`."""
+    runner = runner_of(candidate, device)
     seeds = list(seeds) if seeds else [secrets.randbelow(2**31) for _ in range(rounds)]
     verdict = Verdict(True, seeds=seeds)
-    for round_, seed in enumerate(seeds):
-        problems = _one_seed(task, candidate, preset, seed, round_, device, verdict)
+    plan: list[tuple[int, dict | None]] = [(s, None) for s in seeds]
+    if vary and task.vary and seeds:
+        shape = draw_shape(task, runner, preset, seeds[-1], device)
+        if shape is not None:
+            verdict.varied = {"seed": seeds[-1], "shape": shape}
+            plan.append((seeds[-1], shape))
+    for round_, (seed, shape) in enumerate(plan):
+        problems = _one_round(task, runner, preset, seed, round_, device, verdict, shape)
         if problems:
             verdict.ok = False
             verdict.diagnostics.extend(problems)
             break
+    verdict.cycles = runner.cycles
     return verdict
 
 
-def _one_seed(task, candidate, preset, seed, round_, device, verdict: Verdict) -> list[Diagnostic]:
+def draw_shape(task, runner, preset: str, seed: int, device: str) -> dict[str, int] | None:
+    """Other shapes for the last round: every `vary` variable drawn at once, else one at a time;
+    for a KIR program only shapes its arguments and `where` admit (none: every draw is fixed by
+    the program, and the round is left out)."""
+    rng = random.Random(f"vary-{seed}")
+    own = {k: v for k, v in task.variables(preset).items() if k in task.vary}
+    draws = [task.draw_shape(rng) for _ in range(24)]
+    draws += [task.draw_shape(rng, [name]) for name in task.vary for _ in range(8)]
+    for shape in draws:
+        if all(own.get(k) == v for k, v in shape.items()):
+            continue
+        if runner.kind != "kir" or _admits(task, runner, preset, seed, shape):
+            return shape
+    return None
+
+
+def _admits(task, runner, preset: str, seed: int, shape: dict[str, int]) -> bool:
+    from agent.harness.backends import bind
+    from agent.tasks import TaskError
+    from lowering.launch import bind_shapes
+
+    try:
+        inst = make_instance(task, preset, seed, "cpu", shape)
+        outs = native_outputs(inst)
+        tensors = bind(runner.program, task, inst.inputs, outs, inst.model)
+        bind_shapes(runner.program, runner.params, tensors)
+    except (KirError, TaskError):
+        return False
+    return True
+
+
+def _one_round(task, runner, preset, seed, round_, device, verdict: Verdict, shape) -> list[Diagnostic]:
     import torch
 
-    inst = make_instance(task, preset, seed, device)
-    pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inst.inputs]
-    native = native_outputs(inst)
-    outputs = [poisoned_like(o, round_) for o in native]
-    got = candidate.run(inst, outputs)
-    where = {"seed": seed, "preset": preset}
+    from agent.tasks.task import _error
 
-    def diag(rule: str, i: int | None, message: str, hint: str = "", extra: dict | None = None) -> Diagnostic:
-        span = candidate.span_of_output(i) if i is not None else None
-        return Diagnostic(rule, "error", span, message, hint, counterexample={**where, **(extra or {})})
-
-    problems: list[Diagnostic] = []
-    if len(got) != len(native):
-        return [diag("harness.shape", None, f"{len(got)} outputs; the reference has {len(native)}")]
-    for i, (out, want) in enumerate(zip(got, native, strict=True)):
-        if not isinstance(out, torch.Tensor):
-            return [diag("harness.shape", i, f"output {i} is a {type(out).__name__}, not a tensor")]
-        others = [x for x in inst.inputs if isinstance(x, torch.Tensor)] + native
-        if any(_overlaps(out, x) for x in others if x.numel() and out.numel()):
-            problems.append(
-                diag("harness.alias", i, f"output {i} shares memory with an input or with the reference's own output")
-            )
-        elif out.shape != want.shape or out.dtype != want.dtype:
-            problems.append(
-                diag(
-                    "harness.shape",
-                    i,
-                    f"output {i} is {out.dtype} {list(out.shape)}; the reference's is {want.dtype} {list(want.shape)}",
-                )
-            )
-    for i, (now, before) in enumerate(zip(inst.inputs, pristine, strict=True)):
-        if isinstance(now, torch.Tensor) and not torch.equal(_bits(now), _bits(before)):
-            changed = int((_bits(now) != _bits(before)).sum())
-            problems.append(
-                Diagnostic(
-                    "harness.input-mutated",
-                    "error",
-                    None,
-                    f"input {i} changed during the run ({changed} of {now.numel()} elements)",
-                    "a kernel may only write its outputs",
-                    counterexample=where,
-                )
-            )
-    if problems:
-        return problems
-    refs = reference_outputs(inst)
+    inst = make_instance(task, preset, seed, device, shape)
+    pristine = [x.detach().cpu().clone() if isinstance(x, torch.Tensor) else x for x in inst.inputs]
+    native = [o.cpu() for o in native_outputs(inst)]
+    refs = [r.cpu() for r in reference_outputs(inst)]
     for i, ref in enumerate(refs):
         if ref.is_floating_point() and not bool(torch.isfinite(ref).all()):
-            from agent.tasks.task import _error
-
             raise _error(
                 "task.reference",
                 f"the reference's output {i} holds NaN or Inf (seed {seed}): no candidate can be checked against it",
                 task.reference_file,
                 hint="draw inputs for which the reference is finite",
             )
-    names = getattr(candidate, "out_names", []) or [f"output {i}" for i in range(len(got))]
+    where = {"seed": seed, "preset": preset, **({"shape": shape} if shape else {})}
+    program = runner.program
+    names = output_names(program, task, len(native))
+
+    def diag(rule: str, i: int | None, message: str, hint: str = "", extra: dict | None = None) -> Diagnostic:
+        span = _span(program, names[i] if i is not None and i < len(names) else None)
+        return Diagnostic(rule, "error", span, message, hint, counterexample={**where, **(extra or {})})
+
+    if runner.kind == "kir":
+        got, problems = _run_kir(task, runner, inst, native, round_, diag)
+    else:
+        got, problems = _run_python(runner, inst, pristine, native, diag)
+    if problems:
+        return problems
     for i, (out, ref) in enumerate(zip(got, refs, strict=True)):
-        name = names[i] if i < len(names) else f"output {i}"
-        problem = _compare(task, inst, name, out, ref, native[i], verdict)
+        problem = _compare(task, pristine, names[i], out, ref, native[i], verdict)
         if problem is not None:
             rule, message, extra = problem
-            problems.append(diag(rule, i, f"output `{name}`: {message}", extra=extra))
+            problems.append(diag(rule, i, f"output `{names[i]}`: {message}", extra=extra))
     return problems
 
 
-def _compare(task, inst: Instance, name: str, out, ref, native, verdict: Verdict):
+def _limit(tensors) -> int:
+    return 2 * sum(t.numel() * t.element_size() for t in tensors) + MESSAGE_SLACK
+
+
+def _run_kir(task, runner, inst: Instance, native: list, round_: int, diag):
+    """Bind, send every argument, and check what came back: (outputs, problems)."""
+    import torch
+
+    from agent.harness.backends import bind, sources
+    from agent.harness.wire import Encoder, WireError, decode_tensor
+    from lowering.launch import bind_shapes
+
+    program = runner.program
+    outputs = [poisoned_like(o, round_) for o in native]
+    try:
+        where_from = sources(program, task, len(inst.inputs) if task.bind else len(inst.tensors()), len(outputs))
+        tensors = bind(program, task, inst.inputs, outputs, inst.model)
+        bind_shapes(program, runner.params, tensors)
+    except KirError as err:  # the program does not fit the task: its error, found before it runs
+        raise CandidateFailed("run", list(err.diagnostics)) from None
+    sent = {name: t.detach().cpu().contiguous().clone() for name, t in tensors.items()}
+    enc = Encoder()
+    header = {"op": "run", "args": {name: enc.tensor(t) for name, t in sent.items()}}
+    ((answer, payloads),) = runner.request(header, enc.payloads, limit=_limit(sent.values()))
+    failed = error_of(answer)
+    if failed:
+        raise failed
+    if isinstance(answer.get("cycles"), int) and not isinstance(answer.get("cycles"), bool):
+        inst_cycles = answer["cycles"]
+    else:
+        inst_cycles = None
+    returned = answer.get("args")
+    if not isinstance(returned, dict) or set(returned) != set(sent):
+        raise CandidateFailed("run", [diag("harness.protocol", None, "the candidate did not send back every argument")])
+    got: dict[str, torch.Tensor] = {}
+    for name, meta in returned.items():
+        try:
+            t = decode_tensor(meta, payloads)
+        except WireError as err:
+            raise CandidateFailed("run", [diag("harness.protocol", None, f"argument `{name}`: {err}")]) from None
+        if t.shape != sent[name].shape or t.dtype != sent[name].dtype:
+            raise CandidateFailed("run", [diag("harness.protocol", None, f"argument `{name}` came back reshaped")])
+        got[name] = t
+    runner.cycles = inst_cycles if inst_cycles is not None else runner.cycles
+    problems = []
+    for name, (kind, index) in where_from.items():
+        if kind == "outputs" or _same_bits(got[name], sent[name]):
+            continue
+        changed = int((_bits(got[name]) != _bits(sent[name])).sum())
+        if kind == "model":
+            problems.append(
+                Diagnostic(
+                    "harness.parameter-mutated",
+                    "error",
+                    _span(program, name),
+                    f"the model's `{index}` (argument `{name}`) changed during the run ({changed} of {got[name].numel()} elements)",
+                    "a kernel may only write its outputs",
+                    counterexample={"seed": inst.seed},
+                )  # fmt: skip
+            )
+        else:
+            problems.append(
+                Diagnostic(
+                    "harness.input-mutated",
+                    "error",
+                    _span(program, name),
+                    f"input {index} (argument `{name}`) changed during the run ({changed} of {got[name].numel()} elements)",
+                    "a kernel may only write its outputs",
+                    counterexample={"seed": inst.seed},
+                )  # fmt: skip
+            )
+    out_of = {int(index): name for name, (kind, index) in where_from.items() if kind == "outputs"}
+    result = [got[out_of[i]].reshape(native[i].shape) for i in range(len(native))]
+    return result, problems
+
+
+def _run_python(runner, inst: Instance, pristine: list, native: list, diag):
+    import torch
+
+    from agent.harness.wire import Encoder, WireError, decode_tensor, decode_value
+
+    enc = Encoder()
+    # one model per seed and shape: the varied round builds its own, for its own shapes
+    key = f"{inst.seed}:{sorted(inst.shape.items())}"
+    header: dict[str, Any] = {"op": "run", "key": key, "inputs": [enc.value(x) for x in pristine]}
+    if runner.kind == "module":
+        header["model"] = {
+            "init": enc.value(list(inst.init)),
+            "rng": enc.tensor(inst.rng_state),
+            "dtype": str(torch_dtype(inst.task.dtype)).removeprefix("torch.") if inst.task.dtype else None,
+        }
+    tensors = [x for x in pristine if isinstance(x, torch.Tensor)]
+    ((answer, payloads),) = runner.request(header, enc.payloads, limit=_limit([*tensors, *native]))
+    failed = error_of(answer)
+    if failed:
+        raise failed
+    outs = answer.get("outputs")
+    if not isinstance(outs, list):
+        raise CandidateFailed("run", [diag("harness.protocol", None, "the candidate sent no outputs")])
+    if len(outs) != len(native):
+        return [], [diag("harness.shape", None, f"{len(outs)} outputs; the reference has {len(native)}")]
+    got, problems = [], []
+    for i, (meta, want) in enumerate(zip(outs, native, strict=True)):
+        try:
+            out = decode_tensor(meta, payloads)
+        except WireError as err:
+            return [], [diag("harness.shape", i, f"output {i} is not a tensor that can be read: {err}")]
+        if out.shape != want.shape or out.dtype != want.dtype:
+            problems.append(
+                diag(
+                    "harness.shape",
+                    i,
+                    f"output {i} is {out.dtype} {list(out.shape)}; the reference's is {want.dtype} {list(want.shape)}",
+                )  # fmt: skip
+            )
+        got.append(out)
+    alias = answer.get("alias") or []
+    for i in sorted({i for i in alias if isinstance(i, int) and 0 <= i < len(native)}):
+        problems.append(diag("harness.alias", i, f"output {i} shares memory with an input"))
+    returned = answer.get("inputs")
+    if isinstance(returned, list) and len(returned) == len(pristine):
+        for i, (meta, before) in enumerate(zip(returned, pristine, strict=True)):
+            if not isinstance(before, torch.Tensor):
+                continue
+            try:
+                now = decode_value(meta, payloads)
+            except WireError:
+                now = None
+            if not isinstance(now, torch.Tensor) or not _same_bits(now, before):
+                changed = (
+                    int((_bits(now) != _bits(before)).sum())
+                    if isinstance(now, torch.Tensor) and now.shape == before.shape and now.dtype == before.dtype
+                    else before.numel()
+                )
+                problems.append(
+                    Diagnostic(
+                        "harness.input-mutated",
+                        "error",
+                        None,
+                        f"input {i} changed during the run ({changed} of {before.numel()} elements)",
+                        "a kernel may only write its outputs",
+                        counterexample={"seed": inst.seed},
+                    )  # fmt: skip
+                )
+    return got, problems
+
+
+def _compare(task, inputs: list, name: str, out, ref, native, verdict: Verdict):
     import torch
 
     out = out.detach().cpu()
@@ -295,11 +482,11 @@ def _compare(task, inst: Instance, name: str, out, ref, native, verdict: Verdict
     if how.startswith("reference.py:"):
         fn = getattr(task.module, how.split(":", 1)[1])
         precision = ref.dtype if ref.is_floating_point() else torch_dtype(task.reference_precision)
-        inputs = [
+        widened = [
             x.detach().cpu().to(precision) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-            for x in inst.inputs
+            for x in inputs
         ]
-        message = fn(inputs, out.to(precision) if out.is_floating_point() else out, ref, rtol, atol)
+        message = fn(widened, out.to(precision) if out.is_floating_point() else out, ref, rtol, atol)
         return None if message is None else ("harness.mismatch", str(message), {})
     if how == "exact" or not out.is_floating_point():
         if out.is_floating_point():
@@ -341,7 +528,3 @@ def _compare(task, inst: Instance, name: str, out, ref, native, verdict: Verdict
             {"index": index, "count": int(bad.sum())},
         )
     return None
-
-
-def run_error(err: KirError) -> list[Diagnostic]:
-    return list(err.diagnostics)

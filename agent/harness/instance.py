@@ -1,16 +1,20 @@
 """One instance of a task: the model and inputs of a preset and a seed, on a device, and the
 reference outputs computed from them.
 
-Inputs come from the reference's own `get_inputs()` after `torch.manual_seed(seed)`, with the
-preset's module variables set; floating tensors are then cast to the task's dtype. The
-reference is the same `Model` run in a higher precision (float64 by default) on the same
-values: floating inputs and floating parameters are widened, integer ones kept.
+The model is `Model(*get_init_inputs())` after `torch.manual_seed(seed)`; inputs come from the
+reference's own `get_inputs()` after `torch.manual_seed(seed + 1)`, with the preset's module
+variables set (and `shape`'s on top: the varied shapes of `Task.vary`); floating tensors are
+then cast to the task's dtype. The reference is the same `Model` run in a higher precision
+(float64 by default) on the same values: floating inputs and floating parameters are widened,
+integer ones kept. The instance keeps what a KernelBench solution is built from in the
+candidate's process: the init values and the CPU generator's state right after them (so that
+`ModelNew` creating the same parameters in the same order gets the same values).
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent.tasks.task import Task, TaskError, _error
@@ -32,6 +36,9 @@ class Instance:
     device: str
     model: Any  # torch.nn.Module in the task's dtype, on the device
     inputs: list  # tensors (and other values) as forward takes them
+    init: list = field(default_factory=list)  # get_init_inputs()
+    rng_state: Any = None  # torch's CPU generator state after get_init_inputs()
+    shape: dict[str, int] = field(default_factory=dict)  # the variables set over the preset's
 
     def tensors(self) -> list:
         return [x for x in self.inputs if _is_tensor(x)]
@@ -49,15 +56,16 @@ def _cast(x, dtype):
     return x
 
 
-def make_instance(task: Task, preset: str, seed: int, device: str = "cpu") -> Instance:
+def make_instance(task: Task, preset: str, seed: int, device: str = "cpu", shape: dict | None = None) -> Instance:
     import torch
 
-    task._apply(task.preset(preset))
+    task._apply(task.preset(preset), shape)
     dtype = torch_dtype(task.dtype) if task.dtype else None
     torch.manual_seed(seed)
     init = task.call("get_init_inputs()", task.module.get_init_inputs)
     if not isinstance(init, list | tuple):
         raise _error("task.reference", "get_init_inputs() must return a list", task.reference_file)
+    rng_state = torch.get_rng_state()
     model = task.call("Model(*get_init_inputs())", task.module.Model, *init)
     if not isinstance(model, torch.nn.Module):
         raise _error("task.reference", "Model is not a torch.nn.Module", task.reference_file)
@@ -65,6 +73,17 @@ def make_instance(task: Task, preset: str, seed: int, device: str = "cpu") -> In
     if dtype is not None:
         model = model.to(dtype)
     model.eval()
+    inputs = make_inputs(task, preset, seed, device, shape)
+    return Instance(task, preset, seed, device, model, inputs, list(init), rng_state, dict(shape or {}))
+
+
+def make_inputs(task: Task, preset: str, seed: int, device: str = "cpu", shape: dict | None = None) -> list:
+    """The inputs of seed `seed` (those of `make_instance(..., seed)`), for another model too:
+    the timing's input sets share one model."""
+    import torch
+
+    task._apply(task.preset(preset), shape)
+    dtype = torch_dtype(task.dtype) if task.dtype else None
     torch.manual_seed(seed + 1)
     raw = task.call("get_inputs()", task.module.get_inputs)
     if not isinstance(raw, list | tuple):
@@ -78,7 +97,7 @@ def make_instance(task: Task, preset: str, seed: int, device: str = "cpu") -> In
                 task.reference_file,
                 hint="draw inputs with both signs, e.g. torch.randn",
             )
-    return Instance(task, preset, seed, device, model, inputs)
+    return inputs
 
 
 def as_outputs(value) -> list:
@@ -101,20 +120,29 @@ def run_model(inst: Instance, model, inputs: list, what: str) -> list:
         raise _error("task.reference", str(err), inst.task.reference_file) from None
 
 
-def reference_outputs(inst: Instance) -> list:
-    """The outputs in the reference precision, from widened copies of the model and inputs."""
+def reference_outputs(inst: Instance, inputs: list | None = None) -> list:
+    """The outputs in the reference precision, from widened copies of the model and inputs
+    (the instance's own, or `inputs` for the same model)."""
     precision = torch_dtype(inst.task.reference_precision)
     model = copy.deepcopy(inst.model).to(precision)
-    inputs = [_cast(x.clone() if _is_tensor(x) else x, precision) for x in inst.inputs]
+    inputs = [_cast(x.clone() if _is_tensor(x) else x, precision) for x in (inst.inputs if inputs is None else inputs)]
     outs = run_model(inst, model, inputs, "the reference (in high precision)")
     return [o.detach() for o in outs]
 
 
-def native_outputs(inst: Instance) -> list:
+def native_outputs(inst: Instance, inputs: list | None = None) -> list:
     """The model's outputs in the task's own dtype, on clones of the inputs (the shapes and dtypes
     the candidate must produce)."""
-    inputs = [x.clone() if _is_tensor(x) else x for x in inst.inputs]
+    inputs = [x.clone() if _is_tensor(x) else x for x in (inst.inputs if inputs is None else inputs)]
     return [o.detach() for o in run_model(inst, inst.model, inputs, "Model.forward")]
 
 
-__all__ = ["Instance", "TaskError", "make_instance", "native_outputs", "reference_outputs", "torch_dtype"]
+__all__ = [
+    "Instance",
+    "TaskError",
+    "make_inputs",
+    "make_instance",
+    "native_outputs",
+    "reference_outputs",
+    "torch_dtype",
+]

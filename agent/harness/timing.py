@@ -1,13 +1,24 @@
-"""The timing protocol (GPU): what a reported time means.
+"""The timing protocol: what a reported time means.
 
-- Device events around the kernel alone (the launch, nothing before or after it).
+- Device events around the kernel alone (the launch, nothing before or after it); on the CPU
+  (the CPU backends, and CI) the clock is `time.perf_counter` around the call.
+- The clock's functions are taken when `capture()` runs: in a candidate's process that is
+  before the candidate's code is imported, so a candidate that patches
+  `torch.cuda.Event.elapsed_time`, `record` or `time.perf_counter` at import changes names the
+  timer no longer reads. (Its process is its own: what it does with ctypes is out of reach,
+  which is why the checker also holds the times against its own clock, see
+  `correctness.time_candidate`.)
 - Warm-up runs first (compilation, caches, clocks), then many timed runs; the median is the
   figure (and the min and the spread are kept).
 - L2 is flushed before every timed run by writing a buffer larger than L2, outside the events,
   so that no run reads what the previous one left in cache.
-- Several input sets are rotated (one per run), so no run sees the previous run's inputs.
-- The peers (PyTorch eager, torch.compile) are timed the same way in the same process and run,
-  so every figure is a ratio of times measured side by side.
+- Several input sets are rotated (one per run), so no run sees the previous run's inputs; the
+  last run of each set is made on inputs it has not seen (`before_last` writes fresh values into
+  the set's own tensors) through the same calls as every other run, and its outputs are kept
+  (`keep`) for the checker to compare: a candidate that computes only when it is being checked,
+  or caches per instance or per tensor, is timed and found wrong.
+- The peers (PyTorch eager, torch.compile) are timed the same way in the same run (in the
+  checker's process), so every figure is a ratio of times measured side by side.
 - Ceilings measured in the same run: a large device-to-device copy (bytes read + written per
   second) and a large bf16 matmul (flop/s). The floor of a task is max(bytes / copy rate,
   flops / matmul rate); a time below a tenth of the floor is implausible and flagged.
@@ -16,10 +27,35 @@
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 FLUSH_BYTES = 256 << 20  # H100/H200 L2 is 50 MB; 256 MB evicts it whatever the policy
+
+_perf_counter = time.perf_counter  # taken at import, before any candidate code runs here
+_CLOCK: dict[str, Any] = {}
+
+
+def capture() -> None:
+    """Take the CUDA event functions now (the candidate's process calls this before importing
+    the candidate): the C methods themselves, so that a later patch of the Python class or of
+    its base changes nothing the timer calls."""
+    if _CLOCK:
+        return
+    import torch
+
+    base = torch.cuda.Event.__mro__[1]  # the C event type (torch._C._CudaEventBase on a CUDA build)
+    _CLOCK.update(
+        base=base,
+        new=base.__new__,
+        record=getattr(base, "record", None),
+        elapsed=getattr(base, "elapsed_time", None),
+        wait=getattr(base, "synchronize", None),
+        stream=torch.cuda.current_stream,
+        synchronize=torch.cuda.synchronize,
+    )
 
 
 @dataclass(frozen=True)
@@ -28,21 +64,59 @@ class Timing:
     min_ms: float
     max_ms: float
     runs: int
+    times: tuple[float, ...] = field(default=(), repr=False)
 
     def to_json(self) -> dict:
         return {"median_ms": self.median_ms, "min_ms": self.min_ms, "max_ms": self.max_ms, "runs": self.runs}
 
+    @staticmethod
+    def of(times: Sequence[float]) -> Timing:
+        return Timing(statistics.median(times), min(times), max(times), len(times), tuple(times))
+
 
 class Timer:
-    def __init__(self, device: str = "cuda", flush_bytes: int = FLUSH_BYTES):
+    def __init__(self, device: str = "cuda", flush_bytes: int | None = None):
         import torch
 
+        capture()
         self.torch = torch
         self.device = device
-        self.flush_buffer = torch.empty(flush_bytes, dtype=torch.uint8, device=device)
+        self.cuda = device.startswith("cuda")
+        if flush_bytes is None:
+            flush_bytes = FLUSH_BYTES if self.cuda else 0
+        self.flush_buffer = torch.empty(flush_bytes, dtype=torch.uint8, device=device) if flush_bytes else None
 
     def flush(self) -> None:
-        self.flush_buffer.zero_()
+        if self.flush_buffer is not None:
+            self.flush_buffer.zero_()
+
+    def synchronize(self) -> None:
+        if self.cuda:
+            _CLOCK["synchronize"]()
+
+    def _event(self):
+        event = _CLOCK["new"](_CLOCK["base"], enable_timing=True)
+        return event
+
+    def _one(self, fn: Callable[[], object]) -> tuple[float, object]:
+        """One timed call: (milliseconds, what it returned). Every run, the last ones included,
+        goes through here, so a candidate cannot tell them apart by the stack."""
+        self.flush()
+        if self.cuda:
+            start, end = self._event(), self._event()
+            _CLOCK["record"](start, _CLOCK["stream"]())
+            value = fn()
+            _CLOCK["record"](end, _CLOCK["stream"]())
+            _CLOCK["wait"](end)
+            return _CLOCK["elapsed"](start, end), value
+        t0 = _perf_counter()
+        value = fn()
+        return (_perf_counter() - t0) * 1e3, value
+
+    def warm(self, fns: Sequence[Callable[[], object]], warmup: int) -> None:
+        for i in range(warmup):
+            fns[i % len(fns)]()
+        self.synchronize()
 
     def time(
         self,
@@ -52,30 +126,31 @@ class Timer:
         runs: int = 50,
         min_runs: int = 10,
         budget_s: float = 2.0,
+        before_last: Callable[[int], None] | None = None,
+        keep: Callable[[int, object], None] | None = None,
     ) -> Timing:
         """Time `fns[i % len(fns)]` (one function per input set) for up to `runs` runs or about
         `budget_s` seconds of measured time, whichever comes first (never fewer than
-        `min_runs`)."""
-        torch = self.torch
-        for i in range(warmup):
-            fns[i % len(fns)]()
-        torch.cuda.synchronize()
+        `min_runs`); then, with `before_last`, one more run of each set after `before_last(k)`
+        has refreshed its inputs, handing what it returned to `keep(k, value)`."""
+        self.warm(fns, warmup)
         times: list[float] = []
         spent = 0.0
         for i in range(runs):
-            self.flush()
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            fns[i % len(fns)]()
-            end.record()
-            end.synchronize()
-            ms = start.elapsed_time(end)
+            ms, _ = self._one(fns[i % len(fns)])
             times.append(ms)
             spent += ms / 1e3
             if i + 1 >= min_runs and spent > budget_s:
                 break
-        return Timing(statistics.median(times), min(times), max(times), len(times))
+        if before_last is not None:
+            for k, fn in enumerate(fns):
+                before_last(k)
+                ms, value = self._one(fn)
+                times.append(ms)
+                self.synchronize()  # work left on other streams is finished before it is kept
+                if keep is not None:
+                    keep(k, value)
+        return Timing.of(times)
 
 
 def measure_ceilings(timer: Timer) -> dict[str, float]:

@@ -31,6 +31,11 @@ A task is a folder (benchmarks/tasks/<name>/) holding
       [outputs.y]                  # how one output is compared (default: by dtype)
       compare = "close"            # "close", "exact" or "reference.py:function_name"
 
+      [vary]                       # other shapes for one round of the correctness protocol:
+      M = [1, 16]                  #   [lowest, highest] or [lowest, highest, step], drawn from
+      N = [128, 512, 128]          #   the last seed (a KIR program: only shapes its `where`
+                                   #   admits; a variable it fixes keeps the preset's value)
+
       [programs.seed]              # KIR programs for the task, by name
       file = "seed.kir"
       params.bench = { BLOCK = 8192 }   # compile-time parameters per preset
@@ -40,6 +45,9 @@ A task is a folder (benchmarks/tasks/<name>/) holding
   then one `out` argument per output. An argument declared with fewer dimensions than its
   (contiguous) tensor binds to the view that merges the trailing dimensions: a kernel may take
   the PyTorch weight [C, C, KW] as `w: global bf16[C, C * KW]`.
+
+Loading a task runs none of its code: reference.py is imported on first use of `Task.module`
+(in the harness's checker process, not in a caller such as `kir run`).
 
 A `compare = "reference.py:fn"` hook is called as `fn(inputs, out, ref, rtol, atol)` with the
 inputs (in the reference precision), the candidate's output and the reference's (both in the

@@ -1,10 +1,13 @@
 """Loading a task folder (see `agent.tasks` for the format) and making its instances.
 
-`load_task(folder)` reads `reference.py` and `task.toml` and checks the metadata; every problem
-is a `TaskError` carrying a `Diagnostic` located in the file (a key's line in task.toml, the
-traceback's line in reference.py). `Task.instance(preset, seed, ...)` imports nothing again: it
-sets the preset's module variables, seeds torch, and calls `get_init_inputs()`, `Model(...)` and
-`get_inputs()`.
+`load_task(folder)` reads `task.toml` and checks the metadata; every problem is a `TaskError`
+carrying a `Diagnostic` located in the file (a key's line in task.toml, the traceback's line in
+reference.py). It runs none of the task's code: `reference.py` is imported on first use of
+`Task.module`, where what task.toml says of it is checked too (the variables the presets and
+`vary` set exist, the comparison hooks are functions). So a caller that only plans (`kir run`,
+`kir bench`: the programs, the presets) never runs the reference in its own process; the
+harness's checker process does, and a reference that exits or hangs at import takes the
+checker down, not the caller.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import itertools
+import random
 import re
 import sys
 import tomllib
@@ -71,7 +75,7 @@ class Binding:
 class Task:
     name: str
     folder: Path
-    module: ModuleType
+    reference: Path  # reference.py, or the KernelBench file itself
     description: str = ""
     dtype: str | None = None  # None: inputs as get_inputs() makes them
     reference_precision: str = "f64"
@@ -82,10 +86,39 @@ class Task:
     bind: dict[str, Binding] = field(default_factory=dict)
     compare: dict[str, str] = field(default_factory=dict)  # output name -> how
     programs: dict[str, Program] = field(default_factory=dict)
+    # variable -> (lowest, highest, step): the shapes a seed of the protocol may draw instead
+    # of the preset's (a kernel right only for the preset's shapes is found out)
+    vary: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    _module: ModuleType | None = field(default=None, repr=False)
+    _module_error: TaskError | None = field(default=None, repr=False)
 
     @property
     def reference_file(self) -> Path:
-        return self.folder / "reference.py"
+        return self.reference
+
+    @property
+    def module(self) -> ModuleType:
+        """reference.py, imported now if it was not (a `TaskError` if it cannot be, or if it does
+        not define what task.toml names)."""
+        if self._module_error is not None:
+            raise self._module_error
+        if self._module is None:
+            try:
+                module = _import(self.reference)
+                _check_module(self, module)
+            except TaskError as err:
+                self._module_error = err
+                raise
+            self._module = module
+        return self._module
+
+    def draw_shape(self, rng: random.Random, names: list[str] | None = None) -> dict[str, int]:
+        """Values for the `vary` variables (all of them, or `names`), drawn from their ranges."""
+        return {
+            name: rng.randrange(lo, hi + 1, step)
+            for name, (lo, hi, step) in self.vary.items()
+            if names is None or name in names
+        }
 
     def preset(self, name: str) -> Preset:
         if name == "default":
@@ -122,18 +155,23 @@ class Task:
         try:
             return float(_evaluate(self.bytes, self.variables(preset)))
         except (ValueError, KeyError, ZeroDivisionError) as err:
-            raise _error("task.bytes", f"cannot evaluate bytes `{self.bytes}`: {err}", self._toml, _line_of(self._toml, "bytes")) from None
+            raise _error(
+                "task.bytes", f"cannot evaluate bytes `{self.bytes}`: {err}", self._toml, _line_of(self._toml, "bytes")
+            ) from None
 
-    def _apply(self, preset: Preset) -> None:
+    def _apply(self, preset: Preset, shape: dict[str, int] | None = None) -> None:
+        module = self.module
         for key, value in self._defaults.items():
-            setattr(self.module, key, value)
+            setattr(module, key, value)
         for key, value in preset.variables.items():
-            setattr(self.module, key, value)
+            setattr(module, key, value)
+        for key, value in (shape or {}).items():
+            setattr(module, key, value)
 
     @property
     def _defaults(self) -> dict[str, Any]:
         if not hasattr(self, "_saved_defaults"):
-            names = {k for p in self.presets.values() for k in p.variables}
+            names = {k for p in self.presets.values() for k in p.variables} | set(self.vary)
             self._saved_defaults = {k: getattr(self.module, k) for k in names if hasattr(self.module, k)}
         return self._saved_defaults
 
@@ -219,8 +257,9 @@ def load_task(folder: str | Path) -> Task:
     reference = path if path.suffix == ".py" else path / "reference.py"
     if not reference.is_file():
         raise _error("task.missing", f"no task at {path}: {reference.name} is missing", reference)
-    module = _import(reference)
-    task = Task(name=reference.stem if path.suffix == ".py" else path.name, folder=reference.parent, module=module)
+    task = Task(
+        name=reference.stem if path.suffix == ".py" else path.name, folder=reference.parent, reference=reference
+    )
     if path.suffix == ".py":
         return task
     toml = path / "task.toml"
@@ -247,6 +286,7 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
         "bind",
         "outputs",
         "programs",
+        "vary",
     }
     for key in meta:
         if key not in known:
@@ -254,7 +294,7 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
                 "task.toml", f"unknown key `{key}`", toml, _line_of(toml, key), f"keys: {', '.join(sorted(known))}"
             )
 
-    for key in ("tolerance", "presets", "bind", "outputs", "programs"):
+    for key in ("tolerance", "presets", "bind", "outputs", "programs", "vary"):
         if not isinstance(meta.get(key, {}), dict):
             raise _error("task.toml", f"`{key}` must be a table", toml, _line_of(toml, key))
 
@@ -291,15 +331,18 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
             raise _error(
                 "task.toml", f"preset `{name}` must map variables to numbers", toml, _line_of(toml, f"presets.{name}")
             )
-        for var in variables:
-            if not hasattr(task.module, var):
-                raise _error(
-                    "task.preset",
-                    f"preset `{name}` sets `{var}`, which reference.py does not define",
-                    toml,
-                    _line_of(toml, var),
-                )
         task.presets[name] = Preset(name, dict(variables))
+
+    for var, spec in meta.get("vary", {}).items():
+        ints = isinstance(spec, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in spec)
+        if not ints or len(spec) not in (2, 3) or not 0 <= spec[0] <= spec[1] or (len(spec) == 3 and spec[2] < 1):
+            raise _error(
+                "task.vary",
+                f"vary `{var}` must be [lowest, highest] or [lowest, highest, step] of integers, 0 <= lowest <= highest",
+                toml,
+                _line_of(toml, var),
+            )
+        task.vary[var] = (spec[0], spec[1], spec[2] if len(spec) == 3 else 1)
 
     for arg, source in meta.get("bind", {}).items():
         m = _BIND.match(source) if isinstance(source, str) else None
@@ -321,10 +364,6 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
                 f"output `{out}`: compare is close, exact or reference.py:<function>",
                 toml,
                 _line_of(toml, out),
-            )
-        if how.startswith("reference.py:") and not callable(getattr(task.module, how.split(":", 1)[1], None)):
-            raise _error(
-                "task.toml", f"reference.py has no function `{how.split(':', 1)[1]}`", toml, _line_of(toml, out)
             )
         task.compare[out] = how
 
@@ -369,6 +408,30 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
         task.programs[name] = Program(
             name, task.folder / file, {k: dict(v) for k, v in params.items()}, tuple(backends)
         )
+
+
+def _check_module(task: Task, module: ModuleType) -> None:
+    """What task.toml says of reference.py, checked once it is imported."""
+    toml = task._toml
+    for preset in task.presets.values():
+        for var in preset.variables:
+            if not hasattr(module, var):
+                raise _error(
+                    "task.preset",
+                    f"preset `{preset.name}` sets `{var}`, which reference.py does not define",
+                    toml,
+                    _line_of(toml, var),
+                )
+    for var in task.vary:
+        if not isinstance(getattr(module, var, None), int):
+            raise _error(
+                "task.vary", f"vary `{var}`: reference.py defines no integer `{var}`", toml, _line_of(toml, var)
+            )
+    for out, how in task.compare.items():
+        if how.startswith("reference.py:") and not callable(getattr(module, how.split(":", 1)[1], None)):
+            raise _error(
+                "task.toml", f"reference.py has no function `{how.split(':', 1)[1]}`", toml, _line_of(toml, out)
+            )
 
 
 def load_suite(folder: str | Path, names: list[str] | None = None) -> list[Task]:

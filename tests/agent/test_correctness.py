@@ -1,6 +1,7 @@
 """The correctness protocol rejects what it must: a program that writes half its output, one that
-mutates an input, one that hands back the reference's own tensor, an input alias, NaN, and a
-result less accurate than the tolerance; and accepts a correct one."""
+mutates an input, an input alias, NaN, and a result less accurate than the tolerance; and accepts
+a correct one. (These run trusted candidates in this process; a candidate that hunts for the
+reference's tensors is tests/agent/hacks' business: in its own process there are none to find.)"""
 
 from __future__ import annotations
 
@@ -60,19 +61,6 @@ def test_a_slightly_wrong_program_is_a_mismatch(task):
     verdict = check(task, kir(wrong), "test", seeds=[1])
     assert not verdict.ok and rules(verdict) == ["harness.mismatch"]
     assert verdict.diagnostics[0].counterexample["count"] > 0
-
-
-def test_returning_the_reference_s_own_tensor_is_rejected(task, monkeypatch):
-    cache = {}
-    forward = task.module.Model.forward
-
-    def remembering(self, x):
-        cache["y"] = forward(self, x)
-        return cache["y"]
-
-    monkeypatch.setattr(task.module.Model, "forward", remembering)
-    verdict = check(task, PythonRun(lambda x: cache["y"]), "test", seeds=[1])
-    assert not verdict.ok and rules(verdict) == ["harness.alias"]
 
 
 def test_returning_an_input_is_rejected(task):

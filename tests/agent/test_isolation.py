@@ -131,3 +131,9 @@ def test_a_reference_that_computes_nan_is_refused(tmp_path):
     record = run_job(python_job(tmp_path, "return x * 1", task=task), timeout=120)
     assert record["stage"] == "task" and rules(record) == ["task.reference"]
     assert "NaN" in record["diagnostics"][0]["message"]
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf")])
+def test_a_timeout_that_is_no_duration_is_a_usage_record(tmp_path, timeout):
+    record = run_job(python_job(tmp_path, "return x * 1"), timeout=timeout)
+    assert record["stage"] == "usage" and rules(record) == ["harness.usage"]

@@ -101,3 +101,47 @@ def test_a_program_names_the_backends_it_runs_through():
             assert diag.rule == "task.program" and "backends" in diag.message and "triton" in diag.hint
         else:
             raise AssertionError("an unknown backend name loaded")
+
+
+def test_loading_a_task_runs_none_of_its_code():
+    """`kir run` loads the task in the caller's process: a reference that would exit or raise at
+    import is imported only on first use of `Task.module`, as a located `TaskError`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "softmax"
+        shutil.copytree(SOFTMAX, folder)
+        (folder / "reference.py").write_text(
+            "raise RuntimeError('imported')\n" + (SOFTMAX / "reference.py").read_text()
+        )
+        task = load_task(folder)
+        assert set(task.programs) >= {"seed", "tuned"}
+        for _ in range(2):  # the same error each time it is asked for
+            try:
+                task.module  # noqa: B018
+            except TaskError as err:
+                (diag,) = err.diagnostics
+                assert diag.rule == "task.reference" and diag.span.line == 1 and "imported" in diag.message
+            else:
+                raise AssertionError("the reference imported")
+
+
+def test_a_vary_rule_is_ranges_of_integers_over_the_reference_s_variables():
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "softmax"
+        shutil.copytree(SOFTMAX, folder)
+        toml = TOML.split("[vary]")[0] + "[bind]" + TOML.split("[bind]", 1)[1] if "[vary]" in TOML else TOML
+        for rule, ok in [("M = [1, 16]\nN = [128, 512, 128]", True), ("M = [4, 2]", False), ("M = [1, 2, 0]", False),
+                         ("M = [1.5, 2]", False), ("M = 3", False), ("Q = [1, 2]", "module")]:  # fmt: skip
+            (folder / "task.toml").write_text(toml.replace("[bind]", f"[vary]\n{rule}\n\n[bind]", 1))
+            try:
+                task = load_task(folder)
+                task.module  # noqa: B018
+            except TaskError as err:
+                (diag,) = err.diagnostics
+                assert ok is not True and diag.rule == "task.vary" and diag.span.line > 1, (rule, diag)
+                continue
+            assert ok is True, rule
+            assert task.vary == {"M": (1, 16, 1), "N": (128, 512, 128)}
+            import random
+
+            shape = task.draw_shape(random.Random(0))
+            assert 1 <= shape["M"] <= 16 and shape["N"] in (128, 256, 384, 512)
