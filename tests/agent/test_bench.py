@@ -76,7 +76,8 @@ def test_bench_without_a_gpu_stops_with_a_diagnostic_instead_of_failing_every_ro
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
     result = CliRunner().invoke(app, ["bench", "softmax"])
-    assert result.exit_code == 1 and "needs a CUDA GPU" in result.output
+    assert result.exit_code == 2 and "needs a CUDA GPU" in result.output
+    assert result.output.startswith("error[cli.no-cuda]: ")  # and nothing before it (no harness.internal)
 
 
 def test_each_task_s_rows_are_handed_over_as_soon_as_it_is_timed(monkeypatch):

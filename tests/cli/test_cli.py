@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from kir import __version__
 from kir.check import check_program, load_program
-from kir.cli import app
+from kir.cli import COMMON_FIELDS, SCHEMAS, app
 from kir.parser import parse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,12 +59,16 @@ def kir(*args: str | Path):
     return result
 
 
-def json_of(result) -> list[dict]:
+def json_of(result, command: str = "check") -> list[dict]:
+    """The diagnostics of a command's JSON object, after checking that it is the one object of
+    the command's schema."""
     data = json.loads(result.output)
-    assert isinstance(data, list)
-    for d in data:
+    assert isinstance(data, dict) and data["schema"] == f"kir.{command}/1", data
+    assert list(data) == [*COMMON_FIELDS, *SCHEMAS[command]]
+    assert data["ok"] == (result.exit_code == 0)
+    for d in data["diagnostics"]:
         assert JSON_FIELDS <= set(d), d
-    return data
+    return data["diagnostics"]
 
 
 @pytest.fixture
@@ -98,7 +102,7 @@ def _ops(path: Path) -> int:
     return op_count(load_program(path))
 
 
-def test_check_json_clean_is_empty_list():
+def test_check_json_clean_has_no_diagnostics():
     result = kir("check", VECTOR_ADD, "--json")
     assert result.exit_code == 0
     assert json_of(result) == []
@@ -206,7 +210,7 @@ def test_unexpected_exception_is_an_internal_error(monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("unexpected")
 
-    monkeypatch.setattr("kir.cli.check_program", explode)
+    monkeypatch.setattr("kir.check.check_program", explode)
     result = kir("check", VECTOR_ADD)
     assert result.exit_code == 1
     assert "error[internal.error]" in result.output
@@ -375,7 +379,7 @@ def test_interp_json_clean(tmp_path: Path):
     np.savez(tmp_path / "in.npz", x=np.ones(1024, np.float32), y=np.ones(1024, np.float32))
     result = kir("interp", VECTOR_ADD, "-i", tmp_path / "in.npz", "-o", tmp_path / "o.npz", "--json")
     assert result.exit_code == 0, result.output
-    assert json_of(result) == []
+    assert json_of(result, "interp") == []
 
 
 def test_interp_bf16_through_float32(tmp_path: Path):
@@ -400,7 +404,7 @@ def test_interp_input_problems(tmp_path: Path):
     np.savez(tmp_path / "in.npz", x=np.ones(1024, np.float64), extra=np.ones(3))
     result = kir("interp", VECTOR_ADD, "--inputs", tmp_path / "in.npz", "--out", tmp_path / "o.npz", "--json")
     assert result.exit_code == 1
-    by_rule = {d["rule"]: d for d in json_of(result)}
+    by_rule = {d["rule"]: d for d in json_of(result, "interp")}
     assert set(by_rule) == {"io.input-dtype", "io.input-missing", "io.input-unused"}
     assert by_rule["io.input-dtype"]["line"] == 3  # the argument `x` in the signature
     assert by_rule["io.input-unused"]["severity"] == "warning"
@@ -412,7 +416,7 @@ def test_interp_reports_the_interpreters_diagnostics(tmp_path: Path):
     np.savez(tmp_path / "in.npz", x=np.ones(1024, np.float32), y=np.ones(512, np.float32))
     result = kir("interp", VECTOR_ADD, "--inputs", tmp_path / "in.npz", "--out", tmp_path / "o.npz", "--json")
     assert result.exit_code == 1
-    assert all(d["rule"].startswith("interp.") for d in json_of(result))
+    assert all(d["rule"].startswith("interp.") for d in json_of(result, "interp"))
 
 
 @pytest.mark.parametrize("spec", ["BLOCK", "BLOCK=", "BLOCK=abc", "=4", "BLOCK=1.5"])
@@ -428,7 +432,7 @@ def test_interp_unknown_param(tmp_path: Path):
     args = ["interp", VECTOR_ADD, "--inputs", tmp_path / "in.npz", "--out", tmp_path / "o.npz", "--param", "BLCK=8"]
     result = kir(*args, "--json")
     assert result.exit_code == 2
-    (diag,) = json_of(result)
+    (diag,) = json_of(result, "interp")
     assert diag["rule"] == "cli.param"
     assert "BLOCK" in diag["hint"]
 
@@ -491,7 +495,7 @@ def test_installed_script_on_garbage_has_no_traceback(garbage: Path):
     done = subprocess.run([script, "check", str(garbage), "--json"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert "Traceback" not in done.stdout + done.stderr
-    assert json.loads(done.stdout)[0]["rule"] == "syntax.encoding"
+    assert json.loads(done.stdout)["diagnostics"][0]["rule"] == "syntax.encoding"
 
 
 def test_module_entry_point_usage_errors_have_no_traceback(tmp_path: Path):
@@ -589,13 +593,14 @@ def test_cost_compile_takes_the_compilers_registers():
     from kir.cli import app
 
     path = str(ROOT / "benchmarks" / "tasks" / "rmsnorm" / "tuned.kir")
-    plain = CliRunner().invoke(app, ["cost", path, "--target", "sm_90", "--json"])
-    compiled = CliRunner().invoke(app, ["cost", path, "--target", "sm_90", "--compile", "--json"])
+    bench = ["--preset", "bench"]  # the figures below are those of the bench parameters
+    plain = CliRunner().invoke(app, ["cost", path, "--target", "sm_90", *bench, "--json"])
+    compiled = CliRunner().invoke(app, ["cost", path, "--target", "sm_90", *bench, "--compile", "--json"])
     assert plain.exit_code == 0 and compiled.exit_code == 0, compiled.output
     before, after = json.loads(plain.output)["estimate"], json.loads(compiled.output)["estimate"]
     assert before["occupancy"]["registers"] >= 40 and after["occupancy"]["registers"] <= 32
     assert after["time_s"] < before["time_s"]
-    text = CliRunner().invoke(app, ["cost", path, "--target", "sm_90", "--compile"]).output
+    text = CliRunner().invoke(app, ["cost", path, "--target", "sm_90", *bench, "--compile"]).output
     assert "from the triton compile: 30 regs/thread" in text
 
 

@@ -1,4 +1,4 @@
-"""mtia-sim through the command line: `kir compile --to mtia-sim`, `kir run`'s default backend
+"""mtia-sim through the command line: `kir compile -b mtia-sim`, `kir run`'s default backend
 (mtia-sim where no CUDA device is present, triton where one is) and `kir cost` on mtia-sim."""
 
 from __future__ import annotations
@@ -19,17 +19,21 @@ runner = CliRunner()
 
 
 def test_compile_to_mtia_sim_builds_the_simulator_library():
-    result = runner.invoke(app, ["compile", str(TASKS / "gemm" / "mtia.kir"), "--to", "mtia-sim", "--json"])
+    result = runner.invoke(app, ["compile", str(TASKS / "gemm" / "mtia.kir"), "-b", "mtia-sim", "--json"])
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)["report"]
+    data = json.loads(result.output)
+    report = data["report"]
     assert report["backend"] == "mtia-sim" and report["arch"] == "mtia-sim" and report["ok"]
     assert report["binary"].endswith("kernel.so")
+    assert (data["backend"], data["target"]) == ("mtia-sim", "mtia-sim")
+    text = runner.invoke(app, ["compile", str(TASKS / "gemm" / "mtia.kir"), "-b", "mtia-sim"]).output
+    assert text.startswith(f"{TASKS / 'gemm' / 'mtia.kir'}: compiled (backend mtia-sim, target mtia-sim)\n")
 
 
 def test_compile_to_mtia_sim_refuses_another_arch():
-    result = runner.invoke(app, ["compile", str(TASKS / "gemm" / "mtia.kir"), "--to", "mtia-sim", "--arch", "gfx90a"])
-    assert result.exit_code != 0
-    assert "mtia-sim" in result.output
+    result = runner.invoke(app, ["compile", str(TASKS / "gemm" / "mtia.kir"), "-b", "mtia-sim", "-t", "gfx90a"])
+    assert result.exit_code == 2
+    assert result.output == "error[cli.target]: mtia-sim compiles for mtia-sim, not gfx90a\n"
 
 
 @pytest.mark.parametrize(("cuda", "expected"), [(False, "mtia-sim"), (True, "triton")])
@@ -81,6 +85,7 @@ def test_cost_without_a_target_costs_the_declared_target(monkeypatch, cuda):
 
 
 def test_cost_on_mtia_sim_prints_the_engines():
-    result = runner.invoke(app, ["cost", str(TASKS / "gemm" / "mtia.kir"), "--target", "mtia-sim"])
+    args = ["cost", str(TASKS / "gemm" / "mtia.kir"), "--target", "mtia-sim", "--preset", "bench"]
+    result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "bound by dot-product engine" in result.output

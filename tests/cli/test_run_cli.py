@@ -32,10 +32,10 @@ def test_run_reports_a_wrong_program_at_its_output_argument(tmp_path):
 
 def test_run_names_the_known_tasks_when_one_is_missing():
     result = runner.invoke(app, ["run", str(SOFTMAX / "seed.kir"), "--task", "no_such_task"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "task.missing" in result.output and "softmax" in result.output
 
 
 def test_run_refuses_an_unknown_backend():
     result = runner.invoke(app, ["run", str(SOFTMAX / "seed.kir"), "--task", "softmax", "-b", "tpu"])
-    assert result.exit_code == 2 and "no backend `tpu`" in result.output
+    assert result.exit_code == 2 and "unknown backend 'tpu' for kir run" in result.output

@@ -46,7 +46,9 @@ def test_list_by_family():
 def test_list_json_has_full_records():
     result = run("list", "--json")
     assert result.exit_code == 0, result.output
-    records = {r["id"]: r for r in json.loads(result.output)}
+    data = json.loads(result.output)
+    assert data["schema"] == "kir.rules.list/1" and data["ok"] is True
+    records = {r["id"]: r for r in data["rules"]}
     assert set(records) == set(RULES)
     rec = records["bounds.tma-box"]
     assert {"family", "severity", "summary", "explanation", "bad", "good", "bad_line"} <= set(rec)
@@ -185,7 +187,9 @@ def test_add_json(tmp_path, env):
     path.write_text(path.read_text().replace("[match]", "[match]\nnonsense = 1"))
     result = run("add", "--json", str(path), env=env)
     assert result.exit_code == 1
-    [diag] = json.loads(result.output)
+    data = json.loads(result.output)
+    assert data["schema"] == "kir.rules.add/1" and data["ok"] is False and data["installed"] is None
+    [diag] = data["diagnostics"]
     assert diag["rule"] == "learned.schema" and diag["line"] == 9 and "nonsense" in diag["message"]
 
 
