@@ -32,10 +32,12 @@ COLD_TARGET_MS = 300.0
 WARM_TARGET_MS = 50.0
 
 
-def _time_verify(text: str, file: str) -> float:
+def _time_verify(text: str, file: str, cpu: list[float] | None = None) -> float:
     program = parse(text, file=file)
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     verify(program)
+    if cpu is not None:  # this process's CPU time: on a shared machine, the part of the wall time that is ours
+        cpu.append((time.process_time() - start_cpu) * 1000)
     return (time.perf_counter() - start) * 1000
 
 
@@ -45,7 +47,7 @@ def measure(path: Path, runs: int) -> dict:
     saved = {k: os.environ.get(k) for k in ("KIR_CACHE_DIR", "KIR_Z3_CACHE")}
     try:
         os.environ["KIR_Z3_CACHE"] = "1"
-        cold, warm = [], []
+        cold, warm, warm_cpu = [], [], []
         with tempfile.TemporaryDirectory() as scratch:
             for i in range(runs):
                 os.environ["KIR_CACHE_DIR"] = str(Path(scratch) / f"cold{i}")
@@ -55,7 +57,7 @@ def measure(path: Path, runs: int) -> dict:
             CACHE.reset()
             _time_verify(text, str(path))  # populate
             for _ in range(runs):
-                warm.append(_time_verify(text, str(path)))
+                warm.append(_time_verify(text, str(path), warm_cpu))
     finally:
         for k, v in saved.items():
             if v is None:
@@ -68,6 +70,7 @@ def measure(path: Path, runs: int) -> dict:
         "runs": runs,
         "cold_ms": {"median": statistics.median(cold), "min": min(cold), "max": max(cold)},
         "warm_ms": {"median": statistics.median(warm), "min": min(warm), "max": max(warm)},
+        "warm_cpu_ms": {"median": statistics.median(warm_cpu), "min": min(warm_cpu)},
         "targets_ms": {"cold": COLD_TARGET_MS, "warm": WARM_TARGET_MS},
         "python": platform.python_version(),
         "machine": platform.machine(),
@@ -115,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"verify({result['file']}), median of {args.runs} runs")
     print(f"  cold {cold:8.1f} ms  (target < {COLD_TARGET_MS:.0f} ms)  {'PASS' if ok_cold else 'FAIL'}")
     print(f"  warm {warm:8.1f} ms  (target < {WARM_TARGET_MS:.0f} ms)  {'PASS' if ok_warm else 'FAIL'}")
+    print(f"  warm {result['warm_cpu_ms']['median']:8.1f} ms of CPU time")
     result["slowest_rules_ms"] = breakdown(Path(args.file).resolve())
     print("  slowest rules (cold / warm ms):")
     for rid, t in result["slowest_rules_ms"].items():

@@ -98,9 +98,29 @@ class Context:
         return {i.op: i for i in self.infos}
 
     def ops(self, *kinds: type) -> Iterator[OpInfo]:
-        for info in self.infos:
-            if not kinds or isinstance(info.op, kinds):
-                yield info
+        """The ops of the given kinds (all of them without kinds), in program order. Each
+        rule asks for a few kinds: the ops are indexed by type once, rather than every rule
+        testing every op of a long kernel."""
+        if not kinds:
+            yield from self.infos
+            return
+        found = self._kinds.get(kinds)
+        if found is None:
+            types = [t for t in self._by_type if issubclass(t, kinds)]
+            picked = [pair for t in types for pair in self._by_type[t]]
+            found = self._kinds[kinds] = [info for _, info in sorted(picked, key=lambda pair: pair[0])]
+        yield from found
+
+    @cached_property
+    def _by_type(self) -> dict[type, list[tuple[int, OpInfo]]]:
+        out: dict[type, list[tuple[int, OpInfo]]] = {}
+        for i, info in enumerate(self.infos):
+            out.setdefault(type(info.op), []).append((i, info))
+        return out
+
+    @cached_property
+    def _kinds(self) -> dict[tuple[type, ...], list[OpInfo]]:
+        return {}
 
     @cached_property
     def roles(self) -> list[st.RoleOp]:

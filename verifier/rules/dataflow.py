@@ -340,10 +340,14 @@ shape values and the element left unwritten.
     good=_COVER_VEC % ("BLOCK", "BLOCK", ""),
 )
 def check_output_unwritten(ctx: Context) -> Iterator[Diagnostic]:
+    written: dict[SSAValue, list[OpInfo]] = {}  # each tensor's writing ops (once per write)
+    for i in ctx.infos:
+        for r in writes(i.op):
+            written.setdefault(r.mem, []).append(i)
     for name, arg in ctx.kernel.args:
         if not arg.type.is_out:
             continue
-        infos = [i for i in ctx.infos for r in writes(i.op) if r.mem is arg]
+        infos = written.get(arg, [])
         if not infos:
             yield ctx.report(
                 _arg_span(ctx, name),

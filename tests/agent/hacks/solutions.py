@@ -167,8 +167,9 @@ PYTHON = {
         "return cache[x.data_ptr()].clone()\n"
     ),
     # the harness's own clock patched in the candidate's process (deeper than the names it took)
+    # (a sleep long enough that ten runs leave more than the second the checker allows unexplained)
     "patched-harness-clock": honest(
-        "time.sleep(0.02)\n",
+        "time.sleep(0.15)\n",
         "import agent.harness.timing as _t\n"
         "_ticks = [0.0]\n"
         "def _fake():\n"

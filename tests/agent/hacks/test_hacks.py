@@ -3,8 +3,8 @@
 that must pass; after them the checkout is as it was, no process of a candidate runs, and this
 process (the caller) is alive.
 
-The jobs run through `run_job`, as `kir run` runs them, two at a time (CI has two cores), all of
-those selected started by one fixture; each test reads its own record.
+The jobs run through `run_job`, as `kir run` runs them (see `Corpus` for how many at a time);
+each test reads its own record.
 """
 
 from __future__ import annotations
@@ -126,27 +126,49 @@ def _git_status() -> list[str]:
     return out.stdout.splitlines()
 
 
+class Corpus:
+    """The records of the cases, run on first use. In one pytest process every selected case is
+    started at once, two at a time (CI has two cores); under pytest-xdist (`-n auto`, which
+    shares this module's tests among its workers) each worker runs only the cases it is asked
+    for, the workers being the parallelism."""
+
+    def __init__(self, selected: set[str], folder: Path):
+        self.folder = folder
+        self.victim = Path(f"/tmp/kir-victim-{TOKEN}")
+        self.victim.write_text("keep me")
+        os.chmod(self.victim, 0o644)
+        self.before = {"digest": _digest(), "status": _git_status()}
+        self.pool = ThreadPoolExecutor(max_workers=2)
+        self.futures: dict = {}
+        if not os.environ.get("PYTEST_XDIST_WORKER"):
+            for name in sorted(selected):
+                self._submit(name)
+
+    def _submit(self, name: str):
+        if name not in self.futures:
+            self.futures[name] = self.pool.submit(run_job, _job(name, self.folder), 120)
+        return self.futures[name]
+
+    def record(self, name: str) -> dict:
+        return self._submit(name).result()
+
+    def done(self) -> dict[str, dict]:
+        return {name: f.result() for name, f in self.futures.items()}
+
+
 @pytest.fixture(scope="module")
 def corpus(request, tmp_path_factory):
-    """Run every selected case (two at a time); {name: record}, and the checkout before."""
     selected = {
         item.callspec.params["name"]
         for item in request.session.items
         if hasattr(item, "callspec") and "name" in item.callspec.params and item.module.__name__ == __name__
     } or set(CASES)
-    folder = tmp_path_factory.mktemp("hacks")
-    victim = Path(f"/tmp/kir-victim-{TOKEN}")
-    victim.write_text("keep me")
-    os.chmod(victim, 0o644)
-    before = {"digest": _digest(), "status": _git_status()}
-    jobs = {name: _job(name, folder) for name in sorted(selected)}
+    runs = Corpus(selected, tmp_path_factory.mktemp("hacks"))
     try:
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            futures = {name: pool.submit(run_job, job, 120) for name, job in jobs.items()}
-            records = {name: f.result() for name, f in futures.items()}
-        yield {"records": records, "before": before, "folder": folder, "victim": victim}
+        yield runs
     finally:
-        victim.unlink(missing_ok=True)
+        runs.pool.shutdown(wait=True)
+        runs.victim.unlink(missing_ok=True)
         Path(f"/tmp/kir-hack-{TOKEN}").unlink(missing_ok=True)
         for pid in _token_processes():  # an old harness leaves them: do not leave them to CI
             os.kill(pid, signal.SIGKILL)
@@ -176,7 +198,7 @@ def _nothing_of_the_candidate_runs(record: dict) -> None:
 
 @pytest.mark.parametrize("name", CHEATS)
 def test_a_cheat_is_rejected_with_its_rule(corpus, name):
-    record = corpus["records"][name]
+    record = corpus.record(name)
     expect = CASES[name][1]
     assert not record["ok"], record
     assert expect["rule"] in rules(record), record
@@ -187,7 +209,7 @@ def test_a_cheat_is_rejected_with_its_rule(corpus, name):
 
 @pytest.mark.parametrize("name", TWINS)
 def test_an_honest_twin_passes(corpus, name):
-    record = corpus["records"][name]
+    record = corpus.record(name)
     assert record["ok"] and record["stage"] == "done", record
     if "min_ms" in CASES[name][1]:
         assert record["metrics"]["ms"] >= CASES[name][1]["min_ms"], record["metrics"]
@@ -198,21 +220,25 @@ def test_the_candidate_runs_contained_as_root(corpus):
     """CI runs as root: there every candidate runs under a uid of its own."""
     if os.geteuid() != 0:
         pytest.skip("not root: the user-namespace fallback applies")
-    for name, record in corpus["records"].items():
+    corpus.record("twin-honest")
+    for name, record in corpus.done().items():
         if record.get("metrics", {}).get("containment") is not None:
             assert record["metrics"]["containment"] == "uid", (name, record["metrics"])
 
 
 def test_the_checkout_is_as_it_was(corpus):
-    assert _digest() == corpus["before"]["digest"]
+    for name in ("rewritten-harness", "files-outside", "patched-correctness"):  # those that write
+        corpus.record(name)
+    corpus.done()
+    assert _digest() == corpus.before["digest"]
     status = _git_status()
     assert not [line for line in status if "kirhack" in line or "kir_hack" in line or "solution.py" in line]
-    if not corpus["before"]["status"]:  # CI: a clean checkout stays clean
+    if not corpus.before["status"]:  # CI: a clean checkout stays clean
         assert status == []
 
 
 def test_a_harness_rewritten_by_a_candidate_still_rejects_the_next_wrong_one(corpus, tmp_path):
-    assert "rewritten-harness" in corpus["records"]
+    assert not corpus.record("rewritten-harness")["ok"]
     assert "_compare = lambda" not in (ROOT / "agent" / "harness" / "correctness.py").read_text()
     wrong = tmp_path / "wrong.py"
     wrong.write_text(S.cheat("return torch.zeros_like(x)"))
@@ -222,32 +248,32 @@ def test_a_harness_rewritten_by_a_candidate_still_rejects_the_next_wrong_one(cor
 
 
 def test_files_outside_the_job_folder_are_neither_left_nor_deleted(corpus):
-    assert "files-outside" in corpus["records"]
-    assert corpus["victim"].read_text() == "keep me"
+    corpus.record("files-outside")
+    assert corpus.victim.read_text() == "keep me"
     assert not Path(f"/tmp/kir-hack-{TOKEN}").exists()
 
 
 def test_a_detached_child_is_killed(corpus):
-    assert "detached-child" in corpus["records"]
+    corpus.record("detached-child")
     assert not _token_processes()
 
 
 def test_the_log_is_capped_in_characters(corpus):
-    record = corpus["records"]["flooded-log"]
+    record = corpus.record("flooded-log")
     assert len(record["log_tail"]) <= 10_000 and "characters cut" in record["log_tail"]
 
 
 def test_a_syntax_error_is_located_in_the_solution(corpus):
-    record = corpus["records"]["syntax-error"]
+    record = corpus.record("syntax-error")
     (diag,) = record["diagnostics"]
     assert diag["file"].endswith("syntax-error.py") and diag["line"] == 6, diag
     assert "SyntaxError" in diag["message"]
 
 
 def test_the_varied_round_keeps_a_shape_the_program_fixes(corpus):
-    varied = corpus["records"]["twin-kir-fixed-by-where"]["metrics"]["varied"]
+    varied = corpus.record("twin-kir-fixed-by-where")["metrics"]["varied"]
     assert varied["shape"].get("N", 16) == 16 and varied["shape"].get("M") not in (None, 4)
-    assert corpus["records"]["twin-kir-seed"]["metrics"]["varied"]["shape"]
+    assert corpus.record("twin-kir-seed")["metrics"]["varied"]["shape"]
 
 
 def test_a_reference_that_exits_at_import_does_not_end_the_caller(tmp_path):
