@@ -9,6 +9,7 @@ Also writes the Triton code torch.compile generated for each (inductor_*.txt), t
 
 KIR has no cache hints; this decides whether it needs them (results/ablations-h200-2026-11-29/
 cache-hints: they made every one of these kernels slower or no faster)."""
+
 import json
 import os
 from pathlib import Path
@@ -193,9 +194,9 @@ def id_hash() -> dict[str, float]:
     for BLOCK, W in [(512, 4), (1024, 4), (2048, 8)]:
         for ef in (0, 1):
             for cs in (0, 1):
-                fns[f"{BLOCK}w{W}ef{ef}cs{cs}"] = lambda BLOCK=BLOCK, W=W, ef=ef, cs=cs: hash_k[(triton.cdiv(N, BLOCK),)](
-                    x, out, N, BLOCK, ef, cs, num_warps=W
-                )
+                fns[f"{BLOCK}w{W}ef{ef}cs{cs}"] = lambda BLOCK=BLOCK, W=W, ef=ef, cs=cs: hash_k[
+                    (triton.cdiv(N, BLOCK),)
+                ](x, out, N, BLOCK, ef, cs, num_warps=W)
     return trial(fns)
 
 
@@ -212,7 +213,9 @@ def main() -> None:
         res[name] = fn()
         print(name, {k: round(v, 2) for k, v in res[name].items()}, flush=True)
     suffix = "-".join(sys.argv[1:])
-    Path(OUT, f"cache-hints-{suffix}.json" if suffix else "cache-hints.json").write_text(json.dumps(res, indent=1) + "\n")
+    Path(OUT, f"cache-hints-{suffix}.json" if suffix else "cache-hints.json").write_text(
+        json.dumps(res, indent=1) + "\n"
+    )
 
 
 if __name__ == "__main__":

@@ -258,7 +258,8 @@ def generate(
 
 def time_job(task: str, variants: list[dict], sets: int, runs: int) -> dict:
     candidates = [
-        {"kind": "kir", "text": v["text"], "backend": v.get("backend", "triton"), "params": v["params"]} for v in variants
+        {"kind": "kir", "text": v["text"], "backend": v.get("backend", "triton"), "params": v["params"]}
+        for v in variants
     ]
     return {
         "kind": "time",

@@ -51,8 +51,18 @@ def main() -> int:
     print("all examples under target:", "PASS" if all_ok else "FAIL")
     if args.save:
         out = ROOT / "benchmarks" / "results" / f"interp_examples-{date.today().isoformat()}.json"
-        out.write_text(json.dumps({"date": date.today().isoformat(), "machine": platform.processor() or platform.machine(),
-                                   "python": platform.python_version(), "target_s": TARGET_S, "rows": rows}, indent=2))
+        out.write_text(
+            json.dumps(
+                {
+                    "date": date.today().isoformat(),
+                    "machine": platform.processor() or platform.machine(),
+                    "python": platform.python_version(),
+                    "target_s": TARGET_S,
+                    "rows": rows,
+                },
+                indent=2,
+            )
+        )
         print("wrote", out)
     return 0 if all_ok else 1
 

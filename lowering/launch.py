@@ -32,7 +32,9 @@ def bind_shapes(program: Program, params: dict[str, int], tensors: dict[str, Any
             raise _error(program, name, f"no tensor for `{name}`")
         tensor = tensors[name]
         if len(tensor.shape) != len(shape_of(t)):
-            raise _error(program, name, f"`{name}` has {len(shape_of(t))} dimensions; the tensor has shape {list(tensor.shape)}")
+            raise _error(
+                program, name, f"`{name}` has {len(shape_of(t))} dimensions; the tensor has shape {list(tensor.shape)}"
+            )
         for expr, n in zip(shape_of(t), tensor.shape, strict=True):
             if isinstance(expr, sx.Sym) and expr.name not in values:
                 symbols.setdefault(expr.name, int(n))
@@ -50,5 +52,7 @@ def bind_shapes(program: Program, params: dict[str, int], tensors: dict[str, Any
     for w in program.kernel.where.data:
         if not sx.fold(w.data).evaluate(env):
             shown = {s: env[s] for s in sorted(w.data.symbols()) if s in env}
-            raise _error(program, None, f"`where {w.data}` does not hold for {shown}", "pass shapes the `where` clause allows")
+            raise _error(
+                program, None, f"`where {w.data}` does not hold for {shown}", "pass shapes the `where` clause allows"
+            )
     return symbols

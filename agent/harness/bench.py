@@ -143,8 +143,7 @@ def run_suite(
     if not ceilings_record["ok"]:
         diags = [Diagnostic.from_json(d) for d in ceilings_record["diagnostics"]]
         raise KirError(
-            diags
-            or Diagnostic("harness.device", "error", None, f"cannot measure the ceilings on `{device}`")
+            diags or Diagnostic("harness.device", "error", None, f"cannot measure the ceilings on `{device}`")
         )
     ceilings = ceilings_record.get("metrics", {}).get("ceilings", {})
     environment = ceilings_record.get("metrics", {}).get("environment", {})

@@ -18,7 +18,10 @@ def _ops(module) -> list[type]:
     return [
         v
         for v in vars(module).values()
-        if isinstance(v, type) and issubclass(v, IRDLOperation) and v is not IRDLOperation and v.__module__ == module.__name__
+        if isinstance(v, type)
+        and issubclass(v, IRDLOperation)
+        and v is not IRDLOperation
+        and v.__module__ == module.__name__
     ]
 
 

@@ -86,7 +86,7 @@ class SmemAllocOp(IRDLOperation):
 class MBarrierAllocOp(IRDLOperation):
     """Allocate and initialize an array of mbarriers, each expecting `count` arrivals per phase.
 
-        full = mbarrier(S, count = 1)
+    full = mbarrier(S, count = 1)
     """
 
     name = "kir.mbarrier"
@@ -151,7 +151,7 @@ class ArriveOp(IRDLOperation, _BarrierUser):
 class WaitOp(IRDLOperation, _BarrierUser):
     """Block until the mbarrier phase of the given parity has completed.
 
-        wait(full[s], parity = (k / S) % 2)
+    wait(full[s], parity = (k / S) % 2)
     """
 
     name = "kir.wait"
@@ -204,7 +204,15 @@ class TmaLoadOp(IRDLOperation, _BarrierUser):
 
     def verify_(self) -> None:
         self._check_barrier()
-        _same_box(self.src, self.src_access.data, self.src_indices, self.dst, self.dst_access.data, self.dst_indices, "tma.load")
+        _same_box(
+            self.src,
+            self.src_access.data,
+            self.src_indices,
+            self.dst,
+            self.dst_access.data,
+            self.dst_indices,
+            "tma.load",
+        )
 
 
 def _same_box(src, src_access, src_idx, dst, dst_access, dst_idx, what: str) -> None:
@@ -255,7 +263,15 @@ class TmaStoreOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        _same_box(self.src, self.src_access.data, self.src_indices, self.dst, self.dst_access.data, self.dst_indices, "tma.store")
+        _same_box(
+            self.src,
+            self.src_access.data,
+            self.src_indices,
+            self.dst,
+            self.dst_access.data,
+            self.dst_indices,
+            "tma.store",
+        )
 
 
 @irdl_op_definition
@@ -295,7 +311,15 @@ class CpAsyncOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        _same_box(self.src, self.src_access.data, self.src_indices, self.dst, self.dst_access.data, self.dst_indices, "cp.async")
+        _same_box(
+            self.src,
+            self.src_access.data,
+            self.src_indices,
+            self.dst,
+            self.dst_access.data,
+            self.dst_indices,
+            "cp.async",
+        )
 
 
 @irdl_op_definition
@@ -455,7 +479,9 @@ class WgmmaOp(IRDLOperation):
             )
         if dtype_of(self.a.type) != dtype_of(self.b.type):
             raise RuleViolation(
-                "wgmma: both operands have one dtype", rule="types.operand-dtype", hint="stage both operands in one dtype"
+                "wgmma: both operands have one dtype",
+                rule="types.operand-dtype",
+                hint="stage both operands in one dtype",
             )
 
 
@@ -493,7 +519,7 @@ class SizeofOp(IRDLOperation):
 class ConvertLayoutOp(IRDLOperation):
     """Give a tile a register layout (moving data between threads if needed):
 
-        acc = convert_layout(acc, blocked([1, 8], [4, 8], [4, 1], [1, 0]))
+    acc = convert_layout(acc, blocked([1, 8], [4, 8], [4, 1], [1, 0]))
     """
 
     name = "kir.convert_layout"

@@ -126,7 +126,7 @@ class NumProgramsOp(IRDLOperation):
 class SymValueOp(IRDLOperation):
     """The value of a shape symbol or compile-time parameter as an i32 scalar: `M`, `BM`.
 
-        m0 = program_id(0) * BM
+    m0 = program_id(0) * BM
     """
 
     name = "kir.symbol"
@@ -210,7 +210,7 @@ def const_number(text: str, dtype: str) -> int | float | bool:
 class ArangeOp(IRDLOperation):
     """The i32 tile `[start, start + 1, ..., end - 1]`; both bounds are static.
 
-        cols = arange(0, BN)
+    cols = arange(0, BN)
     """
 
     name = "kir.arange"
@@ -585,7 +585,7 @@ REDUCE_FNS = ("sum", "max", "min", "prod")
 class ReduceOp(IRDLOperation):
     """Reduce a tile along an axis; a 1-D tile reduces to a scalar. fn: sum, max, min, prod.
 
-        m = max(x, axis = 0)
+    m = max(x, axis = 0)
     """
 
     name = "kir.reduce"
@@ -641,7 +641,7 @@ SCAN_FNS = ("cumsum", "cumprod", "cummax", "cummin")
 class ScanOp(IRDLOperation):
     """Inclusive scan along an axis. fn: cumsum, cumprod, cummax, cummin.
 
-        offs = cumsum(counts, axis = 0)
+    offs = cumsum(counts, axis = 0)
     """
 
     name = "kir.scan"
@@ -668,7 +668,7 @@ class ScanOp(IRDLOperation):
 class TopKOp(IRDLOperation):
     """The k largest (or smallest) values along the last axis, sorted, with their i32 indices.
 
-        vals, idx = topk(scores, k = 16, largest = 1)
+    vals, idx = topk(scores, k = 16, largest = 1)
     """
 
     name = "kir.topk"
@@ -815,7 +815,9 @@ class DotOp(IRDLOperation):
     def verify_(self) -> None:
         if self.acc_dtype.data not in DTYPES:
             raise RuleViolation(
-                f"unknown accumulate dtype '{self.acc_dtype.data}'", rule="types.dot-acc", hint="accumulate in f32: dot<f32>(a, b)"
+                f"unknown accumulate dtype '{self.acc_dtype.data}'",
+                rule="types.dot-acc",
+                hint="accumulate in f32: dot<f32>(a, b)",
             )
         if dtype_of(self.lhs.type) != dtype_of(self.rhs.type):
             raise RuleViolation(
@@ -1090,4 +1092,3 @@ class AtomicOp(IRDLOperation, MemAccess):
                 hint=f"use cast<{dtype_of(self.mem.type)}>(...)",
             )
         _check_mask(self.mask, self.shape, "atomic")
-

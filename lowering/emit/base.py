@@ -123,13 +123,21 @@ def lower(program: Program, to: str, params: dict[str, int] | None = None) -> Lo
 
 
 def program_level(program: Program) -> str:
-    """"explicit" when the program uses any hardware-explicit op, else "tile"."""
+    """ "explicit" when the program uses any hardware-explicit op, else "tile"."""
     from kir.dialect import explicit as ex
     from kir.dialect import structure as st
 
     explicit = (
-        ex.SmemAllocOp, ex.MBarrierAllocOp, ex.TmaLoadOp, ex.TmaStoreOp, ex.CpAsyncOp, ex.WgmmaOp,
-        ex.CtaBarrierOp, ex.FenceAsyncOp, st.RoleOp, ex.ConvertLayoutOp,
+        ex.SmemAllocOp,
+        ex.MBarrierAllocOp,
+        ex.TmaLoadOp,
+        ex.TmaStoreOp,
+        ex.CpAsyncOp,
+        ex.WgmmaOp,
+        ex.CtaBarrierOp,
+        ex.FenceAsyncOp,
+        st.RoleOp,
+        ex.ConvertLayoutOp,
     )
     return "explicit" if any(isinstance(op, explicit) for op in program.kernel.walk()) else "tile"
 
@@ -147,4 +155,3 @@ def level_refusal(program: Program, emitter: str, accepted: tuple[str, ...]) -> 
             "lower it with a backend for its level (the explicit level: gluon or cuda)",
         )
     ]
-

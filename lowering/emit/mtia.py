@@ -479,7 +479,10 @@ class MtiaGen(KernelGen):
     def prologue_decls(self) -> list[tuple[str, str]]:
         decls = [(self.param_name(p), f"constexpr int {self.param_name(p)} = {v};") for p, v in self.params.items()]
         return decls + [
-            ("kir_smem", f"alignas(64) static unsigned char kir_smem[{max(16, self.scratch_base + self.scratch_max)}];"),
+            (
+                "kir_smem",
+                f"alignas(64) static unsigned char kir_smem[{max(16, self.scratch_base + self.scratch_max)}];",
+            ),
             ("kir_sram", "unsigned char* kir_sram = kir_pe.sram();"),
             ("kir_rdy", f"uint64_t kir_rdy[{max(1, self.nrdy)}] = {{}};"),
         ]

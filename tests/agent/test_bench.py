@@ -40,8 +40,17 @@ def _result() -> dict:
         "rows": [
             {**row, "ms": 0.068, "eager_ms": 0.257, "compile_ms": 0.158, "floor_ms": 0.0635},
             {**row, "task": "gemm", "ms": 0.2, "eager_ms": 0.18, "compile_ms": 0.176, "floor_ms": 0.17},
-            {**row, "task": "conv1d", "correct": False, "stage": "correctness", "message": "mismatch | at [0]",
-             "ms": None, "eager_ms": None, "compile_ms": None, "floor_ms": None},
+            {
+                **row,
+                "task": "conv1d",
+                "correct": False,
+                "stage": "correctness",
+                "message": "mismatch | at [0]",
+                "ms": None,
+                "eager_ms": None,
+                "compile_ms": None,
+                "floor_ms": None,
+            },
         ],  # fmt: skip
     }
 

@@ -36,7 +36,7 @@ def get_init_inputs():
     return []  # No special initialization inputs needed
 '''
 
-CONV = '''
+CONV = """
 import torch
 import torch.nn as nn
 
@@ -61,9 +61,9 @@ def get_inputs():
 
 def get_init_inputs():
     return [in_channels, out_channels, kernel_size]
-'''
+"""
 
-SOLUTION = '''
+SOLUTION = """
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -75,7 +75,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         return F.conv2d(x, self.conv2d.weight{change})
-'''
+"""
 
 
 def test_a_kernelbench_file_loads_without_metadata(tmp_path):
@@ -109,5 +109,7 @@ def test_a_kernelbench_solution_file_runs_isolated(tmp_path):
     problem.write_text(CONV)
     solution = tmp_path / "solution.py"
     solution.write_text(SOLUTION.format(change=""))
-    record = run_job({"task": str(problem), "candidate": {"kind": "python", "file": str(solution)}, "preset": "default"}, timeout=120)
+    record = run_job(
+        {"task": str(problem), "candidate": {"kind": "python", "file": str(solution)}, "preset": "default"}, timeout=120
+    )
     assert record["ok"] and record["stage"] == "done", record

@@ -96,7 +96,10 @@ def test_gluon_feeds_it_in_the_dot_operand_layout_of_the_accumulator():
     program = parse(PV)
     lowered = lower(program, "gluon")
     src = lowered.source
-    assert "warpgroup_mma(gl.convert_layout((pt * 2.0).to(gl.bfloat16), gl.DotOperandLayout(operand_index=0, parent=mma_layout_0, k_width=2)), vs" in src
+    assert (
+        "warpgroup_mma(gl.convert_layout((pt * 2.0).to(gl.bfloat16), gl.DotOperandLayout(operand_index=0, parent=mma_layout_0, k_width=2)), vs"
+        in src
+    )
     report = compile_lowered(lowered)
     assert report.ok, report.log
     # wgmma's register-A form: A is a brace list of registers, B a descriptor

@@ -243,7 +243,9 @@ def _releases(ctx: Context, reader_role: st.RoleOp | None, buffer: Operation) ->
     """Arrives in a role that come after its reads of `buffer`: in the same block chain, or
     later in a loop that also holds the read (the arrive of trip j + 1 releasing what trip j
     read)."""
-    reads = [a.op for a in all_accesses(ctx) if a.buffer is buffer and not a.write and role_of(ctx, a.op) is reader_role]
+    reads = [
+        a.op for a in all_accesses(ctx) if a.buffer is buffer and not a.write and role_of(ctx, a.op) is reader_role
+    ]
     out = []
     for info in ctx.ops(ex.ArriveOp):
         if info.role is not reader_role:
