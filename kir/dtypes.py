@@ -7,9 +7,11 @@ storage format: that is what makes the reference interpreter's low-precision sem
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
 
-import ml_dtypes
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -17,7 +19,13 @@ class DType:
     name: str
     bits: int
     kind: str  # "int", "uint", "float", "bool"
-    numpy: np.dtype
+    carrier: str  # the numpy dtype's name ("bfloat16" and the fp8 formats: ml_dtypes')
+
+    @property
+    def numpy(self) -> np.dtype:
+        """The numpy dtype that carries values of this type (numpy and ml_dtypes are imported
+        on first use: parsing, printing and hashing a program never need them)."""
+        return _carrier(self.carrier)
 
     @property
     def nbytes(self) -> int:
@@ -36,25 +44,39 @@ class DType:
         return self.kind in ("int", "float")
 
 
+@cache
+def _carrier(name: str) -> np.dtype:
+    import numpy as np
+
+    if name in _ML_DTYPES:
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, name))
+    return np.dtype(name)
+
+
+_ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
+
+
 def _table() -> dict[str, DType]:
     rows = [
-        ("i1", 1, "bool", np.dtype(np.bool_)),
-        ("i8", 8, "int", np.dtype(np.int8)),
-        ("i16", 16, "int", np.dtype(np.int16)),
-        ("i32", 32, "int", np.dtype(np.int32)),
-        ("i64", 64, "int", np.dtype(np.int64)),
-        ("u8", 8, "uint", np.dtype(np.uint8)),
-        ("u16", 16, "uint", np.dtype(np.uint16)),
-        ("u32", 32, "uint", np.dtype(np.uint32)),
-        ("u64", 64, "uint", np.dtype(np.uint64)),
-        ("f16", 16, "float", np.dtype(np.float16)),
-        ("bf16", 16, "float", np.dtype(ml_dtypes.bfloat16)),
-        ("f32", 32, "float", np.dtype(np.float32)),
-        ("f64", 64, "float", np.dtype(np.float64)),
-        ("f8e4m3", 8, "float", np.dtype(ml_dtypes.float8_e4m3fn)),
-        ("f8e5m2", 8, "float", np.dtype(ml_dtypes.float8_e5m2)),
+        ("i1", 1, "bool", "bool"),
+        ("i8", 8, "int", "int8"),
+        ("i16", 16, "int", "int16"),
+        ("i32", 32, "int", "int32"),
+        ("i64", 64, "int", "int64"),
+        ("u8", 8, "uint", "uint8"),
+        ("u16", 16, "uint", "uint16"),
+        ("u32", 32, "uint", "uint32"),
+        ("u64", 64, "uint", "uint64"),
+        ("f16", 16, "float", "float16"),
+        ("bf16", 16, "float", "bfloat16"),
+        ("f32", 32, "float", "float32"),
+        ("f64", 64, "float", "float64"),
+        ("f8e4m3", 8, "float", "float8_e4m3fn"),
+        ("f8e5m2", 8, "float", "float8_e5m2"),
     ]
-    return {name: DType(name, bits, kind, npd) for name, bits, kind, npd in rows}
+    return {name: DType(name, bits, kind, carrier) for name, bits, kind, carrier in rows}
 
 
 DTYPES: dict[str, DType] = _table()
