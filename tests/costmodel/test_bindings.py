@@ -70,6 +70,10 @@ def test_a_parameter_that_empties_a_tile_is_refused_at_the_tile():
     assert diag.rule == "cost.value" and "`BLOCK` is -8" in diag.message
     assert diag.span.line == 6
     assert predict(program, "sm_90", {"BLOCK": 1}, {"N": 4096}).time_s > 0
+    # kir check refuses it too, at the same tile (and takes BLOCK = 1)
+    (checked,) = verify(program, None, {"BLOCK": -8})
+    assert checked.rule == "types.extent" and checked.span == diag.span and "`BLOCK` is -8" in checked.message
+    assert not verify(program, None, {"BLOCK": 1})
 
 
 SOFTMAX = ROOT / "benchmarks" / "tasks" / "softmax" / "seed.kir"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from kir.diagnostics import Diagnostic
 from kir.dialect import explicit as ex
 from kir.dialect import tile as tl
-from kir.dialect.types import shape_of, shape_text
+from kir.dialect.types import MBarrierType, SmemType, TileType, shape_of, shape_text
 from kir.dtypes import DTYPES
 from verifier.context import Context
 from verifier.registry import rule
@@ -827,6 +827,71 @@ def check_swizzle_width(ctx) -> Iterator[Diagnostic]:
             f"{inner} {t.dtype.data} = {row} bytes (with {_param_text(ctx, info.op)})",
             hint=f"use swizzle = {fits}, or a wider innermost dimension" if fits else "drop the swizzle (0)",
         )
+
+
+@rule(
+    "types.extent",
+    family="types",
+    severity="error",
+    summary="a tile, shared buffer or mbarrier array has no elements once the parameters are bound",
+    explanation="""
+Every extent of a tile (`arange(0, BLOCK)`, `zeros(f32[BM, BN])`), of a shared buffer and of an
+mbarrier array, and every mbarrier's arrival count, must be at least 1. A parameter of 0 or less
+(`--param BLOCK=0`, a tactic that halved a tile once too often) makes an empty or negative tile:
+the interpreter silently computes nothing, and the compilers reject it or emit a kernel that
+reads out of bounds. The parser cannot know the parameters' values; the verifier checks them
+once they are bound, at the first op that makes the empty type.
+""",
+    bad="""
+kernel scale<BLOCK = 0>(x: global f32[N], y: out global f32[N])
+  target sm_90 grid(cdiv(N, 256)) warps(4)
+{
+  offs = program_id(0) * 256 + arange(0, BLOCK)  # <-
+  mask = offs < N
+  store(y[offs], load(x[offs], mask = mask) * 2.0, mask = mask)
+}
+""",
+    good="""
+kernel scale<BLOCK = 256>(x: global f32[N], y: out global f32[N])
+  target sm_90 grid(cdiv(N, BLOCK)) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  mask = offs < N
+  store(y[offs], load(x[offs], mask = mask) * 2.0, mask = mask)
+}
+""",
+)
+def check_extent(ctx) -> Iterator[Diagnostic]:
+    seen: set[str] = set()  # each empty extent once, where it is first made (not at every tile of that shape)
+    for info in ctx.ops():
+        found = [_empty_extent(ctx, res.type) for res in info.op.results]
+        if isinstance(info.op, ex.MBarrierAllocOp):
+            count = info.op.count.data
+            value = ctx.static(count)
+            found.append((count, f"an arrival count of {value}") if value is not None and value < 1 else None)
+        for extent, words in filter(None, found):
+            if str(extent) in seen:
+                continue
+            seen.add(str(extent))
+            values = ", ".join(f"{n} = {ctx.params[n]}" for n in sorted(extent.symbols()) if n in ctx.params)
+            yield ctx.report(
+                info.op,
+                f"`{extent}` is {words}{f' (with {values})' if values else ''}: nothing to compute with",
+                hint="give the parameters values of at least 1 (the kernel's defaults, or what its `where` allows)",
+            )
+
+
+def _empty_extent(ctx, t):
+    """(the extent, in words) of the first extent of `t` below 1 once the parameters are bound."""
+    if isinstance(t, MBarrierType):
+        size = ctx.static(t.size.data)
+        return (t.size.data, f"{size} mbarriers") if size is not None and size < 1 else None
+    if not isinstance(t, TileType | SmemType):
+        return None
+    for axis, (dim, extent) in enumerate(zip(t.shape.data, ctx.static_shape(t), strict=True)):
+        if extent is not None and extent < 1:
+            return dim.data, f"{extent}, the extent of dimension {axis} of {t}"
+    return None
 
 
 def _param_text(ctx, op) -> str:
