@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from dataclasses import dataclass
 from math import gcd
 from pathlib import Path
@@ -67,10 +68,17 @@ class ProofCache:
     """Query results keyed by a hash of the canonical query text: None when the claim holds,
     else the counterexample (with canonical variable names). Memory first, then a JSON file.
     The environment (`KIR_Z3_CACHE`, `KIR_CACHE_DIR`) is read when the cache is first used and
-    again after `reset()`."""
+    again after `reset()`.
+
+    A query the solver gave up on (its timeout) is kept too, in memory only: asked again in this
+    process it would give up again, after the same timeout, on every check of the same
+    candidate; on disk it would stay undecided for ever, though another run (a quieter
+    machine) might decide it."""
 
     def __init__(self) -> None:
         self.memory: dict[str, dict | None] = {}
+        self.undecided: dict[str, dict] = {}
+        self._flushing = threading.Lock()  # one writer a process (threads of an executor share the cache)
         self._configured = False
         self.enabled = True
         self.path: Path | None = None
@@ -97,11 +105,15 @@ class ProofCache:
             data = json.loads(self.path.read_text())
         except (OSError, ValueError):
             return {}
-        return data if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            return {}
+        # an entry of another shape (a file edited or written by something else) is not an answer
+        return {k: v for k, v in data.items() if v is None or (isinstance(v, dict) and "unknown" not in v)}
 
     def reset(self) -> None:
         """Forget everything in memory and read the environment again (tests, benchmarks)."""
         self.memory = {}
+        self.undecided = {}
         self._configured = False
         self._dirty = False
         self.hits = self.misses = 0
@@ -113,12 +125,18 @@ class ProofCache:
         if key in self.memory:
             self.hits += 1
             return True, self.memory[key]
+        if key in self.undecided:
+            self.hits += 1
+            return True, self.undecided[key]
         self.misses += 1
         return False, None
 
     def put(self, key: str, value: dict | None) -> None:
         self._configure()
         if not self.enabled:
+            return
+        if value is not None and "unknown" in value:
+            self.undecided[key] = value
             return
         self.memory[key] = value
         self._dirty = True
@@ -127,12 +145,16 @@ class ProofCache:
         """Write new results to disk, merged with what other processes wrote meanwhile."""
         if not self._dirty or self.path is None:
             return
+        with self._flushing:
+            self._flush()
+
+    def _flush(self) -> None:
         try:
             merged = {**self._read_disk(), **self.memory}
             if len(merged) > MAX_CACHE_ENTRIES:  # keep the newest (dicts keep insertion order)
                 merged = dict(list(merged.items())[-MAX_CACHE_ENTRIES:])
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.write_text(json.dumps(merged))
             tmp.replace(self.path)
             self._dirty = False
@@ -794,8 +816,7 @@ class Symbolic:
             return _rename(cached, rename)
         raw = self._solve(relevant, parts, extra)
         canonical = None if raw is None else {rename.get(k, k): v for k, v in raw.items()}
-        if raw is None or "unknown" not in raw:
-            CACHE.put(key, canonical)
+        CACHE.put(key, canonical)
         self._queries[key] = canonical
         return raw
 
