@@ -35,8 +35,8 @@ def test_a_correct_python_candidate_passes(tmp_path):
 
 def test_a_hang_is_killed_by_the_timeout(tmp_path):
     start = time.monotonic()
-    record = run_job(python_job(tmp_path, "while True:\n    time.sleep(0.01)"), timeout=15)
-    assert time.monotonic() - start < 40
+    record = run_job(python_job(tmp_path, "while True:\n    time.sleep(0.01)"), timeout=5)
+    assert time.monotonic() - start < 30
     assert record["stage"] == "timeout" and rules(record) == ["harness.timeout"]
 
 
@@ -96,7 +96,7 @@ def test_a_kir_program_that_never_ends_is_killed(tmp_path):
         "seeds": [1],
         "verify": False,
     }
-    record = run_job(job, timeout=15)
+    record = run_job(job, timeout=5)
     assert record["stage"] == "timeout", record
 
 
