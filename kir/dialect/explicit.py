@@ -86,7 +86,9 @@ class SmemAllocOp(IRDLOperation):
 class MBarrierAllocOp(IRDLOperation):
     """Allocate and initialize an array of mbarriers, each expecting `count` arrivals per phase.
 
-    full = mbarrier(S, count = 1)
+    In KIR:
+
+        full = mbarrier(S, count = 1)
     """
 
     name = "kir.mbarrier"
@@ -151,7 +153,9 @@ class ArriveOp(IRDLOperation, _BarrierUser):
 class WaitOp(IRDLOperation, _BarrierUser):
     """Block until the mbarrier phase of the given parity has completed.
 
-    wait(full[s], parity = (k / S) % 2)
+    In KIR:
+
+        wait(full[s], parity = (k / S) % 2)
     """
 
     name = "kir.wait"
@@ -519,7 +523,9 @@ class SizeofOp(IRDLOperation):
 class ConvertLayoutOp(IRDLOperation):
     """Give a tile a register layout (moving data between threads if needed):
 
-    acc = convert_layout(acc, blocked([1, 8], [4, 8], [4, 1], [1, 0]))
+    In KIR:
+
+        acc = convert_layout(acc, blocked([1, 8], [4, 8], [4, 1], [1, 0]))
     """
 
     name = "kir.convert_layout"

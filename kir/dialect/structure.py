@@ -227,7 +227,9 @@ class ForOp(IRDLOperation):
 class IfOp(IRDLOperation):
     """A conditional on a scalar i1; variables assigned in a branch are its results.
 
-    if row < M { y = y * 2.0 }
+    In KIR:
+
+        if row < M { y = y * 2.0 }
     """
 
     name = "kir.if"

@@ -126,7 +126,9 @@ class NumProgramsOp(IRDLOperation):
 class SymValueOp(IRDLOperation):
     """The value of a shape symbol or compile-time parameter as an i32 scalar: `M`, `BM`.
 
-    m0 = program_id(0) * BM
+    In KIR:
+
+        m0 = program_id(0) * BM
     """
 
     name = "kir.symbol"
@@ -210,7 +212,9 @@ def const_number(text: str, dtype: str) -> int | float | bool:
 class ArangeOp(IRDLOperation):
     """The i32 tile `[start, start + 1, ..., end - 1]`; both bounds are static.
 
-    cols = arange(0, BN)
+    In KIR:
+
+        cols = arange(0, BN)
     """
 
     name = "kir.arange"
@@ -585,7 +589,9 @@ REDUCE_FNS = ("sum", "max", "min", "prod")
 class ReduceOp(IRDLOperation):
     """Reduce a tile along an axis; a 1-D tile reduces to a scalar. fn: sum, max, min, prod.
 
-    m = max(x, axis = 0)
+    In KIR:
+
+        m = max(x, axis = 0)
     """
 
     name = "kir.reduce"
@@ -641,7 +647,9 @@ SCAN_FNS = ("cumsum", "cumprod", "cummax", "cummin")
 class ScanOp(IRDLOperation):
     """Inclusive scan along an axis. fn: cumsum, cumprod, cummax, cummin.
 
-    offs = cumsum(counts, axis = 0)
+    In KIR:
+
+        offs = cumsum(counts, axis = 0)
     """
 
     name = "kir.scan"
@@ -668,7 +676,9 @@ class ScanOp(IRDLOperation):
 class TopKOp(IRDLOperation):
     """The k largest (or smallest) values along the last axis, sorted, with their i32 indices.
 
-    vals, idx = topk(scores, k = 16, largest = 1)
+    In KIR:
+
+        vals, idx = topk(scores, k = 16, largest = 1)
     """
 
     name = "kir.topk"
