@@ -297,7 +297,10 @@ class Host:
         )  # fmt: skip
         enc = Encoder()
         outputs = [[enc.tensor(o) for o in last[k]] for k in range(len(t["fns"]))]
-        return [({"times": list(timing.times)}, []), ({"outputs": outputs}, enc.payloads)]
+        return [
+            ({"times": list(timing.times), "drains": list(timing.drains)}, []),
+            ({"outputs": outputs}, enc.payloads),
+        ]
 
 
 def main() -> None:

@@ -373,7 +373,10 @@ def belonging(root_pid: int, uid: int | None) -> list[int]:
             continue
         if p["sid"] == root_pid or p["pgrp"] == root_pid or (uid is not None and p["uid"] == uid):
             mine.add(pid)
-        elif _subreaper and p["ppid"] == me:
+        elif uid is None and _subreaper and p["ppid"] == me:
+            # an orphan of the candidate's, come back to the checker; with a uid of its own the
+            # candidate's processes are all found by the uid, and the checker's own children (the
+            # compile workers of torch.compile, timing the peers) are not the candidate's
             mine.add(pid)
     changed = True
     while changed:  # descendants of any of them

@@ -8,6 +8,12 @@
   timer no longer reads. (Its process is its own: what it does with ctypes is out of reach,
   which is why the checker also holds the times against its own clock, see
   `correctness.time_candidate`.)
+- Work left on other streams is measured: after the timed stream's end event, the whole device
+  is synchronized and the time that takes is kept per run (`drains`). An honest candidate's
+  work is on the timed stream, or joined to it (`wait_stream`), so the drain is the few
+  microseconds of a synchronize; a candidate that launches its work on a side stream and
+  returns is timed doing nothing by the events, and the drain shows the work it left behind
+  (the checker refuses it: `harness.side-stream`).
 - Warm-up runs first (compilation, caches, clocks), then many timed runs; the median is the
   figure (and the min and the spread are kept).
 - L2 is flushed before every timed run by writing a buffer larger than L2, outside the events,
@@ -65,13 +71,14 @@ class Timing:
     max_ms: float
     runs: int
     times: tuple[float, ...] = field(default=(), repr=False)
+    drains: tuple[float, ...] = field(default=(), repr=False)  # ms of device work after each run's end event
 
     def to_json(self) -> dict:
         return {"median_ms": self.median_ms, "min_ms": self.min_ms, "max_ms": self.max_ms, "runs": self.runs}
 
     @staticmethod
-    def of(times: Sequence[float]) -> Timing:
-        return Timing(statistics.median(times), min(times), max(times), len(times), tuple(times))
+    def of(times: Sequence[float], drains: Sequence[float] = ()) -> Timing:
+        return Timing(statistics.median(times), min(times), max(times), len(times), tuple(times), tuple(drains))
 
 
 class Timer:
@@ -85,6 +92,7 @@ class Timer:
         if flush_bytes is None:
             flush_bytes = FLUSH_BYTES if self.cuda else 0
         self.flush_buffer = torch.empty(flush_bytes, dtype=torch.uint8, device=device) if flush_bytes else None
+        self.drains: list[float] = []  # per timed run on a GPU: ms until the device was idle after the end event
 
     def flush(self) -> None:
         if self.flush_buffer is not None:
@@ -108,6 +116,9 @@ class Timer:
             value = fn()
             _CLOCK["record"](end, _CLOCK["stream"]())
             _CLOCK["wait"](end)
+            t0 = _perf_counter()
+            _CLOCK["synchronize"]()  # what other streams still run was left out of the events
+            self.drains.append((_perf_counter() - t0) * 1e3)
             return _CLOCK["elapsed"](start, end), value
         t0 = _perf_counter()
         value = fn()
@@ -134,6 +145,7 @@ class Timer:
         `min_runs`); then, with `before_last`, one more run of each set after `before_last(k)`
         has refreshed its inputs, handing what it returned to `keep(k, value)`."""
         self.warm(fns, warmup)
+        self.drains = []
         times: list[float] = []
         spent = 0.0
         for i in range(runs):
@@ -150,7 +162,7 @@ class Timer:
                 self.synchronize()  # work left on other streams is finished before it is kept
                 if keep is not None:
                     keep(k, value)
-        return Timing.of(times)
+        return Timing.of(times, self.drains)
 
 
 def measure_ceilings(timer: Timer) -> dict[str, float]:

@@ -392,6 +392,15 @@ def _setup_header(runner, ts: _TimingSets, warmup: int):
 OVERHEAD_PER_RUN_S = 0.005
 REFRESH_RATE = 1e9  # bytes per second, three passes (refresh, poison, keep), for the allowance
 UNEXPLAINED_S = 1.0
+# On a GPU the timed loop has the device to itself (one timing at a time per GPU), and the
+# checker's machine is not the loaded CI machine: the margins shrink to a tenth of a second and
+# once what the candidate reported.
+UNEXPLAINED_GPU_S, UNEXPLAINED_GPU_FACTOR = 0.1, 1.0
+# The device work still running after a timed run's end event (other streams'): on the H200 a
+# synchronize with nothing left takes 0.015-0.06 ms alone and up to 0.14 ms while another process
+# spins the GPU (benchmarks/results/harness-h200-2026-12-02); a side stream's kernels take what
+# they take (2 ms hidden: a 2 ms drain). Hidden work below the limit is not caught.
+SIDE_STREAM_MS = 0.25
 
 
 def time_one(runner, ts: _TimingSets, spec: dict[str, Any]) -> dict[str, Any]:
@@ -436,11 +445,26 @@ def time_one(runner, ts: _TimingSets, spec: dict[str, Any]) -> dict[str, Any]:
         )
     ):
         return fail("harness.timing-forged", "the candidate's times are not a list of measured durations")
+    drains = first.get("drains", [])
+    if not isinstance(drains, list) or not all(
+        isinstance(t, int | float) and not isinstance(t, bool) and math.isfinite(t) and t >= 0 for t in drains
+    ):
+        return fail("harness.timing-forged", "the candidate's drain times are not a list of measured durations")
+    if drains and sorted(drains)[len(drains) // 2] > SIDE_STREAM_MS:
+        median = sorted(drains)[len(drains) // 2]
+        return fail(
+            "harness.side-stream",
+            f"work was still running on the device {median:.3f} ms (median of {len(drains)} runs) after the timed "
+            f"stream finished: the events around the call left it out",
+            {"drain_ms": median, "event_ms": sorted(times)[len(times) // 2]},
+        )
     wall = arrived - sent
     total = sum(times) / 1e3
     allowance = 0.05 + len(times) * OVERHEAD_PER_RUN_S + 3 * len(ts.sets) * ts.set_bytes() / REFRESH_RATE
     unexplained = wall - allowance - total
-    if total > wall * 1.02 + 0.005 or unexplained > max(UNEXPLAINED_S, 9 * total):
+    gpu = str(ts.device).startswith("cuda")
+    limit = max(UNEXPLAINED_GPU_S, UNEXPLAINED_GPU_FACTOR * total) if gpu else max(UNEXPLAINED_S, 9 * total)
+    if total > wall * 1.02 + 0.005 or unexplained > limit:
         return fail(
             "harness.timing-forged",
             f"the candidate's runs add up to {total * 1e3:.3f} ms, but {wall * 1e3:.3f} ms passed on the checker's clock",

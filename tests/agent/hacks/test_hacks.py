@@ -27,6 +27,10 @@ from tests.agent.hacks import solutions as S
 ROOT = Path(__file__).resolve().parents[3]
 TASK = ROOT / "tests" / "agent" / "tasks" / "scale"
 TOKEN = f"kirhack{secrets.token_hex(4)}"
+# KIR_HACK_DEVICE=cuda runs the corpus on a GPU (Python candidates on the device, KIR ones through
+# Triton), with the cases that exist only there (side streams, device memory)
+DEVICE = os.environ.get("KIR_HACK_DEVICE", "cpu")
+CUDA = DEVICE.startswith("cuda")
 TIMED = {"time": {"sets": 2, "runs": 8, "min_runs": 4, "budget_s": 0.5, "warmup": 2, "peers": []}}
 WATCHED = [ROOT / "agent" / "harness" / "correctness.py", TASK / "reference.py", TASK / "task.toml"]
 
@@ -80,7 +84,13 @@ for _name, _rule in {
 python_case("unbounded-allocation", S.PYTHON["unbounded-allocation"], {"rule": "harness.out-of-memory"}, memory_mb=1536)
 for _name in ("only-under-check", "cached-per-instance", "cached-per-tensor"):
     python_case(_name, S.PYTHON[_name], {"rule": "harness.timed-mismatch"}, **TIMED)
-python_case("patched-harness-clock", S.PYTHON["patched-harness-clock"], {"rule": "harness.timing-forged"}, **TIMED)
+# on a GPU the timer reads device events, not the patched host clock: the times stay true there
+python_case(
+    "patched-harness-clock",
+    S.PYTHON["patched-harness-clock"],
+    {"ok": True, "min_ms": 100.0} if CUDA else {"rule": "harness.timing-forged"},
+    **TIMED,
+)
 python_case("syntax-error", S.SYNTAX_ERROR, {"rule": "harness.candidate-error", "stage": "load"})
 kir_case("out-parameter", S.KIR["out-parameter"], {"rule": "harness.bind-out"}, verify=False)
 kir_case("written-parameter", S.KIR["written-parameter"], {"rule": "harness.parameter-mutated"}, verify=False)
@@ -97,6 +107,12 @@ python_case("twin-timed", S.TWINS["honest"], {"ok": True}, **TIMED)
 python_case("patched-clocks", S.PATCHED_CLOCKS, {"ok": True, "min_ms": 15.0}, **TIMED)
 for _name, _text in S.KIR_TWINS.items():
     kir_case(f"twin-kir-{_name}", _text, {"ok": True})
+if CUDA:
+    python_case("side-stream", S.GPU["side-stream"], {"rule": "harness.side-stream"}, **TIMED)
+    python_case("patched-harness-events", S.GPU["patched-harness-events"], {"rule": "harness.timing-forged"}, **TIMED)
+    python_case("unbounded-device-allocation", S.GPU["unbounded-device-allocation"], {"rule": "harness.out-of-memory"})
+    python_case("twin-on-stream", S.GPU_TWINS["on-stream"], {"ok": True, "min_ms": 1.0}, **TIMED)
+    python_case("twin-side-stream-joined", S.GPU_TWINS["side-stream-joined"], {"ok": True, "min_ms": 1.0}, **TIMED)
 
 CHEATS = [name for name, (_, expect) in CASES.items() if not expect.get("ok")]
 TWINS = [name for name, (_, expect) in CASES.items() if expect.get("ok")]
@@ -106,13 +122,14 @@ def _job(name: str, folder: Path) -> dict:
     spec, _ = CASES[name]
     spec = dict(spec)
     kind = spec.pop("kind")
-    job = {"task": str(TASK), "preset": "test", "seeds": spec.pop("seeds", [1, 2])}
+    job = {"task": str(TASK), "preset": "test", "seeds": spec.pop("seeds", [1, 2]), "device": DEVICE}
     if kind == "python":
         file = folder / f"{name}.py"
         file.write_text(spec.pop("source").replace("{token}", TOKEN))
         job["candidate"] = {"kind": "python", "file": str(file)}
     else:
-        job["candidate"] = {"kind": "kir", "text": spec.pop("text"), "backend": "interp", "params": {"BLOCK": 32}}
+        backend = "triton" if CUDA else "interp"
+        job["candidate"] = {"kind": "kir", "text": spec.pop("text"), "backend": backend, "params": {"BLOCK": 32}}
     job.update(spec)
     return job
 
@@ -317,7 +334,7 @@ def test_without_root_the_candidate_sees_a_read_only_world(tmp_path):
     if probe.returncode != 0:
         pytest.skip("no user namespaces here")
     names = ["rewritten-harness", "files-outside", "detached-child", "twin-own-files"]
-    jobs = {name: _job(name, tmp_path) for name in names}
+    jobs = {name: {**_job(name, tmp_path), "device": "cpu"} for name in names}  # the fallback of a CPU machine
     victim = Path(f"/tmp/kir-victim-{TOKEN}")
     victim.write_text("keep me")
     before = _digest()
