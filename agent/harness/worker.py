@@ -407,6 +407,7 @@ def time_one(runner, ts: _TimingSets, spec: dict[str, Any]) -> dict[str, Any]:
     """Time one candidate on the timing sets and check what it timed: `{"ms", "timing"}`, or
     `{"failed": CandidateFailed}`."""
     import math
+    import statistics
 
     from agent.harness.correctness import CandidateFailed, Verdict, _compare, error_of
     from agent.harness.timing import Timing
@@ -450,13 +451,13 @@ def time_one(runner, ts: _TimingSets, spec: dict[str, Any]) -> dict[str, Any]:
         isinstance(t, int | float) and not isinstance(t, bool) and math.isfinite(t) and t >= 0 for t in drains
     ):
         return fail("harness.timing-forged", "the candidate's drain times are not a list of measured durations")
-    if drains and sorted(drains)[len(drains) // 2] > SIDE_STREAM_MS:
-        median = sorted(drains)[len(drains) // 2]
+    drain = statistics.median(drains) if drains else 0.0
+    if drain > SIDE_STREAM_MS:
         return fail(
             "harness.side-stream",
-            f"work was still running on the device {median:.3f} ms (median of {len(drains)} runs) after the timed "
+            f"work was still running on the device {drain:.3f} ms (median of {len(drains)} runs) after the timed "
             f"stream finished: the events around the call left it out",
-            {"drain_ms": median, "event_ms": sorted(times)[len(times) // 2]},
+            {"drain_ms": drain, "event_ms": statistics.median(times)},
         )
     wall = arrived - sent
     total = sum(times) / 1e3

@@ -208,20 +208,15 @@ class TmaLoadOp(IRDLOperation, _BarrierUser):
 
     def verify_(self) -> None:
         self._check_barrier()
-        _same_box(
-            self.src,
-            self.src_access.data,
-            self.src_indices,
-            self.dst,
-            self.dst_access.data,
-            self.dst_indices,
-            "tma.load",
-        )
+        _same_box(self, "tma.load")
 
 
-def _same_box(src, src_access, src_idx, dst, dst_access, dst_idx, what: str) -> None:
-    a = access_shape(src.type, src_access, list(src_idx))
-    b = access_shape(dst.type, dst_access, list(dst_idx))
+def _same_box(op, what: str) -> None:
+    """The checks of a box copy (`tma.load`, `tma.store`, `cp.async`): both sides are boxes of one
+    shape and one dtype."""
+    src, dst, src_idx, dst_idx = op.src, op.dst, op.src_indices, op.dst_indices
+    a = access_shape(src.type, op.src_access.data, list(src_idx))
+    b = access_shape(dst.type, op.dst_access.data, list(dst_idx))
     if any(isinstance(v.type, TileType) for v in [*src_idx, *dst_idx]):
         raise RuleViolation(
             f"{what} copies a box: index with scalars and slices, not index tiles",
@@ -267,15 +262,7 @@ class TmaStoreOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        _same_box(
-            self.src,
-            self.src_access.data,
-            self.src_indices,
-            self.dst,
-            self.dst_access.data,
-            self.dst_indices,
-            "tma.store",
-        )
+        _same_box(self, "tma.store")
 
 
 @irdl_op_definition
@@ -315,15 +302,7 @@ class CpAsyncOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        _same_box(
-            self.src,
-            self.src_access.data,
-            self.src_indices,
-            self.dst,
-            self.dst_access.data,
-            self.dst_indices,
-            "cp.async",
-        )
+        _same_box(self, "cp.async")
 
 
 @irdl_op_definition
