@@ -90,7 +90,7 @@ class _RootFirstLexer(ContextualLexer):
     def lex(self, lexer_state, parser_state):
         try:
             while True:
-                yield self._lexer_for(lexer_state, parser_state.position).next_token(lexer_state, parser_state)
+                yield self._next_token(lexer_state, parser_state)
         except EOFError:
             pass
         except UnexpectedCharacters as err:
@@ -108,20 +108,39 @@ class _RootFirstLexer(ContextualLexer):
             except UnexpectedCharacters:
                 raise err from None
 
-    def _lexer_for(self, lexer_state, state: int):
-        own = self.lexers[state]
+    def _next_token(self, lexer_state, parser_state) -> Token:
+        """lark's `BasicLexer.next_token`, over the scanners of all terminals but the refused
+        ones: each token is matched once when the first scanner's reading is accepted (as it
+        is for nearly every token), so long programs lex no slower than with lark's lexer."""
+        own = self.lexers[parser_state.position]
         accepted = self._accepted.get(id(own))
         if accepted is None:
             accepted = self._accepted[id(own)] = frozenset(t.name for t in own.terminals)
+        line_ctr, text = lexer_state.line_ctr, lexer_state.text
         refused: frozenset[str] = frozenset()
-        while True:
-            lexer = self._scanner_without(refused)
-            found = _next_type(lexer, lexer_state)
-            if found is None:  # nothing matches, or the text ends: the state's own scanner says
-                return own
-            if found in accepted:
-                return lexer
-            refused |= {found}
+        lexer = self.root_lexer
+        while line_ctr.char_pos < text.end:
+            found = lexer.match(text, line_ctr.char_pos)
+            if not found:
+                break
+            value, type_ = found
+            if type_ in lexer.ignore_types:  # blanks and comments: the same in every state
+                line_ctr.feed(value, type_ in lexer.newline_types)
+                continue
+            token = Token(type_, value, line_ctr.char_pos, line_ctr.line, line_ctr.column)
+            callback = lexer.callback.get(type_)
+            if callback is not None:  # a keyword that the name pattern matched
+                token = callback(token)
+            if token.type not in accepted:
+                refused |= {token.type}
+                lexer = self._scanner_without(refused)
+                continue
+            line_ctr.feed(value, type_ in lexer.newline_types)
+            token.end_line, token.end_column, token.end_pos = line_ctr.line, line_ctr.column, line_ctr.char_pos
+            lexer_state.last_token = token
+            return token
+        # nothing the state accepts matches here, or the text has ended: lark's own answer
+        return own.next_token(lexer_state, parser_state)
 
     def _scanner_without(self, refused: frozenset[str]):
         lexer = self._without.get(refused)
@@ -131,24 +150,6 @@ class _RootFirstLexer(ContextualLexer):
             lexer._scanner = None
             self._without[refused] = lexer
         return lexer
-
-
-def _next_type(lexer, lexer_state) -> str | None:
-    """The type of the next token that is not ignored, as `lexer` reads it (without moving on);
-    None where it reads nothing or the text has ended."""
-    text = lexer_state.text
-    pos = lexer_state.line_ctr.char_pos
-    while pos < text.end:
-        found = lexer.match(text, pos)
-        if not found:
-            return None
-        value, type_ = found
-        if type_ in lexer.ignore_types:
-            pos += len(value)
-            continue
-        callback = lexer.callback.get(type_)
-        return callback(Token(type_, value)).type if callback is not None else type_
-    return None
 
 
 _LARK: Lark | None = None
