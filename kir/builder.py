@@ -19,7 +19,6 @@ variable, a kernel argument, a parameter or a shape symbol.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -41,17 +40,9 @@ from kir.dialect.types import (
     TileType,
     global_tensor,
 )
-from kir.program import Program, set_span
-
-RESERVED = frozenset(
-    """kernel where target grid warps warpgroups for in step if else role regs pipeline stages
-    warp_specialize cast dot true false inf nan None
-    i1 i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64 f8e4m3 f8e5m2""".split()
-)
-
-
-# A name as the grammar reads it (NAME in grammar.lark): ASCII only, unlike str.isidentifier.
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+from kir.names import IDENTIFIER, RESERVED, suggest
+from kir.program import Program, set_span, span_of
+from kir.syntax import parse_static_text
 
 
 def parse_sym(text: str | int | sx.SymExpr) -> sx.SymExpr:
@@ -60,8 +51,6 @@ def parse_sym(text: str | int | sx.SymExpr) -> sx.SymExpr:
         return text
     if isinstance(text, int):
         return sx.Int(text)
-    from kir.sema import parse_static_text
-
     return parse_static_text(text)
 
 
@@ -203,8 +192,6 @@ class Builder:
             return found
         if self.is_static_name(name):
             return self.emit(tl.SymValueOp(name), span).res
-        from kir.parser import suggest
-
         visible = {n for s in self._scopes for n in s.names} | set(self.params) | set(self.shape_symbols())
         self._fail("name.undefined", f"'{name}' is not defined", span, suggest(name, visible))
         raise AssertionError  # unreachable
@@ -231,7 +218,7 @@ class Builder:
         return value
 
     def _check_new_name(self, name: str, span: Span | None) -> None:
-        if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
+        if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
             self._fail(
                 "name.invalid",
                 f"{name!r} is not a KIR name",
@@ -538,8 +525,6 @@ def _kind(v: SSAValue) -> str:
 
 
 def _def_span(v: SSAValue) -> Span | None:
-    from kir.program import span_of
-
     return span_of(v.owner) if isinstance(v.owner, Operation) else None
 
 

@@ -17,16 +17,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from xdsl.ir import Block, Operation, SSAValue
 
 from kir import symexpr as sx
-from kir.builder import RESERVED
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.types import Access, GlobalType, ScalarType, TileType, dtype_of
-from kir.program import Program, block_comments_of, comments_of
+from kir.names import RESERVED
+from kir.spans import block_comments_of, comments_of
+
+
+class Printable(Protocol):
+    """What the printer reads of a `kir.program.Program`: the program's text comes from here
+    (`Program.text`), so this module cannot import that one."""
+
+    kernel: st.KernelOp
+    header_comments: list[str]
+    footer_comments: list[str]
+
 
 # Precedence of the printed forms, loosest first (mirrors grammar.lark).
 P_OR, P_XOR, P_AND, P_CMP, P_SHIFT, P_ADD, P_MUL, P_UNARY, P_POSTFIX, P_ATOM = range(1, 11)
@@ -46,7 +57,7 @@ _NOT_INLINED = (ex.SmemAllocOp, ex.MBarrierAllocOp, st.ForOp, st.IfOp, tl.TopKOp
 INDENT = "  "
 
 
-def print_program(program: Program, comments: bool = True) -> str:
+def print_program(program: Printable, comments: bool = True) -> str:
     return _Printer(program, comments).run()
 
 
@@ -203,7 +214,7 @@ def _inside(op: Operation, block: Block) -> bool:
 
 
 class _Printer:
-    def __init__(self, program: Program, comments: bool):
+    def __init__(self, program: Printable, comments: bool):
         self.program = program
         self.kernel = program.kernel
         self.comments = comments

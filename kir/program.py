@@ -1,7 +1,7 @@
 """A KIR program: the kernel op plus what the text around it carried (source, spans, comments).
 
-Spans and comments are kept beside the IR rather than in op attributes, so that two programs
-that differ only in layout or comments are the same IR (`same_ir`) and hash alike.
+Spans and comments are kept beside the IR rather than in op attributes (`kir.spans`), so that two
+programs that differ only in layout or comments are the same IR (`same_ir`) and hash alike.
 """
 
 from __future__ import annotations
@@ -9,47 +9,32 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import ArrayAttr, IntAttr
 
 from kir.diagnostics import Span
 from kir.dialect.structure import KernelOp
+from kir.printer import print_program
+from kir.spans import (
+    block_comments_of,
+    comments_of,
+    copy_source_notes,
+    set_block_comments,
+    set_comments,
+    set_span,
+    span_of,
+)
 
-_SPAN = "_kir_span"
-_COMMENTS = "_kir_comments"
-_BLOCK_COMMENTS = "_kir_block_comments"
-
-
-def span_of(op: Operation) -> Span | None:
-    return getattr(op, _SPAN, None)
-
-
-def set_span(op: Operation, span: Span | None) -> None:
-    if span is not None:
-        setattr(op, _SPAN, span)
-
-
-def comments_of(op: Operation) -> tuple[list[str], str | None, bool]:
-    """The comment lines written before an op's statement, the one after it on its line, and
-    whether a blank line precedes it."""
-    return getattr(op, _COMMENTS, ([], None, False))
-
-
-def set_comments(op: Operation, leading: list[str], trailing: str | None, blank_before: bool = False) -> None:
-    if leading or trailing or blank_before:
-        setattr(op, _COMMENTS, (leading, trailing, blank_before))
-
-
-def block_comments_of(op: Operation, region: int = 0) -> tuple[str | None, list[str], bool]:
-    """For the block of region `region` of a kernel, loop, branch or role: the comment after its
-    `{`, the comment lines after its last statement, and whether a blank line precedes those."""
-    return getattr(op, _BLOCK_COMMENTS, {}).get(region, (None, [], False))
-
-
-def set_block_comments(op: Operation, region: int, head: str | None, end: list[str], end_blank: bool = False) -> None:
-    if head or end:
-        blocks = dict(getattr(op, _BLOCK_COMMENTS, {}))  # a clone may share the old dict
-        blocks[region] = (head, end, end_blank and bool(end))
-        setattr(op, _BLOCK_COMMENTS, blocks)
+# The side tables live in kir.spans, below the printer; most callers read them from here.
+__all__ = [
+    "Program",
+    "same_ir",
+    "span_of",
+    "set_span",
+    "comments_of",
+    "set_comments",
+    "block_comments_of",
+    "set_block_comments",
+]
 
 
 @dataclass
@@ -76,14 +61,10 @@ class Program:
 
     def text(self) -> str:
         """The canonical text of the program."""
-        from kir.printer import print_program
-
         return print_program(self)
 
     def content_hash(self) -> str:
         """Identifies the program: sha256 of its canonical text with comments left out."""
-        from kir.printer import print_program
-
         return hashlib.sha256(print_program(self, comments=False).encode()).hexdigest()
 
     def span(self) -> Span | None:
@@ -93,9 +74,7 @@ class Program:
         """A deep copy: new ops (spans and comments kept), so the copy can be changed freely."""
         kernel = self.kernel.clone()
         for old, new in zip(self.kernel.walk(), kernel.walk(), strict=True):
-            for key in (_SPAN, _COMMENTS, _BLOCK_COMMENTS):
-                if hasattr(old, key):
-                    setattr(new, key, getattr(old, key))
+            copy_source_notes(old, new)
         return replace(
             self,
             kernel=kernel,
@@ -108,8 +87,6 @@ class Program:
 
     def with_params(self, **overrides: int) -> Program:
         """A copy whose compile-time parameters default to new values (a tactic's basic move)."""
-        from xdsl.dialects.builtin import ArrayAttr, IntAttr
-
         unknown = set(overrides) - set(self.params)
         if unknown:
             raise KeyError(f"no parameter {', '.join(sorted(unknown))} in kernel {self.name}")

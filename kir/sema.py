@@ -19,7 +19,7 @@ from xdsl.ir import SSAValue
 
 from kir import symexpr as sx
 from kir.builder import Builder
-from kir.diagnostics import Diagnostic, KirError, Span
+from kir.diagnostics import KirError, Span
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
@@ -38,9 +38,10 @@ from kir.dialect.types import (
     tile_type,
 )
 from kir.dtypes import DTYPES
-from kir.program import Program, set_block_comments, set_comments, span_of
-
-Node = Tree | Token
+from kir.names import suggest
+from kir.program import Program
+from kir.spans import set_block_comments, set_comments, span_of
+from kir.syntax import Node, TreeReader, call_name
 
 _BINARY_TREES = {
     "add": "add",
@@ -58,21 +59,6 @@ _LITERALS = ("int_lit", "float_lit", "inf_lit", "nan_lit", "true_lit", "false_li
 _UNARY_CALLS = tuple(f for f in tl.UNARY_FNS if f not in ("neg", "not"))
 
 
-def parse_static_text(text: str) -> sx.SymExpr:
-    """A symbolic expression from KIR text, for the builder API (`"cdiv(N, BLOCK)"`)."""
-    from lark.exceptions import UnexpectedInput
-
-    from kir.parser import _lark
-
-    try:
-        tree = _lark().parse(text, start="expr_only")
-    except UnexpectedInput as err:
-        raise KirError(
-            Diagnostic("syntax.static", "error", None, f"not a symbolic expression: {text!r} ({err})")
-        ) from None
-    return _Walker(text, "<builder>").static(tree.children[0], allow_any_name=True)
-
-
 def lower_tree(tree: Tree, comments: list[Token], text: str, file: str) -> Program:
     walker = _Walker(text, file)
     program = walker.kernel(tree.children[0])
@@ -81,50 +67,14 @@ def lower_tree(tree: Tree, comments: list[Token], text: str, file: str) -> Progr
     return program
 
 
-class _Walker:
+class _Walker(TreeReader):
     def __init__(self, text: str, file: str):
-        self.text = text
-        self.file = file
+        super().__init__(text, file)
         self.b: Builder | None = None
         # Where statements and blocks are in the text, for placing comments.
         self.stmt_lines: list[_StmtLines] = []
         self.block_lines: list[_BlockLines] = []
         self.open_blocks: list[int] = []  # indices into block_lines, innermost last
-
-    # ---- spans and errors ------------------------------------------------------------------
-
-    def span(self, node: Node) -> Span | None:
-        if isinstance(node, Token):
-            if node.line is None:
-                return None
-            return Span(
-                node.line, node.column, node.end_line or node.line, node.end_column or node.column + 1, self.file
-            )
-        meta = node.meta
-        if getattr(meta, "empty", True):
-            return None
-        return Span(meta.line, meta.column, meta.end_line, meta.end_column, self.file)
-
-    def fail(self, rule: str, message: str, node: Node | Span | None, hint: str = ""):
-        span = node if isinstance(node, Span) or node is None else self.span(node)
-        raise KirError(Diagnostic(rule, "error", span, message, hint))
-
-    def integer(self, tok: Token) -> int:
-        """The value of an INT token (`42`, `0x2a`); a leading zero (`007`, octal in C) or a
-        number too long to be any KIR integer is an error."""
-        text = str(tok)
-        if len(text) > _MAX_INT_DIGITS:
-            self.fail("syntax.literal", f"an integer of {len(text)} digits is too long", tok)
-        try:
-            return int(text, 0)
-        except ValueError:
-            self.fail(
-                "syntax.literal",
-                f"'{text}' is not an integer",
-                tok,
-                "a decimal integer does not start with 0; hex is 0x...",
-            )
-            raise AssertionError from None
 
     # ---- the kernel ------------------------------------------------------------------------
 
@@ -234,8 +184,6 @@ class _Walker:
                     else ([e] if isinstance(e, Token) and e.type == "NAME" else [])
                 ):
                     if str(n) not in known and str(n) not in sx.FUNCS:
-                        from kir.parser import suggest
-
                         self.fail(
                             "name.undefined",
                             f"'{n}' is neither a parameter nor a shape symbol",
@@ -245,50 +193,8 @@ class _Walker:
 
     # ---- static expressions ---------------------------------------------------------------
 
-    def static(self, node: Node, params: set[str] | None = None, allow_any_name: bool = False) -> sx.SymExpr:
-        """A symbolic integer expression: integers, parameters, shape symbols, + - * / %,
-        comparisons (in `where`), cdiv/min/max."""
-        if isinstance(node, Token):
-            if node.type == "INT":
-                return sx.Int(self.integer(node))
-            return self._static_name(node, allow_any_name)
-        kind = node.data
-        if kind == "int_lit":
-            return sx.Int(self.integer(node.children[0]))
-        if kind == "name":
-            return self._static_name(node.children[0], allow_any_name)
-        if kind in ("add", "sub", "mul", "div", "rem"):
-            op = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%"}[kind]
-            return sx.Bin(
-                op,
-                self.static(node.children[0], params, allow_any_name),
-                self.static(node.children[1], params, allow_any_name),
-            )
-        if kind == "compare":
-            lhs, op, rhs = node.children
-            return sx.Bin(str(op), self.static(lhs, params, allow_any_name), self.static(rhs, params, allow_any_name))
-        if kind == "neg":
-            inner = self.static(node.children[0], params, allow_any_name)
-            return sx.Int(-inner.value) if isinstance(inner, sx.Int) else sx.Bin("-", sx.Int(0), inner)
-        if kind == "call":
-            fname = _call_name(node)
-            args = node.children[1:]
-            if (
-                fname in sx.FUNCS
-                and len(args) == 2
-                and all(not (isinstance(a, Tree) and a.data == "kwarg") for a in args)
-            ):
-                return sx.Bin(
-                    fname, self.static(args[0], params, allow_any_name), self.static(args[1], params, allow_any_name)
-                )
-        self.fail(
-            "types.static",
-            "this must be a static size: integers, parameters and shape symbols with + - * / % and cdiv/min/max",
-            node,
-        )
-        raise AssertionError
-
-    def _static_name(self, tok: Token, allow_any_name: bool) -> sx.SymExpr:
+    def static_name(self, tok: Token, allow_any_name: bool) -> sx.SymExpr:
+        """A name in a static expression: a parameter or a shape symbol of the kernel."""
         name = str(tok)
         if allow_any_name or self.b is None:
             return sx.Sym(name)
@@ -301,8 +207,6 @@ class _Walker:
                 tok,
                 "use a parameter or a shape symbol",
             )
-        from kir.parser import suggest
-
         self.fail(
             "name.undefined",
             f"'{name}' is not defined",
@@ -361,7 +265,7 @@ class _Walker:
             value = self.expr(value_node)
             self.b.assign(str(names[0]), value, self.span(names[0]))
             return
-        if not (isinstance(value_node, Tree) and value_node.data == "call" and _call_name(value_node) == "topk"):
+        if not (isinstance(value_node, Tree) and value_node.data == "call" and call_name(value_node) == "topk"):
             self.fail("syntax.assign", "only topk(...) gives several values", value_node)
         op = self.call_op(value_node)
         if len(names) != len(op.results):
@@ -654,12 +558,10 @@ class _Walker:
                 self.fail("call.arguments", "dot<T>(a, b) or dot<T>(a, b, acc)", node)
             vals = self.operands([(a, i) for i, a in enumerate(pos)])
             return self.b.make(tl.DotOp, vals[0], vals[1], str(dtype), vals[2] if len(vals) == 3 else None, span=span)
-        fname = _call_name(node)
+        fname = call_name(node)
         pos, kw = self.split_args(node, node.children[1:])
         handler = _CALLS.get(fname)
         if handler is None:
-            from kir.parser import suggest
-
             self.fail(
                 "call.unknown",
                 f"unknown op '{fname}'",
@@ -963,11 +865,6 @@ def _fits(value: int, dtype: str) -> bool:
     return -(1 << (d.bits - 1)) <= value < (1 << (d.bits - 1))
 
 
-# u64's largest value has 20 digits; a few more leave room for sizes written with leading
-# hex digits, and the limit keeps Python's str-to-int conversion limit (4300 digits) away.
-_MAX_INT_DIGITS = 40
-
-
 def _tok_node(node: Node) -> Token:
     return node.children[0] if isinstance(node, Tree) else node
 
@@ -976,17 +873,12 @@ def _tok(node: Node) -> str:
     return str(node.children[0]) if isinstance(node, Tree) else str(node)
 
 
-def _call_name(node: Tree) -> str:
-    dotted = node.children[0]
-    return ".".join(str(t) for t in dotted.children)
-
-
 def _is_trans_call(node: Node) -> bool:
-    return isinstance(node, Tree) and node.data == "call" and _call_name(node) == "trans"
+    return isinstance(node, Tree) and node.data == "call" and call_name(node) == "trans"
 
 
 def _call_label(node: Tree) -> str:
-    return node.data if node.data in ("cast", "dot") else _call_name(node)
+    return node.data if node.data in ("cast", "dot") else call_name(node)
 
 
 def _same_tree(a: Node, b: Node) -> bool:
@@ -1038,9 +930,9 @@ def _call(*names: str):
 
 @_call("program_id", "num_programs")
 def _program_id(w: _Walker, node, pos, kw, span):
-    w.no_kwargs(node, kw, _call_name(node))
-    w.arity(node, pos, 1, f"{_call_name(node)}(axis)")
-    cls = tl.ProgramIdOp if _call_name(node) == "program_id" else tl.NumProgramsOp
+    w.no_kwargs(node, kw, call_name(node))
+    w.arity(node, pos, 1, f"{call_name(node)}(axis)")
+    cls = tl.ProgramIdOp if call_name(node) == "program_id" else tl.NumProgramsOp
     return w.b.make(cls, w.int_arg(pos[0], "the axis"), span=span)
 
 
@@ -1078,7 +970,7 @@ def _full(w: _Walker, node, pos, kw, span):
 
 @_call(*_UNARY_CALLS)
 def _unary(w: _Walker, node, pos, kw, span):
-    fname = _call_name(node)
+    fname = call_name(node)
     w.no_kwargs(node, kw, fname)
     w.arity(node, pos, 1, f"{fname}(x)")
     (x,) = w.operands([(pos[0], 0)], {0: "f32"})
@@ -1087,7 +979,7 @@ def _unary(w: _Walker, node, pos, kw, span):
 
 @_call("maximum", "minimum", "pow")
 def _binary_call(w: _Walker, node, pos, kw, span):
-    fname = _call_name(node)
+    fname = call_name(node)
     w.no_kwargs(node, kw, fname)
     w.arity(node, pos, 2, f"{fname}(a, b)")
     a, b = w.operands([(pos[0], 0), (pos[1], 0)])
@@ -1104,7 +996,7 @@ def _where(w: _Walker, node, pos, kw, span):
 
 @_call("broadcast", "reshape")
 def _shape_change(w: _Walker, node, pos, kw, span):
-    fname = _call_name(node)
+    fname = call_name(node)
     w.no_kwargs(node, kw, fname)
     w.arity(node, pos, 2, f"{fname}(x, [d0, d1, ...])")
     shape = w.shape_arg(pos[1], fname)
@@ -1130,7 +1022,7 @@ def _axis(w: _Walker, node, kw, fname, extra=()) -> int:
 
 @_call(*tl.REDUCE_FNS)
 def _reduce(w: _Walker, node, pos, kw, span):
-    fname = _call_name(node)
+    fname = call_name(node)
     w.arity(node, pos, 1, f"{fname}(x, axis = N)")
     axis = _axis(w, node, kw, fname)
     (x,) = w.operands([(pos[0], 0)])
@@ -1139,7 +1031,7 @@ def _reduce(w: _Walker, node, pos, kw, span):
 
 @_call("argmax", "argmin")
 def _argreduce(w: _Walker, node, pos, kw, span):
-    fname = _call_name(node)
+    fname = call_name(node)
     w.arity(node, pos, 1, f"{fname}(x, axis = N)")
     axis = _axis(w, node, kw, fname)
     (x,) = w.operands([(pos[0], 0)])
@@ -1148,7 +1040,7 @@ def _argreduce(w: _Walker, node, pos, kw, span):
 
 @_call(*tl.SCAN_FNS)
 def _scan(w: _Walker, node, pos, kw, span):
-    fname = _call_name(node)
+    fname = call_name(node)
     w.arity(node, pos, 1, f"{fname}(x, axis = N)")
     axis = _axis(w, node, kw, fname, ("reverse",))
     reverse = bool(w.int_arg(kw["reverse"], "reverse")) if "reverse" in kw else False
@@ -1283,7 +1175,7 @@ def _store(w: _Walker, node, pos, kw, span):
 
 @_call(*(f"atomic_{fn}" for fn in tl.ATOMIC_FNS))
 def _atomic(w: _Walker, node, pos, kw, span):
-    fname = _call_name(node)
+    fname = call_name(node)
     w.no_kwargs(node, kw, fname, ("mask",))
     w.arity(node, pos, 2, f"{fname}(a[...], value, mask = m)")
     mem, access, idx = w.access(pos[0], fname, kinds=(GlobalType,))
@@ -1448,17 +1340,17 @@ def _convert_layout(w: _Walker, node, pos, kw, span):
     w.no_kwargs(node, kw, "convert_layout")
     w.arity(node, pos, 2, "convert_layout(x, blocked([..], [..], [..], [..]))")
     lay = pos[1]
-    if not (isinstance(lay, Tree) and lay.data == "call" and _call_name(lay) in Layout.KINDS):
+    if not (isinstance(lay, Tree) and lay.data == "call" and call_name(lay) in Layout.KINDS):
         w.fail("call.arguments", "the layout is blocked(...) or mma(...)", lay)
     lpos, lkw = w.split_args(lay, lay.children[1:])
-    w.no_kwargs(lay, lkw, _call_name(lay))
+    w.no_kwargs(lay, lkw, call_name(lay))
     params = []
     for p in lpos:
         if not (isinstance(p, Tree) and p.data == "list"):
             w.fail("call.arguments", "layout parameters are lists of integers", p)
         params.append(tuple(w.int_arg(v, "a layout entry") for v in p.children))
     (x,) = w.operands([(pos[0], 0)])
-    return w.b.make(ex.ConvertLayoutOp, x, Layout(_call_name(lay), tuple(params)), span=span)
+    return w.b.make(ex.ConvertLayoutOp, x, Layout(call_name(lay), tuple(params)), span=span)
 
 
 _ = st  # structural ops are built by the Builder
