@@ -58,6 +58,8 @@ from kir.dtypes import DTYPES
 from kir.interp.launch import bind
 from kir.program import Program
 from lowering.emit.base import Lowered, lower
+from lowering.errors_triton import COMPILE_ERRORS, compile_diagnostic, error_line
+from lowering.launch import bind_shapes
 from lowering.report import cache_dir as report_cache_dir
 from lowering.report import write_if_changed
 
@@ -315,8 +317,6 @@ def execute(job: dict) -> dict:
     """Run one launch described by plain data (what crosses to the interpreter worker):
     source, entry, num_warps, constexprs, arrays and dtypes (argument order), symbols, grid,
     interpret. Returns {"arrays": [...]} or {"error": {"type", "message", "line"}}."""
-    from lowering.compile_triton import error_line
-
     interpret = job["interpret"]
     device = "cpu" if interpret else "cuda"
     tensors = [to_torch(a, d, device) for a, d in zip(job["arrays"], job["dtypes"], strict=True)]
@@ -455,8 +455,6 @@ def _strides(t, symbols: dict[str, int]) -> tuple[int, ...] | None:
 
 
 def _launch_error(lowered: Lowered, error: dict) -> Exception:
-    from lowering.compile_triton import COMPILE_ERRORS, compile_diagnostic
-
     if error["type"] in COMPILE_ERRORS:
         return KirError(compile_diagnostic(lowered, error["message"], error["line"]))
     return RuntimeError(f"{error['type']}: {error['message']}")
@@ -466,8 +464,6 @@ def torch_launcher(lowered: Lowered, tensors: dict):
     """A launch on torch tensors already on the GPU, for timing: shape symbols are read from the
     tensors' shapes and strides, the grid and the `where` constraints are evaluated, and the
     returned function launches the kernel once per call (no copies, no checks)."""
-    from lowering.launch import bind_shapes
-
     kernel_op = lowered.program.kernel
     symbols = {**lowered.params, **bind_shapes(lowered.program, lowered.params, tensors)}
     grid = tuple(g.data.evaluate(symbols) for g in kernel_op.grid.data)
