@@ -1,0 +1,345 @@
+"""Work whose result nothing uses.
+
+- `dataflow.unused-value`: a load whose value nothing uses;
+- `dataflow.dead-store`: a loop-carried value reset in the loop, a value or a store overwritten
+  before any use."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+
+from kir.diagnostics import Diagnostic
+from kir.dialect import explicit as ex
+from kir.dialect import structure as st
+from kir.dialect import tile as tl
+from kir.dialect.types import TileType
+from verifier.context import Context
+from verifier.registry import rule
+from verifier.rules.dataflow_facts import arg_name, name_of, reads, writes
+
+# ---- dataflow.unused-value ------------------------------------------------------------------------------
+
+_EFFECTS = (
+    tl.StoreOp,
+    tl.AtomicOp,
+    ex.ExpectOp,
+    ex.ArriveOp,
+    ex.WaitOp,
+    ex.TmaLoadOp,
+    ex.TmaStoreOp,
+    ex.TmaStoreWaitOp,
+    ex.CpAsyncOp,
+    ex.CpAsyncCommitOp,
+    ex.CpAsyncWaitOp,
+    ex.CtaBarrierOp,
+    ex.FenceAsyncOp,
+    ex.WgmmaOp,
+    ex.WgmmaWaitOp,
+)
+
+
+@rule(
+    "dataflow.unused-value",
+    family="dataflow",
+    severity="warning",
+    summary="a loaded value is never used",
+    explanation="""
+A `load` whose value reaches no store, atomic, copy, barrier or other effect (directly or
+through the values computed from it, loop-carried values included) moves memory for nothing:
+it costs bandwidth, registers and latency. More often it is a bug: the value was meant to be
+used (a bias that never gets added, a scale that is loaded and forgotten, an accumulator
+updated in a loop but never stored).
+""",
+    bad="""
+kernel scale<BLOCK = 256>(x: global f32[N], w: global f32[N], y: out global f32[N])
+  target sm_90 grid(cdiv(N, BLOCK)) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  mask = offs < N
+  v = load(x[offs], mask = mask)
+  s = load(w[offs], mask = mask)  # <-
+  store(y[offs], v * 2.0, mask = mask)
+}
+""",
+    good="""
+kernel scale<BLOCK = 256>(x: global f32[N], w: global f32[N], y: out global f32[N])
+  target sm_90 grid(cdiv(N, BLOCK)) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  mask = offs < N
+  v = load(x[offs], mask = mask)
+  s = load(w[offs], mask = mask)
+  store(y[offs], v * s, mask = mask)
+}
+""",
+)
+def check_unused_value(ctx: Context) -> Iterator[Diagnostic]:
+    live = _live_ops(ctx)
+    for info in ctx.ops(tl.LoadOp):
+        if info.op in live:
+            continue
+        (ref,) = reads(info.op)
+        what = arg_name(ctx, ref.mem) or name_of(ref.mem)
+        named = f" (`{info.op.res.name_hint}`)" if info.op.res.name_hint else ""
+        yield ctx.report(
+            info.op,
+            f"the value loaded from `{what}`{named} is never used: nothing that is stored or has another effect depends on it",
+            hint="use the value (was it meant to be in the stored result?) or drop the load",
+        )
+
+
+def _live_ops(ctx: Context) -> set[Operation]:
+    """Ops whose work reaches an effect, by backward propagation over SSA values; a loop's
+    carried value is live when its result or its use inside the loop is."""
+    live_ops: set[Operation] = set()
+    live_vals: set[SSAValue] = set()
+    work: list[SSAValue | Operation] = [i.op for i in ctx.infos if isinstance(i.op, _EFFECTS)]
+    while work:
+        item = work.pop()
+        if isinstance(item, Operation):
+            if item in live_ops:
+                continue
+            live_ops.add(item)
+            if isinstance(item, st.ForOp):
+                work += [item.lower, item.upper, item.step]
+            elif isinstance(item, st.IfOp):
+                work.append(item.cond)
+            elif not isinstance(item, st.YieldOp | st.RoleOp | st.KernelOp):
+                work += list(item.operands)
+            parent = item.parent_op()
+            if isinstance(parent, st.ForOp | st.IfOp | st.RoleOp):
+                work.append(parent)
+            continue
+        if item in live_vals:
+            continue
+        live_vals.add(item)
+        if isinstance(item, BlockArgument):
+            owner = item.block.parent_op()
+            if isinstance(owner, st.ForOp):
+                work.append(owner)
+                if item.index >= 1:
+                    i = item.index - 1
+                    work += [owner.inits[i], owner.body.block.last_op.values[i]]
+            continue
+        op = item.owner
+        work.append(op)
+        if isinstance(op, st.ForOp):
+            i = list(op.results).index(item)
+            work += [op.inits[i], op.body.block.last_op.values[i]]
+        elif isinstance(op, st.IfOp):
+            i = list(op.results).index(item)
+            work += [op.then_body.block.last_op.values[i], op.else_body.block.last_op.values[i]]
+    return live_ops
+
+
+# ---- dataflow.dead-store --------------------------------------------------------------------------------
+
+
+@rule(
+    "dataflow.dead-store",
+    family="dataflow",
+    severity="warning",
+    summary="a value or a memory store is overwritten before anything uses it",
+    explanation="""
+Work whose result is overwritten before it is used is wasted, and usually a sign that the
+program does not do what was meant. Three forms are reported:
+
+- a loop-carried variable that the loop body reassigns without reading its previous value
+  (an accumulator reset inside the loop, `acc = zeros(...)` before `acc = dot<f32>(a, b, acc)`):
+  every iteration but the last is thrown away;
+- a variable assigned and then assigned again in the same block before any use;
+- a `store` to memory that a second store to exactly the same place (same access, same mask)
+  overwrites before anything reads it or any barrier lets another thread read it.
+""",
+    bad="""
+kernel gemm<BM = 64, BN = 64, BK = 32>(a: global bf16[M, K], b: global bf16[K, N], c: out global f32[M, N])
+  where M % BM == 0, N % BN == 0, K % BK == 0
+  target sm_90 grid(M / BM, N / BN) warps(4)
+{
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  acc = zeros(f32[BM, BN])
+  for k in 0 .. K / BK {
+    acc = zeros(f32[BM, BN])  # <-
+    at = load(a[m0 : m0 + BM, k * BK : k * BK + BK])
+    bt = load(b[k * BK : k * BK + BK, n0 : n0 + BN])
+    acc = dot<f32>(at, bt, acc)
+  }
+  store(c[m0 : m0 + BM, n0 : n0 + BN], acc)
+}
+""",
+    good="""
+kernel gemm<BM = 64, BN = 64, BK = 32>(a: global bf16[M, K], b: global bf16[K, N], c: out global f32[M, N])
+  where M % BM == 0, N % BN == 0, K % BK == 0
+  target sm_90 grid(M / BM, N / BN) warps(4)
+{
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  acc = zeros(f32[BM, BN])
+  for k in 0 .. K / BK {
+    at = load(a[m0 : m0 + BM, k * BK : k * BK + BK])
+    bt = load(b[k * BK : k * BK + BK, n0 : n0 + BN])
+    acc = dot<f32>(at, bt, acc)
+  }
+  store(c[m0 : m0 + BM, n0 : n0 + BN], acc)
+}
+""",
+)
+def check_dead_store(ctx: Context) -> Iterator[Diagnostic]:
+    yield from _reset_in_loop(ctx)
+    yield from _overwritten_values(ctx)
+    yield from _overwritten_stores(ctx)
+
+
+def _used(v: SSAValue) -> bool:
+    return v.first_use is not None
+
+
+def _reset_in_loop(ctx: Context) -> Iterator[Diagnostic]:
+    for info in ctx.ops(st.ForOp):
+        loop = info.op
+        block = loop.body.block
+        yielded = block.last_op.values
+        for i, arg in enumerate(block.args[1:]):
+            if _used(arg) or yielded[i] is arg or not _used(loop.results[i]):
+                continue
+            name = arg.name_hint or "the carried value"
+            reset = next(
+                (op for op in block.ops if any(r.name_hint == arg.name_hint for r in op.results)), yielded[i].owner
+            )
+            if not isinstance(reset, Operation):
+                continue
+            yield ctx.report(
+                reset,
+                f"`{name}` is carried by the loop, but each iteration reassigns it here without reading its previous "
+                "value: every iteration but the last is thrown away",
+                hint=f"initialize `{name}` once before the loop and update it from its previous value inside "
+                f"(e.g. {name} = dot<f32>(a, b, {name}))",
+                related=[(loop, "the loop")],
+            )
+
+
+_PURE_SKIP = (tl.LoadOp, tl.AtomicOp, ex.SmemAllocOp, ex.MBarrierAllocOp, st.ForOp, st.IfOp, st.RoleOp, st.YieldOp)
+
+
+def _overwritten_values(ctx: Context) -> Iterator[Diagnostic]:
+    named: dict[Block, dict[str, list[Operation]]] = {}  # block -> name -> its ops that assign it, in order
+    position: dict[Operation, int] = {}
+    for info in ctx.infos:
+        op = info.op
+        if isinstance(op, _PURE_SKIP) or isinstance(op, _EFFECTS) or not op.results:
+            continue
+        for r in op.results:
+            if r.name_hint is None or _used(r):
+                continue
+            block = op.parent_block()
+            if block not in named:
+                named[block] = _assignments(block, position)
+            later = _next_assignment(named[block][r.name_hint], op, position)
+            if later is None:
+                continue
+            yield ctx.report(
+                op,
+                f"the value assigned to `{r.name_hint}` here is never used: `{r.name_hint}` is assigned again before any use",
+                hint="drop this assignment, or use the value (was the later assignment meant to build on it?)",
+                related=[(later, "assigned again here")],
+            )
+
+
+def _assignments(block: Block, position: dict[Operation, int]) -> dict[str, list[Operation]]:
+    """The ops of a block that give a value each name, in order (numbering the ops in `position`)."""
+    out: dict[str, list[Operation]] = {}
+    for i, op in enumerate(block.ops):
+        position[op] = i
+        for name in dict.fromkeys(x.name_hint for x in op.results if x.name_hint is not None):
+            out.setdefault(name, []).append(op)
+    return out
+
+
+def _next_assignment(ops: list[Operation], op: Operation, position: dict[Operation, int]) -> Operation | None:
+    """The first op of `ops` (in block order) after `op`."""
+    positions = [position[o] for o in ops]  # (short: the assignments of one name)
+    k = bisect.bisect_right(positions, position[op])
+    return ops[k] if k < len(ops) else None
+
+
+_STOPS = (ex.CtaBarrierOp, ex.WaitOp, ex.FenceAsyncOp, ex.ArriveOp, ex.ExpectOp, ex.CpAsyncWaitOp)
+
+
+@dataclass
+class _Touches:
+    """For the ops of one block (each with what it nests): which hold a barrier, wait or fence,
+    and which read or write each memory value, by position; so that finding what follows a store
+    takes a search, not a walk over the rest of the block for every store."""
+
+    ops: list[Operation]
+    position: dict[Operation, int]
+    stops: list[int]
+    memory: dict[SSAValue, list[int]]
+
+    @staticmethod
+    def of(block: Block) -> _Touches:
+        ops = list(block.ops)
+        stops: list[int] = []
+        memory: dict[SSAValue, list[int]] = {}
+        for i, op in enumerate(ops):
+            stop = False
+            touched: dict[SSAValue, None] = {}
+            for o in op.walk():
+                stop = stop or isinstance(o, _STOPS)
+                for r in reads(o) + writes(o):
+                    touched[r.mem] = None
+            if stop:
+                stops.append(i)
+            for mem in touched:
+                memory.setdefault(mem, []).append(i)
+        return _Touches(ops, {op: i for i, op in enumerate(ops)}, stops, memory)
+
+    def next_touch(self, op: Operation, mem: SSAValue) -> Operation | None:
+        """The first op after `op` that holds a stop or reads or writes `mem`."""
+        i = self.position[op]
+        found = [
+            lst[k] for lst in (self.stops, self.memory.get(mem, [])) if (k := bisect.bisect_right(lst, i)) < len(lst)
+        ]
+        return self.ops[min(found)] if found else None
+
+
+def _overwritten_stores(ctx: Context) -> Iterator[Diagnostic]:
+    touches: dict[Block, _Touches] = {}
+    for info in ctx.ops(tl.StoreOp):
+        first = info.op
+        block = first.parent_block()
+        if block not in touches:
+            touches[block] = _Touches.of(block)
+        # the walk stops at the first op that holds a stop, reads the tensor or writes it; only
+        # a store to the same place there (with nothing else in it to stop at) overwrites
+        nxt = touches[block].next_touch(first, first.mem)
+        if nxt is None or not (isinstance(nxt, tl.StoreOp) and nxt.mem is first.mem):
+            continue
+        if isinstance(nxt, _STOPS) or any(r.mem is first.mem for r in reads(nxt)):
+            continue
+        if _same_place(ctx, first, nxt):
+            yield ctx.report(
+                first,
+                f"this store to `{name_of(first.mem)}` is overwritten by the store below, to the same place, before "
+                "anything reads it",
+                hint="drop one of the two stores, or write the second one elsewhere (a different slice or tensor)",
+                related=[(nxt, "overwritten here")],
+            )
+
+
+def _same_place(ctx: Context, a: tl.StoreOp, b: tl.StoreOp) -> bool:
+    if a.access.data != b.access.data or len(a.indices) != len(b.indices):
+        return False
+    if b.mask is not None and b.mask is not a.mask:
+        return False
+    for x, y in zip(a.indices, b.indices, strict=True):
+        if x is y:
+            continue
+        if isinstance(x.type, TileType) or isinstance(y.type, TileType) or not ctx.same_value(x, y):
+            return False
+    return True

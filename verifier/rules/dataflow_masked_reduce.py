@@ -1,0 +1,277 @@
+"""`dataflow.masked-reduce`: a reduction over masked-off lanes that do not hold its identity.
+
+What the masked-off lanes of a tile hold (its padding) is followed from the masked load through
+casts, shape changes, arithmetic and `where(mask, x, y)` to each reduction."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from kir import symexpr as sx
+from kir.diagnostics import Diagnostic
+from kir.dialect import explicit as ex
+from kir.dialect import tile as tl
+from kir.dialect.types import TileType, shape_of
+from verifier.context import Context
+from verifier.registry import rule
+from verifier.symbolic import format_counterexample, readable
+
+# ---- dataflow.masked-reduce -------------------------------------------------------------------------------
+
+_IDENTITY = {"sum": 0.0, "prod": 1.0, "max": -math.inf, "min": math.inf, "argmax": -math.inf, "argmin": math.inf}
+
+
+@dataclass(frozen=True)
+class Pad:
+    """What the masked-off lanes of a tile hold, relative to the mask of the load they came
+    from: a constant, `finite` (some finite value), `positive` (finite and > 0) or `unknown`;
+    `varying[d]` says whether the mask can differ along dimension d."""
+
+    mask: SSAValue
+    load: Operation
+    value: float | str
+    varying: tuple[bool, ...]
+
+
+def _pad_of(v: SSAValue, memo: dict) -> Pad | None:
+    """The padding of `v` (None: `v` has no masked-off lanes that the analysis follows)."""
+    if v in memo:
+        return memo[v]
+    memo[v] = None  # cycles (loop-carried values) are not followed
+    memo[v] = out = _pad(v, memo)
+    return out
+
+
+def _pad(v: SSAValue, memo: dict) -> Pad | None:
+    if isinstance(v, BlockArgument) or not isinstance(v.type, TileType):
+        return None
+    op = v.owner
+    if isinstance(op, tl.LoadOp):
+        if op.mask is None:
+            return None
+        value: float | str = 0.0
+        if op.other is not None:
+            o = op.other.owner
+            value = float(o.number) if isinstance(o, tl.ConstOp) else "unknown"
+        shape, mshape = shape_of(v.type), shape_of(op.mask.type)
+        k = len(shape) - len(mshape)
+        varying = tuple(i >= k and sx.fold(mshape[i - k]).as_int() != 1 for i in range(len(shape)))
+        return Pad(op.mask, op, value, varying)
+    if isinstance(op, tl.CastOp | ex.ConvertLayoutOp):
+        return _pad_of(op.operand, memo)
+    if isinstance(op, tl.ExpandDimsOp):
+        p = _pad_of(op.operand, memo)
+        if p is None:
+            return None
+        varying = list(p.varying)
+        varying.insert(op.axis.data, False)
+        return Pad(p.mask, p.load, p.value, tuple(varying))
+    if isinstance(op, tl.BroadcastOp):
+        p = _pad_of(op.operand, memo)
+        if p is None:
+            return None
+        n = len(shape_of(op.res.type))
+        return Pad(p.mask, p.load, p.value, (False,) * (n - len(p.varying)) + p.varying)
+    if isinstance(op, tl.UnaryOp):
+        p = _pad_of(op.operand, memo)
+        return None if p is None else Pad(p.mask, p.load, _unary_pad(op.fn.data, p.value), p.varying)
+    if isinstance(op, tl.BinaryOp):
+        a, b = _pad_of(op.lhs, memo), _pad_of(op.rhs, memo)
+        if a is None and b is None:
+            return None
+        if a is not None and b is not None and a.mask is not b.mask:
+            return None
+        base = a or b
+        n = len(shape_of(op.res.type))
+        varying = _merge_varying(n, a, b)
+        value = _binary_pad(op.fn.data, _operand_pad(op.lhs, a), _operand_pad(op.rhs, b))
+        return Pad(base.mask, base.load, value, varying)
+    if isinstance(op, tl.WhereOp):
+        a, b = _pad_of(op.lhs, memo), _pad_of(op.rhs, memo)
+        cond = _through_shape(op.cond)
+        for p in (a, b):
+            if p is not None and cond is p.mask:
+                # where(mask, x, y): the masked-off lanes take y
+                n = len(shape_of(op.res.type))
+                return Pad(p.mask, p.load, _operand_pad(op.rhs, b), _merge_varying(n, a, b))
+        return None
+    return None
+
+
+def _through_shape(v: SSAValue) -> SSAValue:
+    while isinstance(v.owner, tl.ExpandDimsOp | tl.BroadcastOp):
+        v = v.owner.operand
+    return v
+
+
+def _merge_varying(n: int, a: Pad | None, b: Pad | None) -> tuple[bool, ...]:
+    out = [False] * n
+    for p in (a, b):
+        if p is not None:
+            k = n - len(p.varying)
+            for i, flag in enumerate(p.varying):
+                out[k + i] = out[k + i] or flag
+    return tuple(out)
+
+
+def _operand_pad(v: SSAValue, p: Pad | None) -> float | str:
+    """The value an operand has at the padded lanes: its padding, a constant, or data."""
+    if p is not None:
+        return p.value
+    o = v.owner
+    if isinstance(o, tl.ConstOp) and not isinstance(o.number, bool):
+        return float(o.number)
+    if isinstance(o, tl.FullOp) and isinstance(o.value.owner, tl.ConstOp):
+        return float(o.value.owner.number)
+    return "finite"  # data of the unmasked operand: assumed finite
+
+
+def _unary_pad(fn: str, x: float | str) -> float | str:
+    if isinstance(x, float):
+        try:
+            return {"neg": -x, "abs": abs(x), "exp": math.exp(x) if x < 709 else math.inf}.get(fn, "unknown")
+        except (OverflowError, ValueError):
+            return "unknown"
+    if fn == "exp" and x in ("finite", "positive"):
+        return "positive"
+    if fn in ("neg", "abs") and x == "finite":
+        return "finite"
+    return "unknown"
+
+
+def _binary_pad(fn: str, a: float | str, b: float | str) -> float | str:
+    if isinstance(a, float) and isinstance(b, float):
+        try:
+            value = {
+                "add": lambda: a + b,
+                "sub": lambda: a - b,
+                "mul": lambda: a * b,
+                "maximum": lambda: max(a, b),
+                "minimum": lambda: min(a, b),
+            }[fn]()
+        except (KeyError, ArithmeticError):
+            return "unknown"
+        return "unknown" if math.isnan(value) else value
+    const, other = (a, b) if isinstance(a, float) else (b, a)
+    if not isinstance(const, float):
+        return (
+            "finite"
+            if fn in ("add", "sub", "mul") and a in ("finite", "positive") and b in ("finite", "positive")
+            else "unknown"
+        )
+    if other not in ("finite", "positive"):
+        return "unknown"
+    if fn in ("add", "sub"):
+        if math.isinf(const):
+            return const if (fn == "add" or const is a) else -const
+        return "finite"
+    if fn == "mul":
+        return 0.0 if const == 0.0 else ("finite" if math.isfinite(const) else "unknown")
+    if fn == "maximum" and const == -math.inf or fn == "minimum" and const == math.inf:
+        return other
+    return "unknown"
+
+
+@rule(
+    "dataflow.masked-reduce",
+    family="dataflow",
+    severity="error",
+    summary="a reduction includes masked-off lanes whose value is not the reduction's identity",
+    explanation="""
+A masked `load` gives its masked-off lanes `other` (0 when absent), and those lanes are still
+part of the tile: a reduction over the tile includes them. They are harmless only when they
+hold the reduction's identity: 0 for `sum`, 1 for `prod`, -inf for `max` and `argmax`, +inf
+for `min` and `argmin`. The verifier follows the padding value through casts, arithmetic and
+`where(mask, x, y)` from the load to each reduction along a dimension the mask varies in, and
+reports a reduction whose padding is provably not its identity, when z3 shows the mask can be
+false for some shape the `where` allows. The classic case is a softmax that loads with the
+default `other` (0): the row maximum of an all-negative row becomes 0, and every padded lane
+adds `exp(0 - max)` to the denominator.
+""",
+    bad="""
+kernel softmax<BLOCK = 1024>(x: global f32[M, N], y: out global f32[M, N])
+  where N <= BLOCK
+  target sm_90 grid(M) warps(4)
+{
+  row = program_id(0)
+  cols = arange(0, BLOCK)
+  mask = cols < N
+  v = load(x[row, cols], mask = mask)
+  e = exp(v - max(v, axis = 0))  # <-
+  store(y[row, cols], e / sum(where(mask, e, 0.0), axis = 0), mask = mask)
+}
+""",
+    good="""
+kernel softmax<BLOCK = 1024>(x: global f32[M, N], y: out global f32[M, N])
+  where N <= BLOCK
+  target sm_90 grid(M) warps(4)
+{
+  row = program_id(0)
+  cols = arange(0, BLOCK)
+  mask = cols < N
+  v = load(x[row, cols], mask = mask, other = -inf)
+  e = exp(v - max(v, axis = 0))
+  store(y[row, cols], e / sum(where(mask, e, 0.0), axis = 0), mask = mask)
+}
+""",
+)
+def check_masked_reduce(ctx: Context) -> Iterator[Diagnostic]:
+    memo: dict = {}
+    sym = ctx.symbolic
+    for info in ctx.ops(tl.ReduceOp, tl.ArgReduceOp):
+        op = info.op
+        fn = op.fn.data
+        identity = _IDENTITY.get(fn)
+        if identity is None or not _is_float(op.operand):
+            continue
+        pad = _pad_of(op.operand, memo)
+        axis = op.axis.data
+        if pad is None or not pad.varying[axis] or not _not_identity(fn, pad.value):
+            continue
+        lanes = sym.lanes(shape_of(pad.mask.type), f"pad{ctx.order[pad.load]}")
+        m = sym.value(pad.mask, lanes)
+        if m.tainted:
+            continue
+        cex = sym.counterexample(m.expr)
+        if cex is None or "unknown" in cex:
+            continue
+        shown = readable({k: v for k, v in cex.items() if k in ctx.kernel.shape_symbols})
+        held = _pad_text(pad.value)
+        ident = {0.0: "0", 1.0: "1", -math.inf: "-inf", math.inf: "+inf"}[identity]
+        yield ctx.report(
+            op,
+            f"{fn} along axis {axis} includes the lanes that the load's mask turns off (e.g. when "
+            f"{format_counterexample(shown) or 'the mask is false'}); they hold {held}, not {fn}'s identity {ident}, "
+            "so the result depends on the padding",
+            hint=f"give the load `other = {ident}` (the identity of {fn}), or reset the masked lanes with "
+            f"where(mask, x, {ident if ident != '+inf' else 'inf'}) before reducing",
+            related=[(pad.load, "the masked load")],
+            counterexample=shown or None,
+        )
+
+
+def _is_float(v: SSAValue) -> bool:
+    return v.type.dtype.data not in tl.INT_DTYPES and v.type.dtype.data != "i1"
+
+
+def _not_identity(fn: str, value: float | str) -> bool:
+    identity = _IDENTITY[fn]
+    if isinstance(value, float):
+        return value != identity
+    if value == "positive":
+        return fn in ("sum", "max", "min", "argmax", "argmin")
+    if value == "finite":
+        return fn in ("max", "min", "argmax", "argmin")
+    return False
+
+
+def _pad_text(value: float | str) -> str:
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "-inf" if value < 0 else "+inf"
+        return f"{value:g}"
+    return {"finite": "finite values", "positive": "positive values"}.get(value, "some value")
