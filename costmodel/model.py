@@ -10,30 +10,32 @@
 `predict` counts the program (`counting.py`), finds its occupancy (`occupancy.py`), models L2
 reuse between the programs of a wave (here), and times it wave by wave (`timing.py`); the
 calibration (`calibration.py`) multiplies each resource's time by a fitted per-target factor.
+mtia-sim has a model of its own (`mtia.py`); both answer with an `Estimate` (`estimate.py`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from xdsl.ir import Operation
 
-from costmodel import calibration, hints
-from costmodel.counting import Access, CountError, Counts, Evaluator, count, synchronous_on
+from costmodel import calibration, hints, mtia
+from costmodel.counting import Access, Counts, Evaluator, synchronous_on
+from costmodel.estimate import Estimate, Term, bind_env, count_or_fail
 from costmodel.occupancy import SMEM_RESERVED, Occupancy, occupancy
 from costmodel.spec import Chip, chip
 from costmodel.timing import COMPUTE, RESOURCES, Raw, overlap
-from kir.diagnostics import Diagnostic, KirError, Related, Span
+from kir.diagnostics import Diagnostic, Related, Span
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
-from kir.dialect.types import SmemType, TileType, shape_of
 from kir.dtypes import DTYPES
-from kir.program import Program, span_of
+from kir.program import Program
+from kir.targets import spec
 
 WAVE_SAMPLE_LIMIT = 8192
 L2_RESIDENT = 0.75  # a tensor up to this share of L2 stays there once read  # programs of the first wave whose tiles are compared for reuse
@@ -51,179 +53,6 @@ UNIT_NAMES = {
     "lsu": "LSU / MIO issue (load, store, shuffle instructions)",
     "shfl": "LSU / MIO issue (load, store, shuffle instructions)",
 }
-
-
-@dataclass(frozen=True)
-class Term:
-    """One line of the breakdown: a cost and the op (span) that causes it."""
-
-    name: str
-    seconds: float
-    amount: float  # bytes or operations (all programs)
-    unit: str  # "bytes", "flops", "ops", "s"
-    span: Span | None = None
-    note: str = ""
-    resource: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        s = self.span
-        return {
-            "name": self.name,
-            "seconds": self.seconds,
-            "amount": self.amount,
-            "unit": self.unit,
-            "resource": self.resource,
-            "note": self.note,
-            "span": None if s is None else {"file": s.file, "line": s.line, "col": s.col},
-        }
-
-
-@dataclass
-class Estimate:
-    time_s: float
-    bottleneck: str
-    breakdown: list[Term]
-    counts: dict[str, float]
-    occupancy: Occupancy
-    waves: float
-    hints: list[Diagnostic] = field(default_factory=list)
-    resources: dict[str, float] = field(default_factory=dict)  # seconds per resource over all waves
-    uncalibrated_s: float = 0.0
-    target: str = ""
-    raw: Raw | None = field(default=None, repr=False)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "time_s": self.time_s,
-            "uncalibrated_s": self.uncalibrated_s,
-            "bottleneck": self.bottleneck,
-            "waves": self.waves,
-            "occupancy": self.occupancy.to_json(),
-            "counts": self.counts,
-            "resources": self.resources,
-            "breakdown": [t.to_json() for t in self.breakdown],
-            "hints": [d.to_json() for d in self.hints],
-        }
-
-
-def bind_env(program: Program, params: dict[str, int] | None, shapes: dict[str, int] | None) -> dict[str, int]:
-    env = {**program.params, **(params or {}), **(shapes or {})}
-    missing = [s for s in program.kernel.shape_symbols if s not in env]
-    if missing:
-        raise KirError(
-            Diagnostic(
-                "cost.shape",
-                "error",
-                program.span(),
-                f"the cost of {program.name} depends on shape symbols with no value: {', '.join(missing)}",
-                "give them: --shape " + " --shape ".join(f"{m}=..." for m in missing),
-            )
-        )
-    for name, value in env.items():
-        if not -LARGEST_VALUE <= value <= LARGEST_VALUE:
-            span = program.param_spans.get(name) or program.span()
-            raise KirError(
-                Diagnostic(
-                    "cost.value",
-                    "error",
-                    span,
-                    f"`{name} = {value}` is beyond what the cost model evaluates (|value| <= 2^62)",
-                    "a size or parameter that large launches no kernel a GPU runs; give a realistic value",
-                )
-            )
-    _check_shapes(program, env)
-    _check_where(program, env)
-    _check_tiles(program, env)
-    return env
-
-
-def _check_shapes(program: Program, env: dict[str, int]) -> None:
-    """A shape symbol is a size: at least 1, as the verifier assumes of every shape symbol."""
-    for name in program.kernel.shape_symbols:
-        if env[name] >= 1:
-            continue
-        arg = next((a for a, v in program.kernel.args if name in _arg_symbols(v)), None)
-        raise KirError(
-            Diagnostic(
-                "cost.shape",
-                "error",
-                program.arg_spans.get(arg) or program.span(),
-                f"shape symbol `{name}` = {env[name]}: a size is at least 1",
-                f"give it a positive value: --shape {name}=...",
-            )
-        )
-
-
-def _arg_symbols(arg) -> set[str]:
-    t = arg.type
-    return set().union(*(d.data.symbols() for d in [*t.shape.data, *t.strides.data]))
-
-
-def _check_where(program: Program, env: dict[str, int]) -> None:
-    """The kernel's `where` holds for these shapes and parameters: the program is written only
-    for those (`where N <= BLOCK`: one tile a row), so any other estimate counts the wrong
-    bytes. When the parameters alone leave no shapes, the verifier's own `types.where` (as `kir
-    check` reports it) says so."""
-    broken = [w.data for w in program.kernel.where.data if not _holds(w.data, env)]
-    if not broken:
-        return
-    from verifier.context import Context  # noqa: PLC0415 - only a broken clause needs it
-    from verifier.rules.types import unsatisfiable_where, where_span  # noqa: PLC0415
-
-    ctx = Context(program, None, {k: env[k] for k in program.params})
-    contradiction = unsatisfiable_where(ctx)
-    if contradiction:
-        raise KirError(contradiction)
-    expr = broken[0]
-    shown = ", ".join(f"{s} = {env[s]}" for s in sorted(expr.symbols()) if s in env)
-    raise KirError(
-        Diagnostic(
-            "cost.where-violated",
-            "error",
-            where_span(ctx),
-            f"these shapes break `where {expr}`: {shown}; the program is not written for them",
-            "give shapes that satisfy the constraint (--shape), or parameters that admit them (--param)",
-        )
-    )
-
-
-def _holds(expr, env: dict[str, int]) -> bool:
-    try:
-        return bool(expr.evaluate(env))
-    except ZeroDivisionError:  # `K % BK == 0` with BK = 0: no shape satisfies it
-        return False
-
-
-def _check_tiles(program: Program, env: dict[str, int]) -> None:
-    """Every tile and shared buffer has at least one element along each dimension (a
-    non-positive `BLOCK` the `where` does not rule out would count negative bytes)."""
-    for op in program.kernel.walk():
-        for r in op.results:
-            if not isinstance(r.type, TileType | SmemType):
-                continue
-            for d in shape_of(r.type):
-                try:
-                    n = d.evaluate(env)
-                except (KeyError, ZeroDivisionError):
-                    continue  # the count reports what it cannot evaluate
-                if n >= 1:
-                    continue
-                shown = ", ".join(f"{s} = {env[s]}" for s in sorted(d.symbols()) if s in env)
-                what = "tile" if isinstance(r.type, TileType) else "shared buffer"
-                raise KirError(
-                    Diagnostic(
-                        "cost.value",
-                        "error",
-                        span_of(op) or program.span(),
-                        f"this {what}'s dimension `{d}` is {n} (with {shown}): a {what} has at least one "
-                        "element along each dimension",
-                        "give the parameters positive values",
-                    )
-                )
-
-
-LARGEST_VALUE = 1 << 62  # sizes and parameters evaluate in int64 (numpy), with room for a sum
 
 
 def _reuse(
@@ -306,15 +135,6 @@ def _ring_stages(program: Program, env: dict[str, int]) -> int:
             except (KeyError, ZeroDivisionError):
                 pass
     return best
-
-
-def count_or_fail(program: Program, env: dict[str, int]) -> Counts:
-    """`count`, its failure as a `cost.count` diagnostic."""
-    try:
-        counts, _ = count(program, env)
-    except CountError as err:
-        raise KirError(Diagnostic("cost.count", "error", program.span(), str(err))) from None
-    return counts
 
 
 def analyze(
@@ -674,7 +494,6 @@ def off_target(program: Program, target: str, params: dict[str, int] | None) -> 
     """One `cost.target` warning when the program is written for another target and the
     verifier's target rules find what this one lacks (mbarriers, TMA, wgmma, warp roles, ...):
     the estimate leaves their work out or counts it as its nearest equivalent here."""
-    from kir.targets import spec  # noqa: PLC0415
     from verifier import RULES, load_rules  # noqa: PLC0415
     from verifier.engine import verify  # noqa: PLC0415
 
@@ -724,8 +543,6 @@ class CostModel:
         memory estimates with the compiler's figures."""
         target = target or program.kernel.target.data
         if chip(target).name == "mtia_sim":  # a PE's engines, port and one thread of control
-            from costmodel import mtia  # noqa: PLC0415
-
             est = mtia.estimate(program, target, params, shapes, self.factors(target))
             est.hints = off_target(program, target, params) + est.hints
             return est

@@ -36,13 +36,17 @@ import numpy as np
 from xdsl.ir import Block, Operation, SSAValue
 
 from costmodel.counting import Evaluator, sample_ids
-from costmodel.spec import Chip
+from costmodel.estimate import Estimate, Term, bind_env, count_or_fail
+from costmodel.occupancy import Occupancy
+from costmodel.spec import Chip, chip
+from costmodel.timing import Raw
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.types import GlobalType, ScalarType, SmemType, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
 from kir.program import Program, span_of
+from kir.targets import spec
 
 ENGINES = ("vec", "sfu", "red", "dpe")
 SFU_UNARY = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "erf", "sigmoid", "tanh", "sin", "cos"}
@@ -426,20 +430,12 @@ def _matmul_flops(program: Program, env: dict[str, int]) -> float:
     """The dots' flops over all programs, counted as for every other target (`counting.py`: 2
     per multiply-add, loop trips and the branches taken included), so that a program's matmul
     figure does not depend on the chip it is estimated for."""
-    from costmodel.model import count_or_fail  # noqa: PLC0415 - model imports this module
-
     counts = count_or_fail(program, env)
     return counts.unit_total("tensor") * counts.programs
 
 
 def estimate(program: Program, target: str, params, shapes, factors: dict[str, float] | None = None):
     """The `Estimate` of `program` on mtia-sim (`CostModel.predict` calls this for the chip)."""
-    from costmodel.model import Estimate, Term, bind_env  # noqa: PLC0415 - model imports this module
-    from costmodel.occupancy import Occupancy  # noqa: PLC0415
-    from costmodel.spec import chip  # noqa: PLC0415
-    from costmodel.timing import Raw  # noqa: PLC0415
-    from kir.targets import spec  # noqa: PLC0415
-
     c = chip(target)
     pe = Pe.of(c, spec(target).raw.get("cost", {}))
     env = bind_env(program, params, shapes)
