@@ -9,6 +9,7 @@ A compile error in generated code is a bug of the backend, not of the program: i
 from __future__ import annotations
 
 import re
+import traceback
 from pathlib import Path
 
 from kir.diagnostics import Diagnostic
@@ -60,8 +61,6 @@ def error_line(source: str, path: Path | str, err: BaseException) -> int | None:
 def _traceback_lines(err: BaseException, path: str) -> list[int]:
     """Lines of the generated file in an exception's traceback, innermost first (an error
     raised by the Python of an interpreted kernel)."""
-    import traceback
-
     return [f.lineno for f in reversed(traceback.extract_tb(err.__traceback__)) if f.filename == path and f.lineno]
 
 
