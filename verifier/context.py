@@ -180,7 +180,7 @@ class Context:
 
     @cached_property
     def symbolic(self):
-        from verifier.symbolic import Symbolic
+        from verifier.symbolic import Symbolic  # z3 and the evaluator: only for a rule that proves
 
         return Symbolic(self)
 

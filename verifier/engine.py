@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+import verifier.rules
 from kir.diagnostics import Diagnostic, Span
 from kir.parser import fewer_collections
 from kir.program import Program
@@ -15,18 +16,14 @@ _LOADED = False
 
 
 def load_rules() -> None:
-    """Import every rule family module (each registers its rules) and the learned rules."""
+    """Import every rule family module; each registers its rules (`learned_files` registers the
+    learned rules' files)."""
     global _LOADED
     if _LOADED:
         return
-    import verifier.rules as rules_pkg
-
-    for mod in sorted(pkgutil.iter_modules(rules_pkg.__path__), key=lambda m: m.name):
+    for mod in sorted(pkgutil.iter_modules(verifier.rules.__path__), key=lambda m: m.name):
         if not mod.ispkg:
             importlib.import_module(f"verifier.rules.{mod.name}")
-    from verifier.learned import load_learned_rules
-
-    load_learned_rules()
     _LOADED = True  # only once every module imported: a failed import is retried next time
 
 
@@ -49,6 +46,8 @@ def _verify(
     load_rules()
     ctx = Context(program, target, params)
     if rules is None or "types.where" in rules:
+        # Not imported with the engine: a rule module registers its rules when imported, and
+        # `load_rules` (above) is what imports the families, in their order.
         from verifier.rules.types import unsatisfiable_where
 
         try:
@@ -75,7 +74,7 @@ def _verify(
                 )
             )
     if "symbolic" in ctx.__dict__:
-        from verifier.symbolic import CACHE
+        from verifier.symbolic import CACHE  # with z3: only once a rule used the solver
 
         CACHE.flush()
     unique: list[Diagnostic] = []

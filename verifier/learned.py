@@ -48,9 +48,10 @@ Placeholders in `message` and `hint`: `op`, `target`, `role`, `regs`, `loop_dept
 each property by name, `<operand>.dtype`, `<operand>.kind`, `result.dtype`.
 
 `load_learned_rules()` registers every rule file of the package directory and of
-`$KIR_LEARNED_DIR` (where `kir rules add` installs when it is set). `install()` is `kir rules
-add`: it validates a file, checks that it flags no known-good program and every failure it
-names, then copies it in.
+`$KIR_LEARNED_DIR` (where `kir rules add` installs when it is set); `load_rules()` has it done
+by the family module `verifier/rules/learned_files.py`, so the engine needs nothing from here.
+`install()` is `kir rules add`: it validates a file, checks that it flags no known-good program
+and every failure it names, then copies it in.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import textwrap
 import tomllib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -70,6 +72,9 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from kir.diagnostics import SEVERITIES, Diagnostic, KirError, Span
 from kir.dialect import OPS
 from kir.dialect.types import GlobalType, MBarrierType, ScalarType, SmemType, SymAttr, TileType
+from kir.parser import parse
+from verifier.context import Context
+from verifier.engine import load_rules
 from verifier.registry import BAD_MARKER, CHECKS, RULES, Rule, register_data_rule
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -497,8 +502,6 @@ def parse_rule(text: str, file: str = "<rule>") -> tuple[LearnedRule | None, lis
 
 
 def _dedent(text: str) -> str:
-    import textwrap
-
     return textwrap.dedent(text).strip("\n") + "\n"
 
 
@@ -708,8 +711,6 @@ _PARSED: dict[tuple[str, str], Any] = {}  # (file, text) -> Program or KirError:
 
 
 def _parsed(text: str, file: str):
-    from kir.parser import parse
-
     key = (file, text)
     if key not in _PARSED:
         try:
@@ -724,8 +725,6 @@ def _parsed(text: str, file: str):
 
 def run_rule(lr: LearnedRule, text: str, file: str, target: str | None) -> list[Diagnostic]:
     """The rule's own diagnostics on a program (parse errors raise `KirError`)."""
-    from verifier.context import Context
-
     ctx = Context(_parsed(text, file), target)
     ctx.rule = lr.rule
     return list(lr.check(ctx))
@@ -735,8 +734,6 @@ def vet(lr: LearnedRule, corpus_dirs: list[Path] | None = None, rule_file: Path 
     """Why the rule may not be installed (empty: it may): it must flag its bad example at the
     marked line and every failure file its provenance names, and flag none of the known-good
     programs (examples/*.kir, every *.good.kir of the corpus, every rule's good example)."""
-    from verifier.engine import load_rules
-
     load_rules()
     out: list[Diagnostic] = []
     where = rule_file and str(rule_file)
@@ -867,8 +864,6 @@ def install(path: str | Path, corpus_dirs: list[Path] | None = None) -> tuple[Pa
     lr, problems = read_rule_file(path)
     if lr is None:
         return None, problems
-    from verifier.engine import load_rules
-
     load_rules()
     dest = install_dir() / f"{lr.name}.toml"
     if lr.rule.id in RULES or dest.exists():
