@@ -9,6 +9,7 @@ with `@rule(...)` that takes the analysis `Context` and yields diagnostics built
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -101,6 +102,4 @@ def register_data_rule(r: Rule, fn: CheckFn) -> None:
 
 
 def _dedent(text: str) -> str:
-    import textwrap
-
     return textwrap.dedent(text).strip("\n") + "\n"

@@ -11,19 +11,21 @@ reports the races and deadlocks no static rule named, at the op that does them.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import z3
 from xdsl.ir import Operation, SSAValue
 
-from kir.diagnostics import Diagnostic
+from kir.diagnostics import Diagnostic, KirError, Related, Span
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.types import SmemType
 from verifier.context import Context
 from verifier.registry import rule
+from verifier.symbolic import CACHE
 
 # ---- facts about shared-memory traffic ----------------------------------------------------------
 
@@ -738,8 +740,6 @@ def model_check(ctx: Context) -> list[Diagnostic]:
         return result
     key = _model_key(ctx)
     if key is not None:
-        from verifier.symbolic import CACHE
-
         hit, cached = CACHE.get(key)
         if hit and isinstance(cached, list):
             result.extend(_diagnostic_from_json(d) for d in cached)
@@ -752,8 +752,6 @@ def model_check(ctx: Context) -> list[Diagnostic]:
 
 def _model_key(ctx: Context) -> str | None:
     """The model check's answer depends on the exact text (spans), the target and parameters."""
-    import hashlib
-
     if ctx.program.source is None:
         return None
     blob = "\0".join([ctx.program.source, ctx.file, ctx.target, repr(sorted(ctx.params.items()))])
@@ -761,8 +759,6 @@ def _model_key(ctx: Context) -> str | None:
 
 
 def _diagnostic_from_json(j: dict) -> Diagnostic:
-    from kir.diagnostics import Related, Span
-
     def span(d):
         return Span(d["line"], d["col"], d["end_line"], d["end_col"], d["file"]) if d.get("line") else None
 
@@ -778,13 +774,13 @@ def _diagnostic_from_json(j: dict) -> Diagnostic:
 
 
 def _run_model(ctx: Context, result: list[Diagnostic]) -> None:
+    # numpy and the interpreter are loaded only for a kernel whose synchronization is run
     from verifier.instance import small_instance
 
     inst = small_instance(ctx)
     if inst is None:
         return
     inputs, shapes = inst
-    from kir.diagnostics import KirError
     from kir.interp import run
 
     try:

@@ -14,10 +14,13 @@ also check here, with the parameter values the verifier was given.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from kir.diagnostics import Diagnostic
+import z3
+
+from kir.diagnostics import Diagnostic, Span
 from kir.dialect import explicit as ex
 from kir.dialect import tile as tl
 from kir.dialect.types import MBarrierType, SmemType, TileType, shape_of, shape_text
@@ -913,10 +916,6 @@ def _param_text(ctx, op) -> str:
 
 def where_span(ctx: Context):
     """The span of the kernel's `where` clauses (the kernel's own span where the text is not at hand)."""
-    import re
-
-    from kir.diagnostics import Span
-
     source, kernel_span = ctx.program.source, ctx.span(ctx.kernel)
     if source is None or kernel_span is None:
         return kernel_span
@@ -974,8 +973,6 @@ def unsatisfiable_where(ctx: Context) -> list[Diagnostic]:
 
 
 def _unsatisfiable_where(ctx: Context) -> list[Diagnostic]:
-    import z3
-
     sym = ctx.symbolic
     clauses = list(ctx.kernel.where.data)
     at_least_one = [sym.sym_var(n) >= 1 for n in ctx.kernel.shape_symbols]
