@@ -3,8 +3,9 @@ which KIR op produced each generated line, and the checks that an emitter accept
 
 An emitter is a class with a `name` ("triton", "gluon", "cuda", ...), `accepts(program)` (the
 diagnostics that make it refuse a program: a level or an op it cannot express) and
-`emit(program, params)` returning a `Lowered`. A new target is a new module under
-`lowering/emit/` that calls `register(...)`; nothing else changes.
+`emit(program, params)` returning a `Lowered`. A new target is a new module (or package) under
+`lowering/emit/` that calls `register(...)`; nothing else changes. The modules that emitters
+share are named in `SHARED`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from xdsl.ir import Operation
 
@@ -89,18 +91,32 @@ class Emitter:
 
 EMITTERS: dict[str, Emitter] = {}
 
+# The modules and packages of lowering/emit/ that hold what emitters share; every other one is
+# a target's emitter, which registers itself when imported.
+SHARED = frozenset({"base", "names", "pyexpr", "cbase"})
+
 
 def register(emitter: Emitter) -> Emitter:
+    """Make `emitter` the backend of its name (once: Python runs a module's body once)."""
+    held = EMITTERS.get(emitter.name)
+    if held is not None and type(held).__module__ != type(emitter).__module__:
+        raise RuntimeError(
+            f"two emitters named '{emitter.name}': in {type(held).__module__} and in {type(emitter).__module__}"
+        )
     EMITTERS[emitter.name] = emitter
     return emitter
 
 
 def load_emitters() -> None:
-    import lowering.emit as pkg
-
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        if mod.name not in ("base", "names") and not mod.ispkg:
-            importlib.import_module(f"lowering.emit.{mod.name}")
+    """Import every emitter of lowering/emit/ (a module or a package), which registers it."""
+    for mod in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if mod.name in SHARED:
+            continue
+        name = f"lowering.emit.{mod.name}"
+        importlib.import_module(name)
+        if not any(f"{type(e).__module__}.".startswith(f"{name}.") for e in EMITTERS.values()):
+            # a helper module left out of SHARED would pass for a target without this check
+            raise RuntimeError(f"{name} registers no emitter: a module that emitters share belongs in SHARED")
 
 
 def lower(program: Program, to: str, params: dict[str, int] | None = None) -> Lowered:
