@@ -6,10 +6,10 @@ its type, through `convert_layout` at the op that makes the tile.
       acc = wgmma(as[s], bs[s], acc)             acc = wgmma(as[s], bs[s], acc)
     ...                                        ...
 
-The choice (the one the Gluon emitter makes, and which it takes from here): tiles that must share
-a layout form classes (union-find over values: an op's result and its elementwise operands, a
-loop's init, body argument, yield and result, a branch's yields and result, a load and its mask,
-a wgmma's accumulator and result). A class with a `convert_layout` result has that layout; a
+The choice is the Gluon emitter's (lowering/emit/gluon/layouts.py), which this pass writes
+down: tiles that must share a layout form classes (union-find over values: an op's result and
+its elementwise operands, a loop's init, body argument, yield and result, a branch's yields and
+result, a load and its mask, a wgmma's accumulator and result). A class with a `convert_layout` result has that layout; a
 class holding a wgmma accumulator has the wgmma register layout `mma([3, 0], warps_per_cta,
 [16, n, 256 / bits])`; a class whose only claim is being converted by `convert_layout` takes the
 layout it is converted to (so the conversion costs nothing); any other class gets a blocked
@@ -44,152 +44,14 @@ from kir.diagnostics import Diagnostic
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
-from kir.dialect.types import Layout, TileType, dtype_of, shape_of
-from kir.dtypes import DTYPES
+from kir.dialect.types import Layout, TileType, shape_of
 from kir.program import Program, set_span, span_of
+from lowering.emit.gluon import GluonEmitter
+from lowering.emit.gluon.layouts import MAKERS, LayoutClasses, LayoutError
 from lowering.passes import PassResult
 
 RULE = "lower.layouts"
 TARGETS = ("sm_90",)
-
-
-class LayoutError(Exception):
-    """A tile that no register layout of the target fits (said at the op that asked)."""
-
-    def __init__(self, message: str, hint: str = ""):
-        super().__init__(message)
-        self.message, self.hint = message, hint
-
-
-class LayoutClasses:
-    """Tiles that must share one register layout (union-find over KIR values): an op's result
-    and its elementwise operands, a loop's init, body argument, yield and result, a wgmma's
-    accumulator and result. A class holding a wgmma accumulator takes the MMA layout."""
-
-    def __init__(self, kernel: st.KernelOp):
-        self.parent: dict[SSAValue, SSAValue] = {}
-        self.mma: dict[SSAValue, int] = {}  # root -> bits of the wgmma operands
-        self.fixed: dict[SSAValue, Layout] = {}  # root -> the layout a convert_layout gives it
-        self.wanted: dict[SSAValue, Layout] = {}  # root -> the layout a convert_layout turns it into
-        for op in kernel.walk():
-            self._visit(op)
-
-    def find(self, v: SSAValue) -> SSAValue:
-        root = v
-        while self.parent.get(root, root) is not root:
-            root = self.parent[root]
-        while v is not root:
-            nxt = self.parent.get(v, v)
-            self.parent[v] = root
-            v = nxt
-        return root
-
-    def union(self, a: SSAValue, b: SSAValue) -> None:
-        if not (isinstance(a.type, TileType) and isinstance(b.type, TileType)):
-            return
-        if len(shape_of(a.type)) != len(shape_of(b.type)):
-            return
-        ra, rb = self.find(a), self.find(b)
-        if ra is rb:
-            return
-        self.parent[rb] = ra
-        for claims in (self.fixed, self.wanted):
-            if rb in claims:
-                claims.setdefault(ra, claims.pop(rb))
-        if rb in self.mma:
-            self.mma[ra] = self.mma.pop(rb)
-
-    def _visit(self, op: Operation) -> None:
-        if isinstance(op, tl.BinaryOp | tl.CompareOp | tl.WhereOp | tl.UnaryOp | tl.CastOp):
-            for v in op.operands:
-                self.union(op.results[0], v)
-        elif isinstance(op, st.ForOp):
-            block = op.body.block
-            last = block.last_op
-            yields = list(last.values) if isinstance(last, st.YieldOp) else []
-            for i, (init, res) in enumerate(zip(op.inits, op.res, strict=True)):
-                self.union(res, init)
-                self.union(res, block.args[1 + i])
-                if i < len(yields):
-                    self.union(res, yields[i])
-        elif isinstance(op, st.IfOp):
-            for region in (op.then_body, op.else_body):
-                last = region.block.last_op
-                if isinstance(last, st.YieldOp):
-                    for res, y in zip(op.res, last.values, strict=True):
-                        self.union(res, y)
-        elif isinstance(op, tl.LoadOp) and op.mask is not None:
-            self.union(op.res, op.mask)
-        elif isinstance(op, ex.WgmmaOp):
-            self.union(op.res, op.acc)
-            self.mma[self.find(op.res)] = DTYPES[dtype_of(op.a.type)].bits
-        elif isinstance(op, ex.ConvertLayoutOp):
-            self.fixed[self.find(op.res)] = op.layout.data
-            self.wanted.setdefault(self.find(op.operand), op.layout.data)
-
-    def choose(self, v: SSAValue, shape: list[int], warps: int) -> Layout:
-        """The layout of `v`'s class when `v` (of static `shape`) is the first member asked
-        about, in code running on `warps` warps."""
-        root = self.find(v)
-        if isinstance(v.type, TileType) and v.type.layout.data:
-            return v.type.layout.data[0].data
-        if root in self.fixed:
-            return self.fixed[root]
-        if root in self.mma:
-            if len(shape) != 2:
-                raise LayoutError("a wgmma accumulator is a 2-D tile")
-            if warps < 4 or shape[0] < 16 * min(warps, 4) or shape[0] % 16:
-                raise LayoutError(
-                    f"a {shape[0]}-row wgmma accumulator in a {warps}-warp partition: "
-                    "wgmma gives each warp of a warpgroup 16 rows, so a warpgroup needs at least 64",
-                    "give each warpgroup at least 64 rows of the accumulator (BM / units >= 64)",
-                )
-            if shape[1] % 8:
-                raise LayoutError(f"a wgmma accumulator of {shape[1]} columns: wgmma's N is a multiple of 8")
-            wpc, instr = mma_layout(shape[0], shape[1], self.mma[root], warps)
-            return Layout("mma", ((3, 0), tuple(wpc), tuple(instr)))
-        if root in self.wanted:
-            return self.wanted[root]
-        return blocked_layout(shape, DTYPES[dtype_of(v.type)].bits, warps)
-
-
-def mma_layout(rows: int, cols: int, bits: int, warps: int) -> tuple[list[int], list[int]]:
-    """warps_per_cta and instr_shape of a wgmma accumulator [rows, cols] on `warps` warps
-    (the rules of Gluon's 05-wgmma tutorial: m = 16, k = 256 / bits, n <= 256 dividing cols)."""
-    wpc = [4, 1]
-    while wpc[0] * wpc[1] < warps:
-        if rows > 16 * wpc[0]:
-            wpc[0] *= 2
-        else:
-            wpc[1] *= 2
-    m_reps = -(-rows // 16)
-    n_reps = -(-warps // m_reps)
-    max_n = max(cols // n_reps, 8)
-    n = 256
-    while n > 8 and (n > max_n or cols % n):
-        n -= 8
-    return wpc, [16, n, 256 // bits]
-
-
-def blocked_layout(shape: list[int], bits: int, warps: int) -> Layout:
-    """16-byte vectors along the last dimension, lanes then warps down the rows."""
-    rank = len(shape)
-    vec = max(1, min(128 // max(bits, 8), shape[-1]))
-    tpw_last = max(1, min(32, shape[-1] // vec))
-    if rank == 1:
-        return Layout("blocked", ((vec,), (32,), (warps,), (0,)))
-    spt = [1] * (rank - 1) + [vec]
-    tpw = [1] * rank
-    tpw[-1] = tpw_last
-    tpw[-2] = 32 // tpw_last
-    wpc = [1] * rank
-    wpc[0] = warps
-    order = list(range(rank - 1, -1, -1))
-    return Layout("blocked", (tuple(spt), tuple(tpw), tuple(wpc), tuple(order)))
-
-
-# The ops that make a tile with a layout of their own in Gluon (the others take their operands').
-MAKERS = (tl.ZerosOp, tl.FullOp, tl.ArangeOp, tl.LoadOp)
 
 
 class _Skip(Exception):
@@ -219,8 +81,6 @@ class LayoutPass:
     def _choose(self, program: Program) -> dict[SSAValue, Layout]:
         """The layout of each tile made by a MAKERS op or a wgmma, in the order the Gluon emitter
         asks (the order of the program)."""
-        from lowering.emit.gluon import GluonEmitter
-
         kernel = program.kernel
         if self.target not in TARGETS or kernel.target.data not in TARGETS:
             raise _Skip(
