@@ -1,4 +1,7 @@
-"""The bodies of `kir run` and `kir bench` (declared in kir/cli.py, which imports this lazily).
+"""The `kir` command, assembled: the language's commands (`kir.cli`), the verifier's
+(`verifier.cli`), and the candidate pipeline's, declared here: `check`, `cost`, `lower`,
+`compile` and `run` are `agent.pipeline.evaluate` up to their stage, and their `--json` prints
+its Record (schema kir.record/1); `bench` is the suite runner.
 
 `kir run FILE --task TASK --backend B`: the correctness protocol for one program against a
 task, in a child process with a timeout. `kir bench [TASK...]`: the suite runner
@@ -13,14 +16,48 @@ import cannot take the command down with it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
+
+from kir import cli as kcli
+from kir.cli import (
+    DEFAULT_PRESET,
+    GPU_BACKENDS,
+    MAX_SEED,
+    RUN_BACKENDS,
+    ArchAlias,
+    BackendOpt,
+    BackendsOpt,
+    FileArg,
+    JsonOpt,
+    Outcome,
+    OutputAlias,
+    ParamOpt,
+    PresetOpt,
+    ShapeOpt,
+    TargetOpt,
+    TimeoutOpt,
+    ToAlias,
+    _emit,
+    _guarded,
+    _in_range,
+    _merged,
+    _one_of,
+    _render,
+    _specs,
+    _writable,
+    exit_code,
+    usage,
+)
 from kir.diagnostics import Diagnostic, KirError
+from verifier import cli as verifier_cli
 
 SUITE = Path(__file__).resolve().parents[1] / "benchmarks" / "tasks"
-DEFAULT_PRESET = "test"  # kir.cli.DEFAULT_PRESET: why it is `test` is written there
 
 
 def _missing(name: str) -> KirError:
@@ -77,79 +114,54 @@ def preset_of(task, given: str | None) -> str:
     return given
 
 
-def _usage_record(diags: list[Diagnostic], stage: str = "usage") -> dict[str, Any]:
-    return {"ok": False, "stage": stage, "diagnostics": [d.to_json() for d in diags], "metrics": {}}
+def usage_record(file: str | None, until: str, diags: list[Diagnostic], stage: str = "usage", **values: Any):
+    """The Record of a command line that stopped before the candidate was looked at."""
+    from agent.pipeline import Record
+
+    return Record(candidate="", file=file or "", stage=stage, ok=False, until=until, diagnostics=tuple(diags), **values)
 
 
 def run_command(
     file: str, task_name: str, backend: str, preset: str | None, params: dict[str, int], seeds: list[int] | None,
     timeout: float, device: str | None,
-) -> tuple[dict[str, Any], str | None]:  # fmt: skip
-    """(the record, the program's source for rendering). Program parameters come from the
-    task's entry for this file (if it is one of the task's programs), then from `params`. The
-    record says which preset ran (`preset`)."""
-    from agent.harness.backends import BACKENDS, CPU_BACKENDS
+) -> tuple[Any, str | None]:  # fmt: skip
+    """(the Record of `evaluate(..., until="run")`, the program's source for rendering). Program
+    parameters come from the task's entry for this file (if it is one of the task's programs),
+    then from `params`. The Record says which preset ran."""
+    from agent.harness.backends import BACKENDS
+    from agent.pipeline import Candidate, evaluate
 
     if backend not in BACKENDS:
         diag = Diagnostic("cli.backend", "error", None, f"no backend `{backend}`", f"one of {', '.join(BACKENDS)}")
-        return _usage_record([diag]), None
+        return usage_record(file, "run", [diag], backend=backend), None
     try:
         task = find_task(task_name)
         chosen = preset_of(task, preset)
     except KirError as err:
-        usage = all(d.rule in ("task.missing", "cli.preset") for d in err.diagnostics)
-        return _usage_record(err.diagnostics, "usage" if usage else "task"), None
-    from kir.check import read_source
-    from kir.parser import parse
-
-    source = None
-    try:
-        source = read_source(file)
-        program = parse(source, file=file)
-    except KirError as err:
-        usage = any(d.rule == "io.read" for d in err.diagnostics)
-        return _usage_record(err.diagnostics, "usage" if usage else "parse"), source
-    unknown = sorted(set(params) - set(program.params))
-    if unknown:
-        from kir.parser import suggest
-
-        diags = [
-            Diagnostic(
-                "cli.param",
-                "error",
-                None,
-                f"no parameter {name} in kernel {program.name}",
-                suggest(name, program.params) or f"parameters: {', '.join(program.params) or 'none'}",
-            )
-            for name in unknown
-        ]
-        return _usage_record(diags), source
-    path = Path(file)
+        is_usage = all(d.rule in ("task.missing", "cli.preset") for d in err.diagnostics)
+        return usage_record(file, "run", err.diagnostics, "usage" if is_usage else "task", backend=backend), None
     merged: dict[str, int] = {}
     for spec in task.programs.values():
-        if spec.file.resolve() == path.resolve():
+        if spec.file.resolve() == Path(file).resolve():
             merged.update(spec.params_for(chosen))
     merged.update(params)
-    job = {
-        "task": str(task.folder if task.name == task.folder.name else task.folder / f"{task.name}.py"),
-        "candidate": {"kind": "kir", "file": str(path.resolve()), "backend": backend, "params": merged},
-        "preset": chosen,
-        "device": device or ("cpu" if backend in CPU_BACKENDS else "cuda"),
-        "seeds": seeds,
-    }
-    from agent.harness.isolate import run_job
-
-    record = run_job(job, timeout=timeout)
-    for d in record.get("diagnostics", []):
-        if d.get("file") == "<input>":
-            d["file"] = file
-    record["preset"] = chosen
-    return record, source
+    try:
+        candidate = Candidate.from_file(file, merged)
+    except KirError as err:
+        return usage_record(file, "run", err.diagnostics, backend=backend, task=task.name, preset=chosen), None
+    record = evaluate(
+        candidate, until="run", backend=backend, task=task, preset=chosen, seeds=seeds, timeout=timeout, device=device
+    )
+    if record.stage == "parse" and any(d.rule == "cli.param" for d in record.errors):
+        record = dataclasses.replace(record, stage="usage")  # a --param the program does not have
+    return record, candidate.text
 
 
-def describe(record: dict[str, Any], file: str, task: str, backend: str, preset: str) -> str:
-    if record["ok"]:
-        m = record.get("metrics", {})
+def describe(record, file: str, task: str, backend: str, preset: str) -> str:
+    """A run's Record in one line for people."""
+    verdict = record.verdict or {}
+    if record.ok:
+        m = verdict.get("metrics", {})
         worst = ", ".join(f"{k} {v:.2f}" for k, v in m.get("max_error", {}).items())
         seeds = ", ".join(str(s) for s in m.get("seeds", []))
         cycles = f"; {m['cycles']:,} simulated cycles" if "cycles" in m else ""
@@ -157,9 +169,12 @@ def describe(record: dict[str, Any], file: str, task: str, backend: str, preset:
             f"{file}: correct on task {task} (backend {backend}, preset {preset}, seeds {seeds}; "
             f"worst error / tolerance: {worst or 'exact'}{cycles})"
         )
-    if record["stage"] in ("usage", "task"):
-        return f"{file}: not run against task {task}: the {'command line' if record['stage'] == 'usage' else 'task'} is wrong"
-    return f"{file}: not correct on task {task} (backend {backend}, preset {preset}): stopped at {record['stage']}"
+    if record.stage in ("usage", "task"):
+        return (
+            f"{file}: not run against task {task}: the {'command line' if record.stage == 'usage' else 'task'} is wrong"
+        )
+    stopped = verdict.get("stage", record.stage) if record.stage == "run" else record.stage
+    return f"{file}: not correct on task {task} (backend {backend}, preset {preset}): stopped at {stopped}"
 
 
 def bench_usage(
@@ -211,8 +226,6 @@ def bench_command(
     task_names: list[str], backends: list[str] | None, programs: list[str] | None, preset: str, out: str | None,
     jobs: int, timeout: float, runs: int,
 ) -> int:  # fmt: skip
-    from kir.cli import _emit, exit_code, no_cuda
-
     problems = bench_usage(task_names, backends, programs, preset, out)
     if not problems and (missing := no_cuda("kir bench (the timing protocol uses CUDA events)")) is not None:
         problems = [missing]
@@ -253,3 +266,366 @@ def bench_command(
     json_path, md_path = write(result, folder_of(result))
     print(f"wrote {json_path} and {md_path}")
     return 0 if all(r["correct"] for r in result["rows"]) else 1
+
+
+# ---- the commands of the candidate pipeline ---------------------------------------------------------
+
+app = kcli.new_app()
+# the commands whose --json prints a Record (schema kir.record/1, agent.pipeline.RECORD_FIELDS)
+RECORD_COMMANDS = ("check", "lower", "compile", "cost", "run")
+for _command in RECORD_COMMANDS:
+    _until = "verify" if _command == "check" else _command
+    kcli.USAGE_OBJECTS[_command] = lambda diag, until=_until: usage_record(None, until, [diag]).to_json()
+
+
+def _evaluate(outcome: Outcome, file: str, params: dict[str, int], program=None, **options: Any):
+    """`evaluate` on the file's candidate; its diagnostics and its Record's JSON go to `outcome`."""
+    from agent.pipeline import Candidate, evaluate
+
+    candidate = Candidate.from_file(file, params)  # io.read, syntax.encoding: a KirError for _guarded
+    if program is not None:
+        candidate = dataclasses.replace(candidate, program=program)
+    outcome.source = candidate.text
+    record = evaluate(candidate, **options)
+    outcome.diagnostics += record.diagnostics
+    outcome.json = record.to_json()
+    return record
+
+
+def _finish(outcome: Outcome, json_out: bool, command: str, until: str) -> None:
+    """`kir.cli._finish`, with a Record as the JSON object: a usage record where the command line
+    stopped before the candidate was looked at."""
+    if json_out and outcome.json is None:
+        outcome.json = usage_record(outcome.file, until, list(outcome.diagnostics)).to_json()
+    kcli._finish(outcome, json_out, command)
+
+
+def check(file: FileArg, target: TargetOpt = None, param: ParamOpt = None, json_out: JsonOpt = False) -> None:
+    """Parse and verify a program (types, target legality, resources, bounds, synchronization,
+    learned rules) for its declared target or --target, with --param's values; print its
+    diagnostics."""
+
+    def body(out: Outcome) -> None:
+        kcli._check_target(target)
+        record = _evaluate(out, file, _specs(param), until="verify", target=target)
+        out.lines.append(f"{out.file}: ok (kernel {record.kernel}, {record.ops} ops)")
+
+    _finish(_guarded(file, body, "checking the program"), json_out, "check", "verify")
+
+
+def _backend(backend: str | None, to: str | None, allowed: tuple[str, ...], command: str) -> str:
+    chosen = _merged(backend, to, "--backend", "--to")
+    if chosen is None:
+        raise usage(f"kir {command} needs --backend", f"one of {', '.join(allowed)}")
+    _one_of("backend", chosen, allowed, "cli.backend", f" for kir {command}")
+    return chosen
+
+
+def lower_cmd(
+    file: FileArg,
+    backend: BackendOpt = None,
+    out: Annotated[
+        str | None, typer.Option("--out", "-o", metavar="OUT", help="Write the source here.", show_default=False)
+    ] = None,
+    param: ParamOpt = None,
+    json_out: JsonOpt = False,
+    to: ToAlias = None,
+    output: OutputAlias = None,
+) -> None:
+    """Verify a program, then lower it to target source (Triton, Gluon, CUDA C++, HIP C++ or C++
+    for the mtia-sim simulator) and print it or write it to --out."""
+
+    def body(outcome: Outcome) -> None:
+        chosen = _backend(backend, to, kcli.COMPILE_BACKENDS, "lower")
+        dest = _merged(out, output, "--out", "--output")
+        overrides = _specs(param)
+        if dest:
+            _writable(dest)
+        record = _evaluate(outcome, file, overrides, until="lower", backend=chosen)
+        if record.lowered is None:
+            return
+        source, entry = record.lowered["source"], record.lowered["entry"]
+        if dest:
+            try:
+                Path(dest).write_text(source)
+            except OSError as err:
+                raise usage(f"cannot write {dest}: {err.strerror or err}", rule="io.write") from None
+            outcome.lines.append(f"{outcome.file}: wrote {dest} ({chosen}, entry {entry})")
+        elif not json_out:
+            outcome.text = source
+
+    _finish(_guarded(file, body, "lowering the program"), json_out, "lower", "lower")
+
+
+def _compile_usage(backend: str, target: str) -> None:
+    """A --target the backend does not compile for, as a usage error before any work."""
+    from lowering.compile import ARCHS
+
+    allowed = ARCHS[backend]
+    if target not in allowed:
+        known = (*kcli.TARGETS, *(a for arch in ARCHS.values() for a in arch if a not in kcli.TARGETS))
+        _one_of("target", target, known, "cli.target")
+        raise usage(f"{backend} compiles for {', '.join(allowed)}, not {target}", rule="cli.target")
+
+
+def compile_cmd(
+    file: FileArg,
+    backend: BackendOpt = None,
+    target: TargetOpt = None,
+    param: ParamOpt = None,
+    shape: ShapeOpt = None,
+    json_out: JsonOpt = False,
+    to: ToAlias = None,
+    arch: ArchAlias = None,
+) -> None:
+    """Verify a program, then compile it ahead of time (no GPU needed) and report registers,
+    spills, shared memory and the instructions that matter; compile errors point at the KIR op
+    that produced the failing line. A verifier error stops it before any compiler runs.
+    --shape specializes Triton code as a launch for that shape would."""
+
+    def body(outcome: Outcome) -> None:
+        chosen = _backend(backend, to, kcli.COMPILE_BACKENDS, "compile")
+        wanted = _merged(target, arch, "--target", "--arch")
+        overrides = _specs(param)
+        symbols = _specs(shape, "--shape")
+        if wanted is not None:
+            _compile_usage(chosen, wanted)
+        record = _evaluate(outcome, file, overrides, until="compile", backend=chosen, target=wanted, shapes=symbols)
+        if record.report is None:
+            return
+        verdict = "compiled" if record.report["ok"] else "failed"
+        outcome.lines.append(f"{outcome.file}: {verdict} (backend {chosen}, target {record.report['arch']})")
+        outcome.lines += _report_lines(record.report)
+
+    _finish(_guarded(file, body, "compiling the program"), json_out, "compile", "compile")
+
+
+def _report_lines(record: dict) -> list[str]:
+    """The compile report for people: the figures that are known, the instructions found, and
+    where the artefacts are (the texts themselves are in --json)."""
+    texts = ("ptx", "sass", "asm", "log", "seconds", "cached")
+    lines = []
+    for key, value in record.items():
+        if key in texts or value in (None, "", {}, []):
+            continue
+        if key == "instructions":
+            found = ", ".join(f"{name} {n}" for name, n in value.items() if n)
+            lines.append(f"  instructions: {found or 'none of note'}")
+        elif key == "extra":
+            lines += [f"  {k}: {v}" for k, v in value.items() if v not in (None, "", [], {})]
+        else:
+            lines.append(f"  {key}: {value}")
+    return lines
+
+
+TaskOpt = Annotated[
+    str,
+    typer.Option(
+        "--task",
+        metavar="TASK",
+        help="A task folder, a KernelBench .py file, or a suite task name.",
+        show_default=False,
+    ),
+]
+
+
+def default_run_backend() -> str:
+    """`kir run`'s backend when none is given: triton on a machine with a CUDA device, else the
+    simulated accelerator (mtia-sim is the toolchain's target where no GPU is present)."""
+    from lowering.runtime_triton import cuda_available
+
+    return "triton" if cuda_available() else "mtia-sim"
+
+
+def no_cuda(what: str) -> Diagnostic | None:
+    """A `cli.no-cuda` error when torch sees no CUDA device, before any work that would need one."""
+    from lowering.runtime_triton import cuda_available
+
+    if cuda_available():
+        return None
+    return Diagnostic(
+        "cli.no-cuda",
+        "error",
+        None,
+        f"{what} needs a CUDA GPU, and torch sees none on this machine",
+        "on a CPU: kir run -b interp, triton-interp or mtia-sim",
+    )
+
+
+def run_cmd(
+    file: FileArg,
+    task: TaskOpt,
+    backend: BackendOpt = None,
+    preset: PresetOpt = None,
+    param: ParamOpt = None,
+    seed: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--seed",
+            callback=_in_range(0, MAX_SEED),
+            help=f"A seed, 0 to {MAX_SEED} (repeatable); default: three fresh ones.",
+            show_default=False,
+        ),
+    ] = None,
+    timeout: TimeoutOpt = 600.0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Verify a program, then check it against a task's reference: the harness's correctness
+    protocol (fresh seeds, poisoned outputs, inputs checked unchanged, a higher-precision
+    reference), in a child process with a timeout. Parameters come from the task's entry for
+    this file, then --param. The backend defaults to triton where torch sees a CUDA device,
+    else mtia-sim."""
+    state: dict[str, Any] = {"backend": backend, "preset": preset or DEFAULT_PRESET}
+
+    def body(outcome: Outcome) -> None:
+        overrides = _specs(param)
+        if backend is not None:
+            _one_of("backend", backend, RUN_BACKENDS, "cli.backend", " for kir run")
+        chosen = backend or default_run_backend()
+        state["backend"] = chosen
+        if chosen in GPU_BACKENDS and (missing := no_cuda(f"backend {chosen}")) is not None:
+            raise KirError(missing)
+        record, outcome.source = run_command(file, task, chosen, preset, overrides, seed, timeout, None)
+        outcome.diagnostics += record.diagnostics
+        outcome.json = record.to_json()
+        state["record"] = record
+        state["preset"] = record.preset or state["preset"]
+
+    outcome = _guarded(file, body, "running the program")
+    record = state.get("record")
+    if record is None:  # stopped before the harness: a usage error, or a bug of ours
+        stage = "usage" if exit_code(outcome.diagnostics) == 2 else "internal"
+        record = usage_record(file, "run", list(outcome.diagnostics), stage, backend=state["backend"])
+        outcome.json = record.to_json()
+    code = 0 if record.ok else max(1, exit_code(outcome.diagnostics))
+    if json_out:
+        _emit(json.dumps(outcome.json, indent=2, default=str))
+    elif code == 2:
+        _emit(_render([d for d in outcome.diagnostics if d.is_error], outcome.source))
+    else:
+        if outcome.diagnostics:
+            _emit(_render(outcome.diagnostics, outcome.source))
+        _emit(describe(record, file, task, state["backend"], state["preset"]))
+        log_tail = (record.verdict or {}).get("log_tail")
+        if not record.ok and log_tail:
+            _emit(log_tail)
+    raise typer.Exit(code)
+
+
+def bench_cmd(
+    tasks: Annotated[
+        list[str] | None, typer.Argument(metavar="TASK...", help="Suite task names (default: all).")
+    ] = None,
+    backend: BackendsOpt = None,
+    program: Annotated[
+        list[str] | None,
+        typer.Option("--program", metavar="NAME", help="Which of each task's programs (repeatable; default: all)."),
+    ] = None,
+    preset: PresetOpt = None,
+    out: Annotated[
+        str | None,
+        typer.Option("--out", "-o", metavar="DIR", help="Results folder (default: benchmarks/results/<gpu>-<date>)."),
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", callback=_in_range(1, 256), help="Correctness checks run in parallel.")
+    ] = 4,
+    timeout: TimeoutOpt = 600.0,
+    runs: Annotated[
+        int, typer.Option("--runs", callback=_in_range(1, 100000), help="Timed runs per figure (at most).")
+    ] = 50,
+) -> None:
+    """Run the benchmark suite on a CUDA GPU against PyTorch eager and torch.compile: a table of
+    times and ratios, written as JSON and markdown under benchmarks/results/. Each program goes
+    through the backends its level takes (triton for the tile level, gluon and cuda for the
+    explicit level) unless --backend names them. Time the GPU shapes with --preset bench."""
+    raise typer.Exit(bench_command(tasks or [], backend, program, preset or DEFAULT_PRESET, out, jobs, timeout, runs))
+
+
+def cost_cmd(
+    file: FileArg,
+    target: TargetOpt = None,
+    param: ParamOpt = None,
+    shape: ShapeOpt = None,
+    preset: PresetOpt = None,
+    calibration: Annotated[
+        str | None, typer.Option("--calibration", metavar="FILE", help="A saved calibration (CostModel.save).")
+    ] = None,
+    json_out: JsonOpt = False,
+    compile_first: Annotated[
+        bool,
+        typer.Option(
+            "--compile",
+            help="Compile first (Triton, or Gluon for an explicit-level program; seconds) and take the compiler's "
+            "registers, shared memory and spills instead of the model's estimates.",
+        ),
+    ] = False,
+) -> None:
+    """Verify a program, then estimate its time on a chip: the bottleneck, a breakdown tied to
+    the ops that cause it, and performance hints as diagnostics. A task program takes its shapes
+    and parameters from the task's --preset; --shape and --param override them."""
+
+    def body(outcome: Outcome) -> None:
+        overrides = _specs(param)
+        symbols = _specs(shape, "--shape")
+        if target is not None:
+            from costmodel.spec import chip
+
+            try:
+                chip(target)
+            except KeyError:
+                kcli._check_target(target)
+                raise usage(f"no chip table '{target}'", rule="cli.target") from None
+        chosen_preset = preset or DEFAULT_PRESET
+        if calibration is not None:
+            from kir.check import read_bytes
+
+            read_bytes(calibration)  # a missing file or a FIFO is a usage error, before the model reads it
+        from costmodel.cli import estimate_lines, task_bindings
+        from costmodel.model import CostModel
+
+        task_params, task_shapes = task_bindings(file, chosen_preset)  # cli.preset for a preset it lacks
+        program = kcli._parse_with_params(outcome, overrides)
+        params = {k: v for k, v in {**task_params, **overrides}.items() if k in program.params}
+        shapes = {**{k: v for k, v in task_shapes.items() if k not in program.params}, **symbols}
+        model = CostModel.load(calibration) if calibration else None
+        record = _evaluate(
+            outcome, file, params, program, until="cost", target=target, preset=chosen_preset, shapes=shapes,
+            cost_model=model, cost_from_compile=compile_first,
+        )  # fmt: skip
+        if record.estimate is None:
+            return
+        lines = estimate_lines(record.file, record.kernel, record.estimate, record.report)
+        if (Path(file).parent / "task.toml").is_file() and lines:
+            # the default preset is `test`: say which shapes the figures are for
+            lines.insert(1, f"  shapes and parameters: the task's `{chosen_preset}` preset, then --shape and --param")
+        outcome.lines += lines
+
+    outcome = _guarded(file, body, "estimating the cost")
+    if not json_out and not outcome.has_errors and outcome.diagnostics:
+        outcome.text = "\n".join(outcome.lines) + "\n\n"
+        outcome.lines = []
+    _finish(outcome, json_out, "cost", "cost")
+
+
+def _assemble() -> typer.Typer:
+    """Every package's commands on the one `kir` group, in the order of the help."""
+    app.command("check")(check)
+    kcli.register(app)
+    app.command("lower")(lower_cmd)
+    app.command("compile")(compile_cmd)
+    app.command("cost")(cost_cmd)
+    app.command("run")(run_cmd)
+    app.command("bench")(bench_cmd)
+    verifier_cli.register(app)
+    return app
+
+
+_assemble()
+
+
+def main() -> None:  # pragma: no cover - the console script calls `app`
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -8,7 +8,7 @@
 preset: each tile parameter halved and doubled, the launch's warps halved and doubled (a launch
 clause, so the canonical text is rewritten and parsed back), the pipeline stages moved by one,
 then pairs of those changes. A variant is kept when the bench shapes satisfy its `where`
-constraints, `kir.check.check_program` finds no error, and its Triton compile for sm_90 at the
+constraints, `verifier.check.check_program` finds no error, and its Triton compile for sm_90 at the
 bench shapes succeeds within the shared memory a block may have; its compile report's registers
 and shared memory travel with it (the search has them too). Parameters that size a kernel
 argument (a head dimension, a padded feature dimension) or name a shape are left alone.
@@ -147,10 +147,10 @@ def candidates(folder: Path, pairs_first: bool = False, all_programs: bool = Fal
 
 def validate(folder: Path, text: str, params: dict[str, int], shapes: dict[str, int]) -> dict | None:
     """The compile figures of a valid variant, or None."""
-    from kir.check import check_program
     from kir.parser import parse
     from kir.targets import spec
     from lowering.compile import compile_program
+    from verifier.check import check_program
 
     program = parse(text, file=str(folder / "variant.kir"))
     if not where_holds(program, {**shapes, **params}):

@@ -8,7 +8,7 @@ elementwise ops on it (some reduced, some in a loop with a carried accumulator, 
 branch) and storing the result to one of several outputs. The segments differ in constants and
 in which tensors they touch, as a long hand-written or generated kernel would.
 
-parse is `kir.parser.parse` on the text; check is `kir.check.check_program` on the parsed
+parse is `kir.parser.parse` on the text; check is `verifier.check.check_program` on the parsed
 program (op verification and every verifier rule) with an empty proof cache, as `kir check`
 runs on a program it has not seen. The table gives wall seconds per size, the growth exponent
 between neighbouring sizes (1.0 is linear, 2.0 quadratic), and the process's CPU seconds (on a
@@ -33,8 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kir.check import check_program  # noqa: E402
 from kir.parser import parse  # noqa: E402
+from verifier.check import check_program  # noqa: E402
 
 TARGET_S = 10.0  # parse + check of 1 MB
 TARGET_BYTES = 1_000_000

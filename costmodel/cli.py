@@ -1,4 +1,4 @@
-"""The body of `kir cost`: bind parameters and shapes, predict, and render the estimate.
+"""What `kir cost` needs of the cost model: the shapes of a task's preset, and the estimate in words.
 
 Shapes come from `--shape NAME=VALUE`, else from the task the file belongs to (a
 `benchmarks/tasks/<task>/` folder: the preset's shape values and the program's parameters for
@@ -11,9 +11,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from costmodel.model import CostModel, Estimate
 from kir.diagnostics import Diagnostic, KirError, Span
-from kir.program import Program
 
 
 def task_bindings(file: str | Path, preset: str = "bench") -> tuple[dict[str, int], dict[str, int]]:
@@ -62,84 +60,33 @@ def _time(s: float) -> str:
     return f"{s * 1e3:.3f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} us"
 
 
-def estimate_lines(program: Program, est: Estimate, chip_name: str) -> list[str]:
-    occ = est.occupancy
-    c = est.counts
+def estimate_lines(file: str, kernel: str | None, est: dict, report: dict | None = None) -> list[str]:
+    """An estimate (`Estimate.to_json`, as a Record holds it) for people; `report` is the compile
+    report whose registers and shared memory it took, if it took them."""
+    from costmodel.spec import chip
+
+    occ = est["occupancy"]
+    c = est["counts"]
     lines = [
-        f"{program.file}: {program.name} on {chip_name}: {_time(est.time_s)}, bound by {est.bottleneck}",
-        f"  programs {c['programs']}, {est.waves:.2f} waves of {est.raw.concurrent} "
-        f"({occ.blocks_per_sm} blocks/SM, limited by {occ.limiter}; {occ.registers} regs/thread, "
-        f"{occ.smem_bytes} B shared/block)",
+        f"{file}: {kernel} on {chip(est['target']).chip}: {_time(est['time_s'])}, bound by {est['bottleneck']}",
+        f"  programs {c['programs']}, {est['waves']:.2f} waves of {est['concurrent']} "
+        f"({occ['blocks_per_sm']} blocks/SM, limited by {occ['limiter']}; {occ['registers']} regs/thread, "
+        f"{occ['smem_bytes']} B shared/block)",
         f"  DRAM {_si(c['dram_bytes'], 'B')} (ideal {_si(c['ideal_dram_bytes'], 'B')}), L2 {_si(c['l2_bytes'], 'B')}, "
         f"shared {_si(c['smem_bytes'], 'B')}; matmul {_si(c['matmul_flops'], 'FLOP')}, ALU {_si(c['alu_ops'], 'op')}, "
         f"int {_si(c['int_ops'], 'op')}, SFU {_si(c['sfu_ops'], 'op')}",
         "  resources: "
-        + ", ".join(f"{r} {_time(s)}" for r, s in sorted(est.resources.items(), key=lambda kv: -kv[1]) if s > 0),
+        + ", ".join(f"{r} {_time(s)}" for r, s in sorted(est["resources"].items(), key=lambda kv: -kv[1]) if s > 0),
         "  breakdown:",
     ]
-    for t in est.breakdown[:12]:
-        where = f" at line {t.span.line}" if t.span else ""
-        note = f" ({t.note})" if t.note else ""
-        lines.append(f"    {_time(t.seconds):>11}  {t.name}{where}{note}")
-    return lines
-
-
-# the compiler `kir cost --compile` asks for each target's registers, shared memory and spills:
-# (backend for a tile-level program, for an explicit-level one, arch)
-COMPILERS = {
-    "sm_90": ("triton", "gluon", "sm_90"),
-    "gfx942": ("triton", None, "gfx942"),
-    "gfx90a": ("hip", None, "gfx90a"),
-}
-
-
-def compile_for_cost(program: Program, target: str, params: dict[str, int], shapes: dict[str, int]):
-    """(the compile report that replaces the model's register and shared-memory estimates, or
-    None, and diagnostics: the compile's own errors, or a note where no compiler serves)."""
-    from kir.diagnostics import Diagnostic
-    from lowering.compile import compile_program
-    from lowering.emit.base import program_level
-
-    tile, explicit, arch = COMPILERS.get(target, (None, None, None))
-    backend = tile if program_level(program) == "tile" else explicit
-    if backend is None:
-        note = f"--compile: no compiler reports registers for this program on {target}; the model's estimates stand"
-        return None, [Diagnostic("cost.compile", "hint", program.span(), note)]
-    report = compile_program(program, backend, arch, params, symbols=shapes)
-    if not report.ok:
-        return None, list(report.diagnostics) or [
-            Diagnostic("lower.compile", "error", program.span(), f"the {backend} compile failed: {report.log[-300:]}")
-        ]
-    return report, [d for d in report.diagnostics if d.severity != "error"]
-
-
-def run_cost(
-    program: Program,
-    target: str | None,
-    params: dict[str, int],
-    shapes: dict[str, int],
-    preset: str = "bench",
-    calibration: str | None = None,
-    compile: bool = False,
-) -> tuple[Estimate | None, list[str], list]:
-    """(the estimate, its text, diagnostics of the compile when `compile` asks for one; the
-    estimate is None when the compile fails)."""
-    task_params, task_shapes = task_bindings(program.file, preset)
-    params = {k: v for k, v in {**task_params, **params}.items() if k in program.params}
-    shapes = {**{k: v for k, v in task_shapes.items() if k not in program.params}, **shapes}
-    model = CostModel.load(calibration) if calibration else CostModel()
-    from costmodel.spec import chip
-
-    target = target or program.kernel.target.data
-    report, diags = compile_for_cost(program, target, params, shapes) if compile else (None, [])
-    if any(d.severity == "error" for d in diags):
-        return None, [], diags
-    est = model.predict(program, target, params, shapes, report=report)
-    lines = estimate_lines(program, est, chip(target).chip)
+    for t in est["breakdown"][:12]:
+        where = f" at line {t['span']['line']}" if t["span"] else ""
+        note = f" ({t['note']})" if t["note"] else ""
+        lines.append(f"    {_time(t['seconds']):>11}  {t['name']}{where}{note}")
     if report is not None:
         lines.insert(
             1,
-            f"  from the {report.backend} compile: {report.registers} regs/thread, "
-            f"{report.shared_bytes or 0} B shared, {report.spills or 0} B spilled a thread",
+            f"  from the {report['backend']} compile: {report['registers']} regs/thread, "
+            f"{report['shared_bytes'] or 0} B shared, {report['spills'] or 0} B spilled a thread",
         )
-    return est, lines, diags
+    return lines

@@ -70,6 +70,7 @@ class Estimate:
             "resources": self.resources,
             "breakdown": [t.to_json() for t in self.breakdown],
             "hints": [d.to_json() for d in self.hints],
+            "concurrent": self.raw.concurrent if self.raw is not None else None,  # programs resident at once
         }
 
 

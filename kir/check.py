@@ -9,10 +9,9 @@ before it exists.
 
 from __future__ import annotations
 
-import importlib
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 from xdsl.ir import Operation
@@ -22,9 +21,6 @@ from xdsl.utils.exceptions import VerifyException
 from kir.diagnostics import Diagnostic, KirError, Span
 from kir.dialect.structure import TARGETS, KernelOp, YieldOp
 from kir.program import Program, span_of
-
-VerifyFn = Callable[[Program, str], list[Diagnostic]]
-
 
 # A KIR program is text: 16 MiB is three times the largest program the parse benchmark reads
 # (#18: up to 5 MB). The cap keeps a mistaken argument (a disk image, a log) from being read whole.
@@ -120,25 +116,6 @@ def target_diagnostics(target: str | None) -> list[Diagnostic]:
     return [Diagnostic("cli.target", "error", None, f"unknown target '{target}'", hint)]
 
 
-def check_program(program: Program, target: str | None = None) -> list[Diagnostic]:
-    """Every diagnostic for a parsed program: op-level verification of each op, then the rule
-    verifier (when the `verifier` package provides `verify(program, target)`) for `target`, or
-    the kernel's declared target when `target` is None. Sorted and without duplicates."""
-    diags = verify_ops(program)
-    if any(d.is_error for d in diags):
-        return unique_sorted(diags)  # the rules assume well-formed IR
-    effective = target if target is not None else program.kernel.target.data
-    try:
-        verify = find_verifier()
-        if verify is not None:
-            diags += list(verify(program, effective))
-    except KirError as err:
-        diags += err.diagnostics
-    except Exception as err:  # the verifier's bug must not become the user's traceback
-        diags.append(internal_error(err, program.file, "running the verifier"))
-    return unique_sorted(diags)
-
-
 def verify_ops(program: Program) -> list[Diagnostic]:
     """Run each op's xdsl verification (`verify_` plus the structural checks) on its own, so
     that every failing op is reported at its own span rather than the first one only."""
@@ -214,19 +191,6 @@ def _verify_message(err: VerifyException) -> str:
     text = str(root).strip().splitlines()
     message = text[0] if text else "the op does not verify"
     return message.removeprefix("Operation does not verify: ")
-
-
-def find_verifier() -> VerifyFn | None:
-    """`verifier.verify` if the package is importable and defines it, else None. A verifier
-    that exists but fails to import is an error of its own, not silently skipped."""
-    try:
-        module = importlib.import_module("verifier")
-    except ModuleNotFoundError as err:
-        if err.name == "verifier":
-            return None
-        raise
-    verify = getattr(module, "verify", None)
-    return verify if callable(verify) else None
 
 
 def internal_error(err: BaseException, file: str | None, during: str) -> Diagnostic:

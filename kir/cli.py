@@ -136,18 +136,18 @@ OutputAlias = Annotated[str | None, typer.Option("--output", hidden=True, show_d
 # first); then the command's fields, null where the command did not get that far.
 COMMON_FIELDS = ("schema", "file", "ok", "diagnostics")
 SCHEMAS: dict[str, tuple[str, ...]] = {
-    "check": ("kernel", "target", "ops"),
     "fmt": ("canonical", "written", "text"),
     "hash": ("kernel", "hash"),
     "interp": ("kernel", "out", "arrays"),
-    "lower": ("backend", "entry", "out", "source"),
-    "compile": ("backend", "target", "report"),
-    "cost": ("target", "preset", "estimate"),
-    "run": ("task", "backend", "preset", "stage", "metrics", "log_tail"),
     "version": ("version",),
     "rules list": ("rules",),
     "rules add": ("rule", "dry_run", "installed"),
 }
+
+
+# The JSON object of a usage error, for the commands whose --json prints something other than an
+# envelope (the pipeline's commands print a Record): set by the package that declares them.
+USAGE_OBJECTS: dict[str, Callable[[Diagnostic], dict[str, Any]]] = {}
 
 
 def envelope(command: str, file: str | None, diags: list[Diagnostic], fields: dict[str, Any]) -> dict[str, Any]:
@@ -329,21 +329,25 @@ def _print_usage_error(err: _click.exceptions.UsageError, argv: list[str]) -> No
     options = argv[: argv.index("--")] if "--" in argv else argv  # after `--`, a file named --json
     if "--json" in options:
         command = " ".join(path.split()[1:])
-        _emit(json.dumps(envelope(command, None, [diag], {}), indent=2))
+        make = USAGE_OBJECTS.get(command)
+        _emit(json.dumps(make(diag) if make else envelope(command, None, [diag], {}), indent=2))
     else:
         _emit(diag.render())
 
 
-app = typer.Typer(
-    name="kir",
-    cls=KirGroup,
-    help="KIR: a typed, hardware-explicit kernel IR. Check, format, lower, compile, cost, run and hash KIR "
-    "programs. Exit status: 0 clean, 1 the program has errors, 2 a usage error (README: 'The command line').",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+def new_app() -> typer.Typer:
+    """The `kir` command group, without commands: each package adds its own (`register`), and
+    the top of the tree (`agent.cli`) assembles them."""
+    return typer.Typer(
+        name="kir",
+        cls=KirGroup,
+        help="KIR: a typed, hardware-explicit kernel IR. Check, format, lower, compile, cost, run and hash KIR "
+        "programs. Exit status: 0 clean, 1 the program has errors, 2 a usage error (README: 'The command line').",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
 
 
 # ---- outcomes ------------------------------------------------------------------------------------
@@ -360,6 +364,7 @@ class Outcome:
     lines: list[str] = field(default_factory=list)  # printed when there is no error
     text: str = ""  # printed as is, before the diagnostics (canonical text, a diff)
     fields: dict[str, Any] = field(default_factory=dict)  # the command's JSON fields
+    json: dict[str, Any] | None = None  # the JSON object to print instead of the envelope (a Record)
 
     @property
     def has_errors(self) -> bool:
@@ -407,7 +412,8 @@ def _finish(outcome: Outcome, json_out: bool, command: str) -> None:
     code = exit_code(diags)
     if json_out:
         # Already in order (`_guarded` sorts), so no second sort that could fail here.
-        _emit(json.dumps(envelope(command, outcome.file, diags, outcome.fields), indent=2, default=str))
+        payload = outcome.json if outcome.json is not None else envelope(command, outcome.file, diags, outcome.fields)
+        _emit(json.dumps(payload, indent=2, default=str))
     elif code == 2:  # a usage error: its line (and hint), nothing else
         _emit(_render([d for d in diags if d.is_error], outcome.source))
     else:
@@ -577,30 +583,6 @@ def _writable(path: str) -> None:
 # ---- commands ----------------------------------------------------------------------------------
 
 
-@app.command()
-def check(file: FileArg, target: TargetOpt = None, param: ParamOpt = None, json_out: JsonOpt = False) -> None:
-    """Parse and verify a program (types, target legality, resources, bounds, synchronization,
-    learned rules) for its declared target or --target, with --param's values; print its
-    diagnostics."""
-
-    def body(out: Outcome) -> None:
-        _check_target(target)
-        overrides = _specs(param)
-        from kir.check import check_program, op_count
-
-        program = _parse_with_params(out, overrides)
-        if overrides:
-            program = program.with_params(**overrides)
-        effective = target or program.kernel.target.data
-        out.fields.update(kernel=program.name, target=effective)
-        out.diagnostics += check_program(program, target)
-        out.fields["ops"] = op_count(program)
-        out.lines.append(f"{out.file}: ok (kernel {program.name}, {out.fields['ops']} ops)")
-
-    _finish(_guarded(file, body, "checking the program"), json_out, "check")
-
-
-@app.command()
 def fmt(
     file: FileArg,
     write: Annotated[bool, typer.Option("--write", "-w", help="Rewrite the file in place.")] = False,
@@ -681,7 +663,6 @@ def canonical_text(program: Program) -> str:
     return text
 
 
-@app.command()
 def interp(
     file: FileArg,
     inputs: Annotated[
@@ -758,134 +739,6 @@ def run_program(
     return list(saved)
 
 
-def _backend(backend: str | None, to: str | None, allowed: tuple[str, ...], command: str) -> str:
-    chosen = _merged(backend, to, "--backend", "--to")
-    if chosen is None:
-        raise usage(f"kir {command} needs --backend", f"one of {', '.join(allowed)}")
-    _one_of("backend", chosen, allowed, "cli.backend", f" for kir {command}")
-    return chosen
-
-
-@app.command("lower")
-def lower_cmd(
-    file: FileArg,
-    backend: BackendOpt = None,
-    out: Annotated[
-        str | None, typer.Option("--out", "-o", metavar="OUT", help="Write the source here.", show_default=False)
-    ] = None,
-    param: ParamOpt = None,
-    json_out: JsonOpt = False,
-    to: ToAlias = None,
-    output: OutputAlias = None,
-) -> None:
-    """Lower a program to target source (Triton, Gluon, CUDA C++, HIP C++ or C++ for the
-    mtia-sim simulator) and print it or write it to --out."""
-    fields: dict[str, Any] = {}
-
-    def body(outcome: Outcome) -> None:
-        outcome.fields = fields
-        chosen = _backend(backend, to, COMPILE_BACKENDS, "lower")
-        fields["backend"] = chosen
-        dest = _merged(out, output, "--out", "--output")
-        overrides = _specs(param)
-        if dest:
-            _writable(dest)
-        from lowering import lower
-
-        program = _parse_with_params(outcome, overrides)
-        lowered = lower(program, chosen, overrides)
-        fields["entry"] = lowered.entry
-        if dest:
-            try:
-                Path(dest).write_text(lowered.source)
-            except OSError as err:
-                raise usage(f"cannot write {dest}: {err.strerror or err}", rule="io.write") from None
-            fields["out"] = dest
-            outcome.lines.append(f"{outcome.file}: wrote {dest} ({chosen}, entry {lowered.entry})")
-        else:
-            fields["source"] = lowered.source
-            if not json_out:
-                outcome.text = lowered.source
-
-    _finish(_guarded(file, body, "lowering the program"), json_out, "lower")
-
-
-def compile_target(backend: str, target: str | None, declared: str, archs: dict[str, tuple[str, ...]]) -> str:
-    """What `kir compile` compiles for: --target, checked against what the backend compiles
-    for; without it the kernel's declared target where the backend compiles for it, else the
-    backend's own first one (hip: gfx90a, mtia-sim: mtia-sim)."""
-    allowed = archs[backend]
-    if target is None:
-        return declared if declared in allowed else allowed[0]
-    if target not in allowed:
-        known = (*TARGETS, *(a for arch in archs.values() for a in arch if a not in TARGETS))
-        _one_of("target", target, known, "cli.target")
-        raise usage(f"{backend} compiles for {', '.join(allowed)}, not {target}", rule="cli.target")
-    return target
-
-
-@app.command("compile")
-def compile_cmd(
-    file: FileArg,
-    backend: BackendOpt = None,
-    target: TargetOpt = None,
-    param: ParamOpt = None,
-    shape: ShapeOpt = None,
-    json_out: JsonOpt = False,
-    to: ToAlias = None,
-    arch: ArchAlias = None,
-) -> None:
-    """Compile ahead of time (no GPU needed) and report registers, spills, shared memory and the
-    instructions that matter; compile errors point at the KIR op that produced the failing line.
-    --shape specializes Triton code as a launch for that shape would."""
-    fields: dict[str, Any] = {}
-
-    def body(outcome: Outcome) -> None:
-        outcome.fields = fields
-        chosen = _backend(backend, to, COMPILE_BACKENDS, "compile")
-        fields["backend"] = chosen
-        wanted = _merged(target, arch, "--target", "--arch")
-        overrides = _specs(param)
-        symbols = _specs(shape, "--shape")
-        from lowering.compile import ARCHS, compile_program
-
-        if wanted is not None:  # before any work: a wrong pair is a usage error
-            compile_target(chosen, wanted, "", ARCHS)
-        program = _parse_with_params(outcome, overrides)
-        for_target = compile_target(chosen, wanted, program.kernel.target.data, ARCHS)
-        fields["target"] = for_target
-        report = compile_program(program, chosen, for_target, overrides, symbols=symbols)
-        outcome.diagnostics += list(report.diagnostics)
-        record = report.to_json(max_text=4000)
-        record.pop("diagnostics")
-        fields.update(report=record, target=report.arch)
-        outcome.lines.append(
-            f"{outcome.file}: {'compiled' if report.ok else 'failed'} (backend {chosen}, target {report.arch})"
-        )
-        outcome.lines += _report_lines(record)
-
-    _finish(_guarded(file, body, "compiling the program"), json_out, "compile")
-
-
-def _report_lines(record: dict) -> list[str]:
-    """The compile report for people: the figures that are known, the instructions found, and
-    where the artefacts are (the texts themselves are in --json)."""
-    texts = ("ptx", "sass", "asm", "log", "seconds", "cached")
-    lines = []
-    for key, value in record.items():
-        if key in texts or value in (None, "", {}, []):
-            continue
-        if key == "instructions":
-            found = ", ".join(f"{name} {n}" for name, n in value.items() if n)
-            lines.append(f"  instructions: {found or 'none of note'}")
-        elif key == "extra":
-            lines += [f"  {k}: {v}" for k, v in value.items() if v not in (None, "", [], {})]
-        else:
-            lines.append(f"  {key}: {value}")
-    return lines
-
-
-@app.command("hash")
 def hash_(file: FileArg, json_out: JsonOpt = False) -> None:
     """Print the content hash of a program (sha256 of its canonical text without comments)."""
 
@@ -897,7 +750,6 @@ def hash_(file: FileArg, json_out: JsonOpt = False) -> None:
     _finish(_guarded(file, body, "hashing the program"), json_out, "hash")
 
 
-@app.command()
 def version(json_out: JsonOpt = False) -> None:
     """Print the version of KIR."""
     if json_out:
@@ -906,411 +758,9 @@ def version(json_out: JsonOpt = False) -> None:
         typer.echo(f"kir {__version__}")
 
 
-# ---- kir rules: the verifier's rules (imported at run time: `kir` does not depend on it) ------------
-
-rules_app = typer.Typer(
-    name="rules",
-    help="List, explain and add the verifier's rules.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-)
-app.add_typer(rules_app, name="rules")
-
-
-def _rule_catalog():
-    try:
-        import verifier
-        from verifier.learned import load_learned_rules
-
-        verifier.load_rules()
-        load_learned_rules()  # rule files installed since the registry was first loaded
-    except Exception as err:  # a broken rule module is a diagnostic, not a traceback
-        _emit(_internal(err, "loading the verifier's rules").render())
-        raise typer.Exit(1) from None
-    return verifier
-
-
-def _usage_exit(message: str, hint: str = "", json_out: bool = False, command: str = "") -> None:
-    diag = Diagnostic("cli.usage", "error", None, message, hint)
-    _emit(json.dumps(envelope(command, None, [diag], {}), indent=2) if json_out else diag.render())
-    raise typer.Exit(2)
-
-
-@rules_app.command("list")
-def rules_list(
-    json_out: Annotated[
-        bool, typer.Option("--json", help=JSON_HELP + " Its rules are full records (examples, provenance).")
-    ] = False,
-    family: Annotated[
-        str | None,
-        typer.Option("--family", "-f", metavar="FAMILY", help="Only the rules of this family.", show_default=False),
-    ] = None,
-) -> None:
-    """List the rules: id, family, severity, summary."""
-    catalog = _rule_catalog()
-    from verifier.learned import LOAD_ERRORS, LOADED
-
-    if family is not None and family not in catalog.FAMILIES:
-        _usage_exit(
-            f"unknown rule family '{family}'", f"families: {', '.join(catalog.FAMILIES)}", json_out, "rules list"
-        )
-    rules = [r for _, r in sorted(catalog.RULES.items()) if family in (None, r.family)]
-    if json_out:
-        records = [LOADED[r.id].to_json() if r.id in LOADED else r.to_json() for r in rules]
-        # a learned-rule file that does not load is a diagnostic of the listing, as in the text
-        _emit(json.dumps(envelope("rules list", None, list(LOAD_ERRORS), {"ok": True, "rules": records}), indent=2))
-        return
-    rows = [("ID", "FAMILY", "SEVERITY", "SUMMARY")] + [(r.id, r.family, r.severity, r.summary) for r in rules]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    _emit("\n".join(f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}" for a, b, c, d in rows))
-    if LOAD_ERRORS:  # a learned rule that does not load must not vanish silently
-        _emit("\nlearned-rule files that did not load:\n" + "\n".join(d.render() for d in LOAD_ERRORS))
-
-
-@rules_app.command("explain")
-def rules_explain(
-    rule_id: Annotated[str, typer.Argument(metavar="ID", help="A rule id, e.g. bounds.global-access.")],
-) -> None:
-    """Explain a rule: why it exists, a program it rejects (with the diagnostic) and its fixed twin."""
-    catalog = _rule_catalog()
-    from verifier.learned import LOADED
-
-    rule = catalog.RULES.get(rule_id)
-    if rule is None:
-        _usage_exit(f"no rule '{rule_id}'", _suggest(rule_id, list(catalog.RULES)) or "see `kir rules list`")
-    from kir.check import check_program
-    from kir.diagnostics import render_all
-    from kir.parser import parse
-
-    try:
-        diags = [d for d in check_program(parse(rule.bad, file="bad.kir"), rule.target) if d.rule == rule.id]
-    except KirError as err:
-        diags = err.diagnostics
-
-    def numbered(text: str) -> str:
-        return "\n".join(f"  {i:3} | {line}" for i, line in enumerate(text.splitlines(), 1))
-
-    said = render_all(diags, rule.bad) if diags else "(no diagnostic: the rule does not fire on its example)"
-    parts = [
-        f"{rule.id} ({rule.family}, {rule.severity}): {rule.summary}",
-        rule.explanation,
-        f"Rejected (line {rule.bad_line}):\n{numbered(rule.bad)}",
-        f"What the verifier says:\n{said}",
-        f"Accepted:\n{numbered(rule.good)}",
-    ]
-    learned = LOADED.get(rule.id)
-    if learned is not None:
-        p = learned.provenance
-        parts.append(
-            f"Provenance: {p.reason}\n  failures: {', '.join(p.failures)}\n"
-            f"  support {p.support}, false positives {p.false_positives}" + (f", added {p.added}" if p.added else "")
-        )
-    _emit("\n\n".join(parts))
-
-
-@rules_app.command("add")
-def rules_add(
-    file: Annotated[str, typer.Argument(metavar="FILE", help="A learned-rule file (TOML).", show_default=False)],
-    corpus: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--corpus",
-            metavar="DIR",
-            help="Known programs: every *.good.kir under DIR must stay clean (repeatable; default tests/verifier/corpus).",
-            show_default=False,
-        ),
-    ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Validate and vet the rule, and report; install nothing.")
-    ] = False,
-    json_out: JsonOpt = False,
-) -> None:
-    """Validate a learned rule, check it against known-good programs and the failures it names,
-    and install it into verifier/rules/learned/ (or $KIR_LEARNED_DIR); with --dry-run, only
-    validate and check."""
-    fields: dict[str, Any] = {"dry_run": dry_run, "installed": None}
-
-    def body(outcome: Outcome) -> None:
-        outcome.fields = fields
-        from kir.check import read_bytes
-
-        read_bytes(file, limit=2**20)  # refuses a FIFO, a device, a folder before the TOML reader blocks on one
-        for folder in corpus or []:
-            if not Path(folder).is_dir():
-                raise usage(f"--corpus {folder} is not a folder", "a folder of *.good.kir programs", rule="io.read")
-        dirs = [Path(d) for d in corpus] if corpus else None
-        if dry_run:
-            rule_id, diags = vet_rule(file, dirs)
-            fields["rule"] = rule_id
-            outcome.diagnostics += diags
-            if not diags:
-                outcome.lines.append(f"{file}: valid ({rule_id}; not installed: --dry-run)")
-            return
-        from verifier.learned import install, read_rule_file
-
-        dest, diags = install(file, dirs)
-        outcome.diagnostics += diags
-        if dest is not None:
-            learned, _ = read_rule_file(dest)
-            fields.update(installed=str(dest), rule=learned.rule.id if learned else None)
-            outcome.lines.append(f"{file}: installed as {dest}")
-
-    outcome = _guarded(file, body, "adding the rule")
-    code = exit_code(outcome.diagnostics)
-    if json_out:
-        _emit(json.dumps(envelope("rules add", file, outcome.diagnostics, fields), indent=2, default=str))
-    elif code == 2:
-        _emit(_render(outcome.diagnostics, None))
-    elif outcome.diagnostics:
-        _emit("\n\n".join(d.render(_source_of(d)) for d in outcome.diagnostics))
-        if outcome.has_errors:
-            _emit(f"\n{file}: refused ({_counts(outcome.diagnostics)})")
-    for line in outcome.lines if code == 0 and not json_out else []:
-        _emit(line)
-    raise typer.Exit(code)
-
-
-def vet_rule(file: str, corpus: list[Path] | None) -> tuple[str | None, list[Diagnostic]]:
-    """What `verifier.learned.install` checks before it copies the file (the schema, an id
-    that is not taken, the corpus and the failures it names), without the copy: `--dry-run`."""
-    from kir.diagnostics import Span
-    from verifier.engine import load_rules
-    from verifier.learned import LOADED, RULES, _line_of, install_dir, read_rule_file, vet
-
-    learned, problems = read_rule_file(Path(file))
-    if learned is None:
-        return None, problems
-    load_rules()
-    dest = install_dir() / f"{learned.name}.toml"
-    if learned.rule.id in RULES or dest.exists():
-        where = LOADED[learned.rule.id].path if learned.rule.id in LOADED else dest
-        line = _line_of(learned.text, ("id",))
-        return learned.rule.id, [
-            Diagnostic(
-                "learned.duplicate",
-                "error",
-                Span(line, 1, line, 2, file),
-                f"a rule {learned.rule.id} is already installed ({where})",
-                "choose another id, or remove the installed file first",
-            )
-        ]
-    return learned.rule.id, vet(learned, corpus, Path(file))
-
-
-def _source_of(d: Diagnostic) -> str | None:
-    """The text a diagnostic points into (a rule file, a corpus program), for its snippet."""
-    if d.span is None or d.span.file is None:
-        return None
-    from kir.check import read_source
-
-    try:
-        return read_source(d.span.file)
-    except KirError:
-        return None
-
-
-def main() -> None:  # pragma: no cover - the console script calls `app`
-    app()
-
-
-# ---- kir run and kir bench: the harness (imported at run time: `kir` does not depend on it) -------
-
-TaskOpt = Annotated[
-    str,
-    typer.Option(
-        "--task",
-        metavar="TASK",
-        help="A task folder, a KernelBench .py file, or a suite task name.",
-        show_default=False,
-    ),
-]
-
-
-def default_run_backend() -> str:
-    """`kir run`'s backend when none is given: triton on a machine with a CUDA device, else the
-    simulated accelerator (mtia-sim is the toolchain's target where no GPU is present)."""
-    from lowering.runtime_triton import cuda_available
-
-    return "triton" if cuda_available() else "mtia-sim"
-
-
-def no_cuda(what: str) -> Diagnostic | None:
-    """A `cli.no-cuda` error when torch sees no CUDA device, before any work that would need one."""
-    from lowering.runtime_triton import cuda_available
-
-    if cuda_available():
-        return None
-    return Diagnostic(
-        "cli.no-cuda",
-        "error",
-        None,
-        f"{what} needs a CUDA GPU, and torch sees none on this machine",
-        "on a CPU: kir run -b interp, triton-interp or mtia-sim",
-    )
-
-
-@app.command("run")
-def run_cmd(
-    file: FileArg,
-    task: TaskOpt,
-    backend: BackendOpt = None,
-    preset: PresetOpt = None,
-    param: ParamOpt = None,
-    seed: Annotated[
-        list[int] | None,
-        typer.Option(
-            "--seed",
-            callback=_in_range(0, MAX_SEED),
-            help=f"A seed, 0 to {MAX_SEED} (repeatable); default: three fresh ones.",
-            show_default=False,
-        ),
-    ] = None,
-    timeout: TimeoutOpt = 600.0,
-    json_out: JsonOpt = False,
-) -> None:
-    """Check a program against a task's reference: the harness's correctness protocol (fresh
-    seeds, poisoned outputs, inputs checked unchanged, a higher-precision reference), in a child
-    process with a timeout. Parameters come from the task's entry for this file, then --param.
-    The backend defaults to triton where torch sees a CUDA device, else mtia-sim."""
-    fields: dict[str, Any] = {"task": task, "backend": backend, "preset": preset or DEFAULT_PRESET}
-
-    def body(outcome: Outcome) -> None:
-        outcome.fields = fields
-        overrides = _specs(param)
-        if backend is not None:
-            _one_of("backend", backend, RUN_BACKENDS, "cli.backend", " for kir run")
-        chosen = backend or default_run_backend()
-        fields["backend"] = chosen
-        if chosen in GPU_BACKENDS and (missing := no_cuda(f"backend {chosen}")) is not None:
-            raise KirError(missing)
-        from agent.cli import run_command
-
-        record, outcome.source = run_command(file, task, chosen, preset, overrides, seed, timeout, None)
-        outcome.diagnostics += [Diagnostic.from_json(d) for d in record.get("diagnostics", [])]
-        fields.update({k: record.get(k) for k in ("stage", "metrics", "log_tail")}, ok=bool(record.get("ok")))
-        fields["preset"] = record.get("preset", fields["preset"])
-
-    outcome = _guarded(file, body, "running the program")
-    if "ok" not in outcome.fields:  # stopped before the harness: a usage error, or a bug of ours
-        outcome.fields.update(ok=False, stage="usage" if exit_code(outcome.diagnostics) == 2 else "internal")
-    code = 0 if outcome.fields["ok"] else max(1, exit_code(outcome.diagnostics))
-    if json_out:
-        _emit(json.dumps(envelope("run", file, outcome.diagnostics, outcome.fields), indent=2, default=str))
-    elif code == 2:
-        _emit(_render([d for d in outcome.diagnostics if d.is_error], outcome.source))
-    else:
-        from agent.cli import describe
-
-        if outcome.diagnostics:
-            _emit(_render(outcome.diagnostics, outcome.source))
-        record = {k: outcome.fields.get(k) for k in ("ok", "stage", "metrics", "log_tail")}
-        record["metrics"] = record["metrics"] or {}
-        _emit(describe(record, file, task, outcome.fields["backend"], outcome.fields["preset"]))
-        if not record["ok"] and record.get("log_tail"):
-            _emit(record["log_tail"])
-    raise typer.Exit(code)
-
-
-@app.command("bench")
-def bench_cmd(
-    tasks: Annotated[
-        list[str] | None, typer.Argument(metavar="TASK...", help="Suite task names (default: all).")
-    ] = None,
-    backend: BackendsOpt = None,
-    program: Annotated[
-        list[str] | None,
-        typer.Option("--program", metavar="NAME", help="Which of each task's programs (repeatable; default: all)."),
-    ] = None,
-    preset: PresetOpt = None,
-    out: Annotated[
-        str | None,
-        typer.Option("--out", "-o", metavar="DIR", help="Results folder (default: benchmarks/results/<gpu>-<date>)."),
-    ] = None,
-    jobs: Annotated[
-        int, typer.Option("--jobs", "-j", callback=_in_range(1, 256), help="Correctness checks run in parallel.")
-    ] = 4,
-    timeout: TimeoutOpt = 600.0,
-    runs: Annotated[
-        int, typer.Option("--runs", callback=_in_range(1, 100000), help="Timed runs per figure (at most).")
-    ] = 50,
-) -> None:
-    """Run the benchmark suite on a CUDA GPU against PyTorch eager and torch.compile: a table of
-    times and ratios, written as JSON and markdown under benchmarks/results/. Each program goes
-    through the backends its level takes (triton for the tile level, gluon and cuda for the
-    explicit level) unless --backend names them. Time the GPU shapes with --preset bench."""
-    from agent.cli import bench_command
-
-    raise typer.Exit(bench_command(tasks or [], backend, program, preset or DEFAULT_PRESET, out, jobs, timeout, runs))
-
-
-# ---- kir cost: the cost model's estimate (imported at run time: `kir` does not depend on it) ----
-
-
-@app.command("cost")
-def cost_cmd(
-    file: FileArg,
-    target: TargetOpt = None,
-    param: ParamOpt = None,
-    shape: ShapeOpt = None,
-    preset: PresetOpt = None,
-    calibration: Annotated[
-        str | None, typer.Option("--calibration", metavar="FILE", help="A saved calibration (CostModel.save).")
-    ] = None,
-    json_out: JsonOpt = False,
-    compile_first: Annotated[
-        bool,
-        typer.Option(
-            "--compile",
-            help="Compile first (Triton, or Gluon for an explicit-level program; seconds) and take the compiler's "
-            "registers, shared memory and spills instead of the model's estimates.",
-        ),
-    ] = False,
-) -> None:
-    """Estimate a program's time on a chip: the bottleneck, a breakdown tied to the ops that cause
-    it, and performance hints as diagnostics. A task program takes its shapes and parameters
-    from the task's --preset; --shape and --param override them."""
-    fields: dict[str, Any] = {"target": target, "preset": preset or DEFAULT_PRESET}
-
-    def body(outcome: Outcome) -> None:
-        outcome.fields = fields
-        overrides = _specs(param)
-        symbols = _specs(shape, "--shape")
-        if target is not None:
-            from costmodel.spec import chip
-
-            try:
-                chip(target)
-            except KeyError:
-                _check_target(target)
-                raise usage(f"no chip table '{target}'", rule="cli.target") from None
-        chosen_preset = preset or DEFAULT_PRESET  # checked against the task's by run_cost (cli.preset)
-        fields["preset"] = chosen_preset
-        if calibration is not None:
-            from kir.check import read_bytes
-
-            read_bytes(calibration)  # a missing file or a FIFO is a usage error, before the model reads it
-        from costmodel.cli import run_cost
-
-        program = _parse_with_params(outcome, overrides)
-        fields["target"] = target or program.kernel.target.data
-        est, lines, compiled = run_cost(program, target, overrides, symbols, chosen_preset, calibration, compile_first)
-        outcome.diagnostics += compiled
-        if est is None:
-            return
-        outcome.diagnostics += est.hints
-        if (Path(file).parent / "task.toml").is_file() and lines:
-            # the default preset is `test`: say which shapes the figures are for
-            lines.insert(1, f"  shapes and parameters: the task's `{chosen_preset}` preset, then --shape and --param")
-        outcome.lines += lines
-        fields["estimate"] = est.to_json()
-
-    outcome = _guarded(file, body, "estimating the cost")
-    if not json_out and not outcome.has_errors and outcome.diagnostics:
-        outcome.text = "\n".join(outcome.lines) + "\n\n"
-        outcome.lines = []
-    _finish(outcome, json_out, "cost")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
+def register(app: typer.Typer) -> None:
+    """Add the language's own commands: format, hash, interpret, version."""
+    app.command("fmt")(fmt)
+    app.command("interp")(interp)
+    app.command("hash")(hash_)
+    app.command("version")(version)

@@ -16,10 +16,10 @@ import pytest
 
 from costmodel.cli import task_bindings
 from costmodel.model import CostModel
-from kir.check import check_program
 from kir.diagnostics import KirError
 from kir.parser import parse_file
 from lowering.emit.base import EMITTERS, load_emitters, lower
+from verifier.check import check_program
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "snapshots" / "golden.json"

@@ -262,7 +262,7 @@ def _check_job(job: dict[str, Any], candidate: Candidate) -> dict[str, Any]:
     except TaskError as err:
         return _record(False, "task", err.diagnostics)
     if program is not None and job.get("verify", True):
-        from kir.check import check_program
+        from verifier.check import check_program
 
         params = dict(candidate.spec.get("params") or {})
         errors = [d for d in check_program(program.with_params(**params) if params else program) if d.is_error]

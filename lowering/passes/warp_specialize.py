@@ -226,7 +226,7 @@ class WarpSpecializePass:
 
 
 def _errors(program: Program) -> list[Diagnostic]:
-    from kir.check import check_program
+    from verifier.check import check_program
 
     return [d for d in check_program(program, program.kernel.target.data) if d.is_error]
 

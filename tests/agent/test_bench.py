@@ -7,9 +7,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from agent.cli import app
 from agent.harness.bench import plan, summary_lines, table_lines, write
 from agent.tasks import load_suite
-from kir.cli import app
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks"
 

@@ -11,9 +11,9 @@ import pytest
 from agent.harness.backends import KirCandidate
 from agent.harness.correctness import KirRun, check
 from agent.tasks import load_suite
-from kir.check import check_program
 from kir.parser import parse_file
 from lowering.emit.base import program_level
+from verifier.check import check_program
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks"
 TASKS = load_suite(SUITE)

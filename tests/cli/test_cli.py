@@ -1,6 +1,6 @@
 """The `kir` command: exit codes, text and JSON diagnostics, fmt, interp, hash, and no traceback
 for any input. Commands run in-process through typer's CliRunner; a few also run as real
-processes (the installed `kir` script and `python -m kir.cli`)."""
+processes (the installed `kir` script and `python -m agent.cli`)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,13 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from agent.cli import RECORD_COMMANDS, app
+from agent.pipeline import RECORD_FIELDS
 from kir import __version__
-from kir.check import check_program, load_program
-from kir.cli import COMMON_FIELDS, SCHEMAS, app
+from kir.check import load_program
+from kir.cli import COMMON_FIELDS, SCHEMAS
 from kir.parser import parse
+from verifier.check import check_program
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.kir"))
@@ -63,8 +66,12 @@ def json_of(result, command: str = "check") -> list[dict]:
     """The diagnostics of a command's JSON object, after checking that it is the one object of
     the command's schema."""
     data = json.loads(result.output)
-    assert isinstance(data, dict) and data["schema"] == f"kir.{command}/1", data
-    assert list(data) == [*COMMON_FIELDS, *SCHEMAS[command]]
+    if command in RECORD_COMMANDS:
+        assert isinstance(data, dict) and data["schema"] == "kir.record/1", data
+        assert list(data) == list(RECORD_FIELDS)
+    else:
+        assert isinstance(data, dict) and data["schema"] == f"kir.{command}/1", data
+        assert list(data) == [*COMMON_FIELDS, *SCHEMAS[command]]
     assert data["ok"] == (result.exit_code == 0)
     for d in data["diagnostics"]:
         assert JSON_FIELDS <= set(d), d
@@ -158,7 +165,7 @@ def test_check_passes_the_target_to_the_verifier(monkeypatch):
         seen.append((program.name, target))
         return []
 
-    monkeypatch.setattr("kir.check.find_verifier", lambda: verify)
+    monkeypatch.setattr("verifier.check.verify", verify)
     assert kir("check", VECTOR_ADD).exit_code == 0
     assert kir("check", VECTOR_ADD, "--target", "gfx942").exit_code == 0
     assert seen == [("vector_add", "sm_90"), ("vector_add", "gfx942")]
@@ -173,7 +180,7 @@ def test_check_verifier_warnings_and_errors(monkeypatch):
             Diagnostic("bounds.err", "error", Span(6, 3, 6, 7, program.file), "an error", "fix it"),
         ]
 
-    monkeypatch.setattr("kir.check.find_verifier", lambda: verify)
+    monkeypatch.setattr("verifier.check.verify", verify)
     result = kir("check", VECTOR_ADD)
     assert result.exit_code == 1
     # Errors first, then warnings.
@@ -186,7 +193,7 @@ def test_check_verifier_crash_is_an_internal_error(monkeypatch):
     def verify(program, target):
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setattr("kir.check.find_verifier", lambda: verify)
+    monkeypatch.setattr("verifier.check.verify", verify)
     result = kir("check", VECTOR_ADD, "--json")
     assert result.exit_code == 1
     (diag,) = json_of(result)
@@ -197,9 +204,7 @@ def test_check_verifier_crash_is_an_internal_error(monkeypatch):
 def test_malformed_verifier_diagnostic_has_no_traceback(monkeypatch):
     from kir.diagnostics import Diagnostic
 
-    monkeypatch.setattr(
-        "kir.check.find_verifier", lambda: lambda program, target: [Diagnostic("x.y", "fatal", None, "odd")]
-    )
+    monkeypatch.setattr("verifier.check.verify", lambda program, target: [Diagnostic("x.y", "fatal", None, "odd")])
     for args in (["check", VECTOR_ADD], ["check", VECTOR_ADD, "--json"]):
         result = kir(*args)
         assert result.exit_code == 1
@@ -210,7 +215,7 @@ def test_unexpected_exception_is_an_internal_error(monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("unexpected")
 
-    monkeypatch.setattr("kir.check.check_program", explode)
+    monkeypatch.setattr("agent.pipeline.check_program", explode)
     result = kir("check", VECTOR_ADD)
     assert result.exit_code == 1
     assert "error[internal.error]" in result.output
@@ -502,7 +507,7 @@ def test_module_entry_point_usage_errors_have_no_traceback(tmp_path: Path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for args in (["check"], ["check", str(tmp_path / "nope.kir")], ["interp", str(VECTOR_ADD)]):
         done = subprocess.run(
-            [sys.executable, "-m", "kir.cli", *args], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env
+            [sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env
         )
         assert done.returncode == 2, args
         assert "Traceback" not in done.stdout + done.stderr
@@ -513,7 +518,7 @@ def test_source_the_terminal_cannot_encode_has_no_traceback(tmp_path: Path):
     path.write_text("kernel k(x: global f32[N]) target interp grid(1) warps(1) { ☃ }\n", encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "ascii"}
     done = subprocess.run(
-        [sys.executable, "-m", "kir.cli", "check", str(path)], capture_output=True, text=True, timeout=120, env=env
+        [sys.executable, "-m", "agent.cli", "check", str(path)], capture_output=True, text=True, timeout=120, env=env
     )
     assert done.returncode == 1
     assert "Traceback" not in done.stdout + done.stderr
@@ -590,7 +595,7 @@ def test_cost_compile_takes_the_compilers_registers():
     programs an SM, latency-bound); Triton gives it 30, and the estimate follows."""
     from typer.testing import CliRunner
 
-    from kir.cli import app
+    from agent.cli import app
 
     path = str(ROOT / "benchmarks" / "tasks" / "rmsnorm" / "tuned.kir")
     bench = ["--preset", "bench"]  # the figures below are those of the bench parameters
@@ -607,12 +612,13 @@ def test_cost_compile_takes_the_compilers_registers():
 def test_cost_compile_says_where_no_compiler_serves_and_stops_at_a_compile_error(tmp_path):
     from typer.testing import CliRunner
 
-    from kir.cli import app
+    from agent.cli import app
 
     path = str(ROOT / "benchmarks" / "tasks" / "rmsnorm" / "tuned.kir")
     result = CliRunner().invoke(app, ["cost", path, "--target", "mtia-sim", "--compile"])
     assert result.exit_code == 0 and "cost.compile" in result.output and "bound by" in result.output
-    # a 256 KB shared buffer: more than a block may have; the compile says so, and no estimate
+    # a 256 KB shared buffer: more than a block may have; the verifier says so before any compile
+    # runs, and there is no estimate
     big = tmp_path / "big.kir"
     big.write_text(
         "kernel big<BLOCK = 256>(x: global f32[N], y: out global f32[N])\n"
@@ -628,4 +634,4 @@ def test_cost_compile_says_where_no_compiler_serves_and_stops_at_a_compile_error
     )
     result = CliRunner().invoke(app, ["cost", str(big), "--compile", "-s", "N=4096"])
     assert result.exit_code != 0 and "bound by" not in result.output, result.output
-    assert "lower.shared-memory" in result.output and "262144" in result.output
+    assert "resources.smem" in result.output and "lower.shared-memory" not in result.output

@@ -15,7 +15,9 @@ from typer.main import get_command
 from typer.testing import CliRunner
 
 import kir.cli as cli
-from kir.cli import COMMON_FIELDS, SCHEMAS, app
+from agent.cli import RECORD_COMMANDS, app
+from agent.pipeline import RECORD_FIELDS, Record
+from kir.cli import COMMON_FIELDS, SCHEMAS
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -138,8 +140,11 @@ def test_every_command_says_what_it_does():
 
 def json_object(result, command: str) -> dict:
     data = json.loads(result.output)
-    assert list(data) == [*COMMON_FIELDS, *SCHEMAS[command]], (command, list(data))
-    assert data["schema"] == f"kir.{command.replace(' ', '.')}/1"
+    if command in RECORD_COMMANDS:
+        assert list(data) == list(RECORD_FIELDS) and data["schema"] == "kir.record/1", (command, list(data))
+    else:
+        assert list(data) == [*COMMON_FIELDS, *SCHEMAS[command]], (command, list(data))
+        assert data["schema"] == f"kir.{command.replace(' ', '.')}/1"
     assert isinstance(data["ok"], bool) and isinstance(data["diagnostics"], list)
     return data
 
@@ -161,18 +166,21 @@ def test_every_command_with_json_prints_its_schema(tmp_path, monkeypatch):
         "rules list": ["rules", "list"],
     }
     having_json = {c for c, cmd in leaf_commands() if any("--json" in p.opts for p in cmd.params)}
-    assert having_json == set(SCHEMAS), "every command with --json has a schema, and only those"
+    assert having_json == set(SCHEMAS) | set(RECORD_COMMANDS), "every command with --json has a schema, and only those"
     assert set(commands) | {"rules add"} == having_json  # rules add: test_rules_add_dry_run_installs_nothing
     got = {c: json_object(kir(*argv, "--json"), c) for c, argv in commands.items()}
     assert got["check"]["ok"] and (got["check"]["kernel"], got["check"]["target"]) == ("vector_add", "sm_90")
     assert got["fmt"]["canonical"] is True and got["fmt"]["text"] == Path(VECTOR_ADD).read_text()
     assert len(got["hash"]["hash"]) == 64 and got["version"]["version"] == cli.__version__
     assert got["interp"]["arrays"] == ["x", "y", "z"]
-    assert "@triton.jit" in got["lower"]["source"] and got["lower"]["entry"] == "vector_add"
+    assert "@triton.jit" in got["lower"]["lowered"]["source"] and got["lower"]["lowered"]["entry"] == "vector_add"
     assert got["compile"]["ok"] is False and got["compile"]["report"]["ok"] is False
     assert got["compile"]["target"] == "sm_90" and got["compile"]["backend"] == "triton"
     assert got["cost"]["estimate"]["time_s"] > 0 and got["cost"]["preset"] == "test"
-    assert got["run"]["ok"] and got["run"]["stage"] == "done" and got["run"]["preset"] == "test"
+    assert got["run"]["ok"] and got["run"]["stage"] == "run" and got["run"]["verdict"]["stage"] == "done"
+    assert got["run"]["preset"] == "test"
+    for command in RECORD_COMMANDS:  # a Record's JSON reads back as the same Record
+        assert Record.from_json(got[command]).to_json() == got[command], command
     assert got["rules list"]["rules"] and got["rules list"]["file"] is None
 
 
@@ -228,12 +236,12 @@ def test_compile_for_hip_without_hipcc_says_so(monkeypatch, tmp_path):
 
 
 def test_a_compile_without_a_target_takes_the_backends_own():
-    from lowering.compile import ARCHS
+    from agent.pipeline import compile_target
 
-    assert cli.compile_target("hip", None, "sm_90", ARCHS) == "gfx90a"
-    assert cli.compile_target("mtia-sim", None, "sm_90", ARCHS) == "mtia-sim"
-    assert cli.compile_target("triton", None, "gfx942", ARCHS) == "gfx942"  # the declared one, where it compiles
-    assert cli.compile_target("triton", None, "mtia-sim", ARCHS) == "sm_90"
+    assert compile_target("hip", None, "sm_90") == "gfx90a"
+    assert compile_target("mtia-sim", None, "sm_90") == "mtia-sim"
+    assert compile_target("triton", None, "gfx942") == "gfx942"  # the declared one, where it compiles
+    assert compile_target("triton", None, "mtia-sim") == "sm_90"
 
 
 def test_run_does_not_import_the_reference_in_its_own_process(tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from kir.cli import app
+from agent.cli import app
 
 SOFTMAX = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks" / "softmax"
 runner = CliRunner()
@@ -25,7 +25,7 @@ def test_run_reports_a_wrong_program_at_its_output_argument(tmp_path):
     result = runner.invoke(app, ["run", str(bad), "--task", str(SOFTMAX), "-p", "BLOCK=512", "--json"])
     assert result.exit_code == 1
     record = json.loads(result.output)
-    assert record["stage"] == "correctness"
+    assert record["stage"] == "run" and record["verdict"]["stage"] == "correctness"
     (diag,) = record["diagnostics"]
     assert diag["rule"] == "harness.mismatch" and diag["file"] == str(bad) and diag["line"] == 4
 

@@ -27,8 +27,8 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
 
+from agent.cli import RECORD_COMMANDS, app
 from kir.check import MAX_SOURCE_BYTES
-from kir.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTOR_ADD = str(ROOT / "examples" / "vector_add.kir")
@@ -224,7 +224,8 @@ def test_usage_errors_with_json_are_one_object(files):
         result = runner.invoke(app, [*command.split(), *base(command, files), "--json", "--no-such-option"])
         assert result.exit_code == 2, (command, result.output)
         data = json.loads(result.output)
-        assert data["schema"] == f"kir.{command.replace(' ', '.')}/1" and data["ok"] is False
+        schema = "kir.record/1" if command in RECORD_COMMANDS else f"kir.{command.replace(' ', '.')}/1"
+        assert data["schema"] == schema and data["ok"] is False
         assert [d["rule"] for d in data["diagnostics"]] == ["cli.usage"]
 
 
@@ -282,7 +283,7 @@ def test_inputs_that_never_end_are_refused(tmp_path, alarm):
 
 
 def test_the_installed_entry_point_prints_one_line(tmp_path):
-    """The same through `python -m kir.cli` (the console script's `app`), as real processes."""
+    """The same through `python -m agent.cli` (the console script's `app`), as real processes."""
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     lines = [
@@ -294,7 +295,7 @@ def test_the_installed_entry_point_prints_one_line(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "kir.cli", *map(str, argv)],
+            [sys.executable, "-m", "agent.cli", *map(str, argv)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

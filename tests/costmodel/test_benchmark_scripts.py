@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kir.check import check_program
 from kir.parser import parse
+from verifier.check import check_program
 
 ROOT = Path(__file__).resolve().parents[2]
 

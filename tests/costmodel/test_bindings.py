@@ -4,14 +4,15 @@ refusal is one located diagnostic, and each has a twin just inside the rule that
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from agent.cli import app
 from costmodel import predict
-from costmodel.cli import run_cost, task_bindings
-from kir.cli import app
+from costmodel.cli import task_bindings
 from kir.diagnostics import KirError
 from kir.parser import parse_file
 from verifier import verify
@@ -79,29 +80,31 @@ def test_a_parameter_that_empties_a_tile_is_refused_at_the_tile():
 SOFTMAX = ROOT / "benchmarks" / "tasks" / "softmax" / "seed.kir"
 
 
+def cost_record(*args: str) -> dict:
+    result = CliRunner().invoke(app, ["cost", str(SOFTMAX), "--json", *args])
+    return json.loads(result.output)
+
+
 @pytest.mark.parametrize("preset", ["test", "bench"])
-def test_run_cost_takes_every_preset_of_the_task(preset):
-    program = parse_file(SOFTMAX)
-    est, lines, _ = run_cost(program, None, {}, {}, preset)
+def test_kir_cost_takes_every_preset_of_the_task(preset):
+    record = cost_record("--preset", preset)
     _, shapes = task_bindings(SOFTMAX, preset)
-    assert est.counts["global_read_bytes"] == shapes["M"] * shapes["N"] * 2
-    assert lines[0].startswith(f"{SOFTMAX}: softmax on")
+    assert record["schema"] == "kir.record/1" and record["stage"] == "cost" and record["ok"]
+    assert record["estimate"]["counts"]["global_read_bytes"] == shapes["M"] * shapes["N"] * 2
 
 
 def test_the_default_preset_takes_the_parameters_defaults_and_asks_for_shapes():
-    with pytest.raises(KirError) as err:
-        run_cost(parse_file(SOFTMAX), None, {}, {}, "default")
-    assert [d.rule for d in err.value.diagnostics] == ["cost.shape"]
-    est, _, _ = run_cost(parse_file(SOFTMAX), None, {}, {"M": 8, "N": 1024}, "default")
-    assert est.counts["programs"] == 8
+    record = cost_record("--preset", "default")
+    assert [d["rule"] for d in record["diagnostics"]] == ["cost.shape"] and record["estimate"] is None
+    record = cost_record("--preset", "default", "-s", "M=8", "-s", "N=1024")
+    assert record["estimate"]["counts"]["programs"] == 8
 
 
 def test_an_unknown_preset_is_a_usage_error_naming_the_tasks_presets():
-    with pytest.raises(KirError) as err:
-        run_cost(parse_file(SOFTMAX), None, {}, {}, "tset")
-    (diag,) = err.value.diagnostics
-    assert diag.rule == "cli.preset" and diag.message == "task `softmax` has no preset `tset`"
-    assert diag.hint == "presets: default, test, bench"
+    record = cost_record("--preset", "tset")
+    (diag,) = record["diagnostics"]
+    assert diag["rule"] == "cli.preset" and diag["message"] == "task `softmax` has no preset `tset`"
+    assert diag["hint"] == "presets: default, test, bench"
 
 
 def test_a_broken_task_toml_is_located_in_it(tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from kir.cli import app
+from agent.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()

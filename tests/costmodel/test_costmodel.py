@@ -12,7 +12,7 @@ import pytest
 
 from costmodel import CostModel, chip, predict
 from costmodel.calibration import loss
-from costmodel.cli import run_cost, task_bindings
+from costmodel.cli import estimate_lines, task_bindings
 from costmodel.model import measurement_raw
 from kir.parser import parse_file
 
@@ -251,8 +251,10 @@ def test_the_latency_hint_counts_the_sms_its_programs_keep_busy():
 def test_shared_memory_prints_in_whole_bytes():
     path = ROOT / "benchmarks/tasks/gemm/seed.kir"  # bench: 64 x 64 x 32 tiles, two stages
     params, shapes = task_bindings(path, "bench")
-    est, lines, _ = run_cost(parse_file(path), "sm_90", params, shapes)
+    program = parse_file(path)
+    est = predict(program, "sm_90", params, shapes)
     assert est.occupancy.smem_bytes == 24576 and isinstance(est.occupancy.smem_bytes, int)
+    lines = estimate_lines(str(path), program.name, est.to_json())
     assert ", 24576 B shared/block)" in lines[1]
 
 

@@ -13,12 +13,12 @@ import pytest
 from costmodel import predict
 from costmodel.counting import RANDOM_BANK_LOAD
 from kir.builder import Builder
-from kir.check import check_program
 from kir.diagnostics import KirError
 from kir.dialect import tile as tl
 from kir.interp import run
 from kir.parser import parse, parse_file
 from kir.program import same_ir
+from verifier.check import check_program
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "lowering" / "programs"
 BF16 = ml_dtypes.bfloat16

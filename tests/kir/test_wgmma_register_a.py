@@ -12,13 +12,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from kir.check import check_program
 from kir.diagnostics import KirError
 from kir.dialect import explicit as ex
 from kir.parser import parse
 from kir.program import same_ir
 from lowering.emit.base import lower
 from tests.kir.helpers import first_error, only_wgmma
+from verifier.check import check_program
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,11 +8,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from kir.check import check_program
 from kir.diagnostics import KirError
 from kir.parser import parse
 from kir.program import same_ir
 from tests.kir.helpers import first_error, only_wgmma
+from verifier.check import check_program
 
 # S = Q K^T: K's tile is stored [BN, D] (D contiguous), wgmma's K-major B. BN != D, so only the
 # transposed shape rule makes the product [BM, BN].

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kir.check import check_program
 from kir.interp import run as interp_run
 from kir.parser import parse
 from kir.program import same_ir
+from verifier.check import check_program
 
 
 def check_snapshot(path: Path, text: str) -> None:

@@ -249,7 +249,7 @@ def test_compile_program_knows_the_hip_arch():
 def test_kir_compile_to_hip():
     from typer.testing import CliRunner
 
-    from kir.cli import app
+    from agent.cli import app
 
     out = CliRunner().invoke(
         app, ["compile", str(EXAMPLES / "softmax.kir"), "--to", "hip", "--arch", "gfx90a", "--json"]

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kir.check import check_program
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect.types import TileType
@@ -21,6 +20,7 @@ from lowering.passes.layouts import MAKERS, LayoutPass
 from lowering.passes.warp_specialize import WarpSpecializePass
 from tests.examples.references import BF16
 from tests.lowering.test_gluon import TMA_STORE_TEXT, WS_ROWS_TEXT
+from verifier.check import check_program
 
 HERE = Path(__file__).parent
 EXAMPLES = HERE.parents[1] / "examples"

@@ -243,7 +243,7 @@ def test_same_ir_compares_result_types():
 
 def test_a_launch_of_billions_of_warps_is_one_error_not_a_memory_error():
     # resources.register-file listed every warp of the launch to find those without a role
-    from kir.check import check_program
+    from verifier.check import check_program
 
     text = """\
 kernel k<B = 64>(x: global f32[N], y: out global f32[N])

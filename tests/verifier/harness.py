@@ -3,9 +3,9 @@ the rule verifier."""
 
 from __future__ import annotations
 
-from kir.check import check_program
 from kir.diagnostics import Diagnostic, KirError
 from kir.parser import parse
+from verifier.check import check_program
 from verifier.registry import BAD_MARKER
 
 

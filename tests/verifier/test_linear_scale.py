@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from kir.check import check_program
 from kir.parser import parse
 from verifier import load_rules
+from verifier.check import check_program
 from verifier.symbolic import CACHE
 
 ROOT = Path(__file__).resolve().parents[2]

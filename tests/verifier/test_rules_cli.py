@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kir.cli import app
+from agent.cli import app
 from verifier import RULES, load_rules
 from verifier.learned import LEARNED_DIR, forget, read_rule_file
 

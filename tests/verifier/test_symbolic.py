@@ -521,7 +521,7 @@ kernel descent<LEVELS = 5, T = 32>(x: global f32[N], table: global f32[T], out: 
     ],
 )
 def test_a_value_appending_a_digit_every_trip_is_bounded_trip_by_trip(loop, step, proved):
-    from kir.check import check_program
+    from verifier.check import check_program
 
     program = parse(_DESCENT.replace("LOOP", loop).replace("STEP", step), file="descent.kir")
     rules = {d.rule for d in check_program(program, "sm_90")}
