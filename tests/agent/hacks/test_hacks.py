@@ -308,8 +308,10 @@ def test_a_reference_that_exits_at_import_does_not_end_the_caller(tmp_path):
     start = time.monotonic()
     record, _ = run_command(str(task / "seed.kir"), str(task), "interp", "test", {}, [1], 60.0, None)
     assert time.monotonic() - start < 60
-    assert not record["ok"] and record["stage"] == "crash" and rules(record) == ["harness.no-record"], record
-    assert "status 7" in record["diagnostics"][0]["message"]
+    verdict = record.verdict or {}
+    assert not record.ok and verdict.get("stage") == "crash", record
+    assert [d.rule for d in record.errors] == ["harness.no-record"], record
+    assert "status 7" in record.errors[0].message
 
 
 NON_ROOT = """
