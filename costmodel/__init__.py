@@ -8,6 +8,7 @@ One file per concern:
 | `spec.py` | the chip: rates and sizes from the target tables (`kir/targets/*.toml`, `[cost]`) |
 | `counting.py` | per program: bytes of each global access, shared-memory traffic, flops per unit, trip counts, registers, shared memory |
 | `occupancy.py` | blocks per SM and what limits them |
+| `estimate.py` | `Estimate` and `Term`, binding parameters and shapes, counting or failing |
 | `model.py` | L2 reuse between the programs of a wave, the estimate and its breakdown |
 | `timing.py` | waves, tail, drain, overlap of memory with compute, launch: the seconds |
 | `calibration.py` | per-target correction factors fitted to measured times |
@@ -18,7 +19,7 @@ One file per concern:
     print(est.time_s, est.bottleneck)
     for term in est.breakdown: print(term.name, term.seconds, term.span, term.note)
 
-`kir cost FILE --target T --shape M=4096` prints the same (`costmodel/cli.py`).
+`kir cost FILE --target T --shape M=4096` prints the same (`agent.pipeline`'s cost stage; the text from `costmodel/cli.py`).
 """
 
 from costmodel.model import CostModel, Estimate, Term, analyze, predict
