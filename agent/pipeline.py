@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from costmodel.model import CostModel
-from kir.check import op_count, read_source, unique_sorted
+from kir.check import op_count, read_source, unique_sorted, unknown_params
 from kir.diagnostics import Diagnostic, KirError
 from kir.dialect.structure import TARGETS
-from kir.parser import parse, suggest
+from kir.parser import parse
 from kir.program import Program
 from lowering import lower
 from lowering.compile import ARCHS, compile_program
@@ -231,9 +231,9 @@ def evaluate(
         program = candidate.program or parse(candidate.text, file=candidate.file)
         state["program"] = program
         run.values.update(kernel=program.name)
-        unknown = [name for name, _ in candidate.params if name not in program.params]
+        unknown = unknown_params(program, candidate.param_values)
         if unknown:
-            raise KirError([_unknown_param(program, name) for name in unknown])
+            raise KirError(unknown)
         state["bound"] = program.with_params(**candidate.param_values) if candidate.params else program
         run.values["ops"] = op_count(program)
 
@@ -269,15 +269,9 @@ def evaluate(
             note = f"--compile: no compiler reports registers for this program on {chosen}; the model's estimates stand"
             run.diagnostics.append(Diagnostic("cost.compile", "hint", program.span(), note))
             return
-        report = compile_program(program, cost_backend, arch, params, symbols=cost_shapes)
-        compiled["report"] = report
-        data = report.to_json(max_text=4000)
-        data.pop("diagnostics")
-        run.values["report"] = data
-        run.diagnostics.extend(report.diagnostics)
-        if not report.ok and not any(d.is_error for d in report.diagnostics):
-            message = f"the {cost_backend} compile failed: {report.log[-300:]}"
-            run.diagnostics.append(Diagnostic("lower.compile", "error", program.span(), message))
+        compiled["report"] = _take_report(
+            run, program, compile_program(program, cost_backend, arch, params, symbols=cost_shapes)
+        )
 
     def cost_stage() -> None:
         est = (cost_model or CostModel()).predict(program, target, params, cost_shapes, report=compiled.get("report"))
@@ -307,14 +301,8 @@ def evaluate(
     def compile_stage() -> None:
         arch = compile_target(backend, target, declared)
         run.values["target"] = arch
-        report = compile_program(program, backend, arch, params, symbols=dict(all_shapes))
-        run.diagnostics.extend(report.diagnostics)
-        data = report.to_json(max_text=4000)
-        data.pop("diagnostics")
-        run.values.update(report=data, target=report.arch)
-        if not report.ok and not any(d.is_error for d in report.diagnostics):
-            message = f"the {backend} compile failed: {report.log[-300:]}"
-            run.diagnostics.append(Diagnostic("lower.compile", "error", program.span(), message))
+        report = _take_report(run, program, compile_program(program, backend, arch, params, symbols=dict(all_shapes)))
+        run.values["target"] = report.arch
 
     run.step("compile", compile_stage)
     return run.record(program)
@@ -338,14 +326,17 @@ def compile_target(backend: str, target: str | None, declared: str) -> str:
     return target
 
 
-def _unknown_param(program: Program, name: str) -> Diagnostic:
-    return Diagnostic(
-        "cli.param",
-        "error",
-        None,
-        f"no parameter {name} in kernel {program.name}",
-        suggest(name, program.params) or f"parameters: {', '.join(program.params) or 'none'}",
-    )
+def _take_report(run: _Run, program: Program, report):
+    """A compile report into the Record (its texts cut to 4,000 characters), its diagnostics
+    into the Record's, and an error where it failed without saying why."""
+    data = report.to_json(max_text=4000)
+    data.pop("diagnostics")
+    run.values["report"] = data
+    run.diagnostics.extend(report.diagnostics)
+    if not report.ok and not any(d.is_error for d in report.diagnostics):
+        message = f"the {report.backend} compile failed: {report.log[-300:]}"
+        run.diagnostics.append(Diagnostic("lower.compile", "error", program.span(), message))
+    return report
 
 
 def _task_shapes(task, preset: str | None) -> dict[str, int]:

@@ -20,6 +20,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from kir.diagnostics import Diagnostic, KirError, Span
 from kir.dialect.structure import TARGETS, KernelOp, YieldOp
+from kir.names import suggest
 from kir.program import Program, span_of
 
 # A KIR program is text: 16 MiB is three times the largest program the parse benchmark reads
@@ -214,3 +215,19 @@ def unique_sorted(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
 def op_count(program: Program) -> int:
     """Ops in the kernel body, without the kernel itself and the implicit yields."""
     return sum(1 for op in program.kernel.walk() if not isinstance(op, KernelOp | YieldOp))
+
+
+def unknown_params(program: Program, names) -> list[Diagnostic]:
+    """A `cli.param` error for each of `names` that is not a parameter of the program."""
+    known = ", ".join(program.params) or "none"
+    return [
+        Diagnostic(
+            "cli.param",
+            "error",
+            None,
+            f"no parameter {name} in kernel {program.name}",
+            suggest(name, program.params) or f"parameters: {known}",
+        )
+        for name in names
+        if name not in program.params
+    ]

@@ -38,6 +38,7 @@ from typer.core import TyperGroup
 
 from kir import __version__
 from kir.diagnostics import Diagnostic, KirError
+from kir.names import suggest
 
 if TYPE_CHECKING:
     from kir.program import Program
@@ -185,9 +186,7 @@ def usage(message: str, hint: str = "", rule: str = "cli.usage") -> KirError:
     return KirError(Diagnostic(rule, "error", None, message, hint))
 
 
-def _suggest(name: str, candidates) -> str:
-    close = difflib.get_close_matches(name, list(candidates), n=3)
-    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+_suggest = suggest  # "did you mean 'X'?"
 
 
 def _one_of(what: str, value: str, allowed, rule: str, context: str = "") -> None:
@@ -521,23 +520,6 @@ def _specs(specs: list[str] | None, flag: str = "--param") -> dict[str, int]:
     return values
 
 
-def unknown_params(program: Program, overrides: dict[str, int]) -> list[Diagnostic]:
-    diags = []
-    for name in overrides:
-        if name not in program.params:
-            known = ", ".join(program.params) or "none"
-            diags.append(
-                Diagnostic(
-                    "cli.param",
-                    "error",
-                    None,
-                    f"no parameter {name} in kernel {program.name}",
-                    _suggest(name, program.params) or f"parameters: {known}",
-                )
-            )
-    return diags
-
-
 def _check_target(target: str | None) -> None:
     if target is not None:
         _one_of("target", target, TARGETS, "cli.target")
@@ -556,6 +538,8 @@ def _parse(outcome: Outcome) -> Program:
 
 def _parse_with_params(outcome: Outcome, overrides: dict[str, int]) -> Program:
     """The program, or a `KirError` for a parameter it does not have."""
+    from kir.check import unknown_params
+
     program = _parse(outcome)
     usage_errors = unknown_params(program, overrides)
     if usage_errors:
