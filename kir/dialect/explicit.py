@@ -30,6 +30,7 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
     result_def,
+    traits_def,
     var_operand_def,
 )
 from xdsl.utils.exceptions import VerifyException
@@ -37,6 +38,7 @@ from xdsl.utils.exceptions import VerifyException
 from kir import symexpr as sx
 from kir.dialect.errors import RuleViolation
 from kir.dialect.tile import access_shape
+from kir.dialect.traits import BARRIER, GLOBAL, SHARED, Allocates, Async, Explicit, Pure, Reads, Synchronizes, Writes
 from kir.dialect.types import (
     Access,
     AccessAttr,
@@ -77,6 +79,7 @@ class SmemAllocOp(IRDLOperation):
 
     name = "kir.smem"
     res = result_def(SmemType)
+    traits = traits_def(Allocates(SHARED), Explicit())
 
     def __init__(self, buffer_type: SmemType):
         super().__init__(result_types=[buffer_type])
@@ -94,6 +97,7 @@ class MBarrierAllocOp(IRDLOperation):
     name = "kir.mbarrier"
     count = prop_def(SymAttr)
     res = result_def(MBarrierType)
+    traits = traits_def(Allocates(BARRIER), Explicit())
 
     def __init__(self, size: sx.SymExpr | int, count: sx.SymExpr | int):
         super().__init__(properties={"count": sym(count)}, result_types=[MBarrierType(sym(size))])
@@ -122,6 +126,7 @@ class ExpectOp(IRDLOperation, _BarrierUser):
     bar = operand_def(MBarrierType)
     bar_index = operand_def(ScalarType)
     nbytes = operand_def(ScalarType)
+    traits = traits_def(Reads(BARRIER, via="bar"), Writes(BARRIER, via="bar"), Synchronizes(), Explicit())
 
     def __init__(self, bar: SSAValue, bar_index: SSAValue, nbytes: SSAValue):
         super().__init__(operands=[bar, bar_index, nbytes])
@@ -139,6 +144,7 @@ class ArriveOp(IRDLOperation, _BarrierUser):
     bar = operand_def(MBarrierType)
     bar_index = operand_def(ScalarType)
     count = prop_def(IntAttr)
+    traits = traits_def(Reads(BARRIER, via="bar"), Writes(BARRIER, via="bar"), Synchronizes(), Explicit())
 
     def __init__(self, bar: SSAValue, bar_index: SSAValue, count: int = 1):
         super().__init__(operands=[bar, bar_index], properties={"count": IntAttr(count)})
@@ -162,6 +168,7 @@ class WaitOp(IRDLOperation, _BarrierUser):
     bar = operand_def(MBarrierType)
     bar_index = operand_def(ScalarType)
     parity = operand_def(ScalarType)
+    traits = traits_def(Reads(BARRIER, via="bar"), Synchronizes(), Explicit())
 
     def __init__(self, bar: SSAValue, bar_index: SSAValue, parity: SSAValue):
         super().__init__(operands=[bar, bar_index, parity])
@@ -189,6 +196,9 @@ class TmaLoadOp(IRDLOperation, _BarrierUser):
     bar = operand_def(MBarrierType)
     bar_index = operand_def(ScalarType)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(
+        Reads(GLOBAL, via="src"), Writes(SHARED, via="dst"), Writes(BARRIER, via="bar"), Async("kir.wait"), Explicit()
+    )
 
     def __init__(
         self,
@@ -254,6 +264,7 @@ class TmaStoreOp(IRDLOperation):
     dst = operand_def(GlobalType)
     dst_indices = var_operand_def()
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Reads(SHARED, via="src"), Writes(GLOBAL, via="dst"), Async("kir.tma_store_wait"), Explicit())
 
     def __init__(self, src, src_access, src_indices, dst, dst_access, dst_indices):
         super().__init__(
@@ -272,6 +283,7 @@ class TmaStoreWaitOp(IRDLOperation):
 
     name = "kir.tma_store_wait"
     pending = prop_def(IntAttr)
+    traits = traits_def(Synchronizes(), Explicit())
 
     def __init__(self, pending: int):
         super().__init__(properties={"pending": IntAttr(pending)})
@@ -294,6 +306,7 @@ class CpAsyncOp(IRDLOperation):
     dst_indices = var_operand_def()
     mask = opt_operand_def()
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Reads(GLOBAL, via="src"), Writes(SHARED, via="dst"), Async("kir.cp_async_wait"), Explicit())
 
     def __init__(self, src, src_access, src_indices, dst, dst_access, dst_indices, mask=None):
         super().__init__(
@@ -310,6 +323,7 @@ class CpAsyncCommitOp(IRDLOperation):
     """Close the current group of `cp.async` copies: `cp.async.commit()`."""
 
     name = "kir.cp_async_commit"
+    traits = traits_def(Synchronizes(), Explicit())
 
     def __init__(self):
         super().__init__()
@@ -321,6 +335,7 @@ class CpAsyncWaitOp(IRDLOperation):
 
     name = "kir.cp_async_wait"
     pending = prop_def(IntAttr)
+    traits = traits_def(Synchronizes(), Explicit())
 
     def __init__(self, pending: int):
         super().__init__(properties={"pending": IntAttr(pending)})
@@ -332,6 +347,7 @@ class CtaBarrierOp(IRDLOperation):
     it deadlocks."""
 
     name = "kir.barrier"
+    traits = traits_def(Synchronizes(), Explicit())
 
     def __init__(self):
         super().__init__()
@@ -343,6 +359,7 @@ class FenceAsyncOp(IRDLOperation):
     store, wgmma): `fence.async()` (`fence.proxy.async.shared::cta`)."""
 
     name = "kir.fence_async"
+    traits = traits_def(Synchronizes(), Explicit())
 
     def __init__(self):
         super().__init__()
@@ -380,6 +397,7 @@ class WgmmaOp(IRDLOperation):
     acc = operand_def(TileType)
     res = result_def(TileType)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Reads(SHARED, via="a"), Reads(SHARED, via="b"), Async("kir.wgmma_wait"), Explicit())
 
     def __init__(
         self,
@@ -474,6 +492,7 @@ class WgmmaWaitOp(IRDLOperation):
 
     name = "kir.wgmma_wait"
     pending = prop_def(IntAttr)
+    traits = traits_def(Synchronizes(), Explicit())
 
     def __init__(self, pending: int):
         super().__init__(properties={"pending": IntAttr(pending)})
@@ -488,6 +507,7 @@ class SizeofOp(IRDLOperation):
     mem = operand_def(SmemType)
     indices = var_operand_def()
     res = result_def(ScalarType)
+    traits = traits_def(Pure(), Explicit())
 
     def __init__(self, mem: SSAValue, access: Access, indices: Sequence[SSAValue]):
         super().__init__(
@@ -511,6 +531,7 @@ class ConvertLayoutOp(IRDLOperation):
     layout = prop_def(LayoutAttr)
     operand = operand_def(TileType)
     res = result_def(TileType)
+    traits = traits_def(Pure(), Explicit())
 
     def __init__(self, operand: SSAValue, layout: Layout):
         if not isinstance(operand.type, TileType):

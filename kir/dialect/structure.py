@@ -18,11 +18,12 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.traits import IsTerminator, NoTerminator
+from xdsl.traits import IsTerminator, NoMemoryEffect, NoTerminator, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
 from kir import symexpr as sx
 from kir.dialect.errors import RuleViolation
+from kir.dialect.traits import Explicit, Pure
 from kir.dialect.types import GlobalType, ScalarType, SymAttr, scalar, sym, syms
 
 TARGETS = ("interp", "sm_80", "sm_90", "gfx90a", "gfx942", "mtia-sim")
@@ -52,7 +53,7 @@ class KernelOp(IRDLOperation):
     num_warps = prop_def(IntAttr)
     warp_unit = prop_def(StringAttr)  # "warps" or "warpgroups"
     body = region_def("single_block")
-    traits = traits_def(NoTerminator())
+    traits = traits_def(NoTerminator(), RecursiveMemoryEffect())
 
     def __init__(
         self,
@@ -139,7 +140,7 @@ class YieldOp(IRDLOperation):
 
     name = "kir.yield"
     values = var_operand_def()
-    traits = traits_def(IsTerminator())
+    traits = traits_def(IsTerminator(), NoMemoryEffect())
 
     def __init__(self, values: Sequence[SSAValue] = ()):
         super().__init__(operands=[list(values)])
@@ -169,6 +170,7 @@ class ForOp(IRDLOperation):
     stages = opt_prop_def(SymAttr)
     warp_specialize = opt_prop_def(UnitAttr)
     body = region_def("single_block")
+    traits = traits_def(RecursiveMemoryEffect())
 
     def __init__(
         self,
@@ -237,6 +239,7 @@ class IfOp(IRDLOperation):
     res = var_result_def()
     then_body = region_def("single_block")
     else_body = region_def("single_block")
+    traits = traits_def(RecursiveMemoryEffect())
 
     def __init__(self, cond: SSAValue, result_types: Sequence[Attribute], then_body: Region, else_body: Region):
         super().__init__(operands=[cond], result_types=[list(result_types)], regions=[then_body, else_body])
@@ -275,7 +278,7 @@ class RoleOp(IRDLOperation):
     ids = prop_def(ArrayAttr[IntAttr])
     regs = prop_def(IntAttr)  # 0: no budget given
     body = region_def("single_block")
-    traits = traits_def(NoTerminator())
+    traits = traits_def(NoTerminator(), RecursiveMemoryEffect(), Explicit())
 
     def __init__(self, name: str, unit: str, ids: Sequence[int], regs: int, body: Region | None = None):
         super().__init__(
@@ -334,6 +337,7 @@ class RoleRankOp(IRDLOperation):
 
     name = "kir.role_rank"
     res = result_def(ScalarType)
+    traits = traits_def(Pure(), Explicit())
 
     def __init__(self):
         super().__init__(result_types=[scalar("i32")])

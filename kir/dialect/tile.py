@@ -19,12 +19,14 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
     result_def,
+    traits_def,
     var_operand_def,
 )
 from xdsl.utils.exceptions import VerifyException
 
 from kir import symexpr as sx
 from kir.dialect.errors import RuleViolation
+from kir.dialect.traits import GLOBAL, SHARED, Elementwise, Pure, Reads, Writes
 from kir.dialect.types import (
     Access,
     AccessAttr,
@@ -89,6 +91,7 @@ class ProgramIdOp(IRDLOperation):
     name = "kir.program_id"
     axis = prop_def(IntAttr)
     res = result_def(ScalarType)
+    traits = traits_def(Pure())
 
     def __init__(self, axis: int):
         super().__init__(properties={"axis": IntAttr(axis)}, result_types=[scalar("i32")])
@@ -109,6 +112,7 @@ class NumProgramsOp(IRDLOperation):
     name = "kir.num_programs"
     axis = prop_def(IntAttr)
     res = result_def(ScalarType)
+    traits = traits_def(Pure())
 
     def __init__(self, axis: int):
         super().__init__(properties={"axis": IntAttr(axis)}, result_types=[scalar("i32")])
@@ -134,6 +138,7 @@ class SymValueOp(IRDLOperation):
     name = "kir.symbol"
     symbol = prop_def(StringAttr)
     res = result_def(ScalarType)
+    traits = traits_def(Pure())
 
     def __init__(self, symbol: str):
         super().__init__(properties={"symbol": StringAttr(symbol)}, result_types=[scalar("i32")])
@@ -150,6 +155,7 @@ class ConstOp(IRDLOperation):
     name = "kir.const"
     value = prop_def(StringAttr)
     res = result_def(ScalarType)
+    traits = traits_def(Pure())
 
     def __init__(self, value: int | float | bool | str, dtype: str):
         super().__init__(properties={"value": StringAttr(const_text(value, dtype))}, result_types=[scalar(dtype)])
@@ -221,6 +227,7 @@ class ArangeOp(IRDLOperation):
     start = prop_def(SymAttr)
     end = prop_def(SymAttr)
     res = result_def(TileType)
+    traits = traits_def(Pure())
 
     def __init__(self, start: sx.SymExpr | int, end: sx.SymExpr | int):
         s, e = sym(start), sym(end)
@@ -234,6 +241,7 @@ class ZerosOp(IRDLOperation):
 
     name = "kir.zeros"
     res = result_def(TileType)
+    traits = traits_def(Pure())
 
     def __init__(self, result_type: TileType):
         super().__init__(result_types=[result_type])
@@ -246,6 +254,7 @@ class FullOp(IRDLOperation):
     name = "kir.full"
     value = operand_def(ScalarType)
     res = result_def(TileType)
+    traits = traits_def(Pure())
 
     def __init__(self, result_type: TileType, value: SSAValue):
         super().__init__(operands=[value], result_types=[result_type])
@@ -293,6 +302,7 @@ class BinaryOp(IRDLOperation):
     lhs = operand_def()
     rhs = operand_def()
     res = result_def()
+    traits = traits_def(Pure(), Elementwise())
 
     def __init__(self, fn: str, lhs: SSAValue, rhs: SSAValue):
         _require_value(lhs, fn)
@@ -332,6 +342,7 @@ class CompareOp(IRDLOperation):
     lhs = operand_def()
     rhs = operand_def()
     res = result_def()
+    traits = traits_def(Pure(), Elementwise())
 
     def __init__(self, predicate: str, lhs: SSAValue, rhs: SSAValue):
         _require_value(lhs, "comparison")
@@ -381,6 +392,7 @@ class UnaryOp(IRDLOperation):
     fn = prop_def(StringAttr)
     operand = operand_def()
     res = result_def()
+    traits = traits_def(Pure(), Elementwise())
 
     def __init__(self, fn: str, operand: SSAValue):
         _require_value(operand, fn)
@@ -420,6 +432,7 @@ class WhereOp(IRDLOperation):
     lhs = operand_def()
     rhs = operand_def()
     res = result_def()
+    traits = traits_def(Pure(), Elementwise())
 
     def __init__(self, cond: SSAValue, lhs: SSAValue, rhs: SSAValue):
         for v in (cond, lhs, rhs):
@@ -454,6 +467,7 @@ class CastOp(IRDLOperation):
     name = "kir.cast"
     operand = operand_def()
     res = result_def()
+    traits = traits_def(Pure(), Elementwise())
 
     def __init__(self, operand: SSAValue, dtype: str):
         _require_value(operand, "cast")
@@ -474,6 +488,7 @@ class ExpandDimsOp(IRDLOperation):
     axis = prop_def(IntAttr)
     operand = operand_def()
     res = result_def(TileType)
+    traits = traits_def(Pure())
 
     def __init__(self, operand: SSAValue, axis: int):
         _require_value(operand, "expand_dims")
@@ -499,6 +514,7 @@ class BroadcastOp(IRDLOperation):
     name = "kir.broadcast"
     operand = operand_def()
     res = result_def(TileType)
+    traits = traits_def(Pure())
 
     def __init__(self, operand: SSAValue, shape: Sequence[sx.SymExpr]):
         _require_value(operand, "broadcast")
@@ -519,6 +535,7 @@ class ReshapeOp(IRDLOperation):
     name = "kir.reshape"
     operand = operand_def(TileType)
     res = result_def(TileType)
+    traits = traits_def(Pure())
 
     def __init__(self, operand: SSAValue, shape: Sequence[sx.SymExpr]):
         super().__init__(operands=[operand], result_types=[tile_type(dtype_of(operand.type), shape)])
@@ -552,6 +569,7 @@ class TransOp(IRDLOperation):
     name = "kir.trans"
     operand = operand_def(TileType)
     res = result_def(TileType)
+    traits = traits_def(Pure())
 
     def __init__(self, operand: SSAValue):
         shape = shape_of(operand.type)
@@ -599,6 +617,7 @@ class ReduceOp(IRDLOperation):
     axis = prop_def(IntAttr)
     operand = operand_def(TileType)
     res = result_def()
+    traits = traits_def(Pure())
 
     def __init__(self, fn: str, operand: SSAValue, axis: int):
         shape = _reduced(operand, axis, fn)
@@ -626,6 +645,7 @@ class ArgReduceOp(IRDLOperation):
     axis = prop_def(IntAttr)
     operand = operand_def(TileType)
     res = result_def()
+    traits = traits_def(Pure())
 
     def __init__(self, fn: str, operand: SSAValue, axis: int):
         shape = _reduced(operand, axis, fn)
@@ -658,6 +678,7 @@ class ScanOp(IRDLOperation):
     reverse = prop_def(IntAttr)
     operand = operand_def(TileType)
     res = result_def(TileType)
+    traits = traits_def(Pure())
 
     def __init__(self, fn: str, operand: SSAValue, axis: int, reverse: bool = False):
         _reduced(operand, axis, fn)
@@ -687,6 +708,7 @@ class TopKOp(IRDLOperation):
     operand = operand_def(TileType)
     values = result_def(TileType)
     indices = result_def(TileType)
+    traits = traits_def(Pure())
 
     def __init__(self, operand: SSAValue, k: sx.SymExpr | int, largest: bool = True):
         if not isinstance(operand.type, TileType):
@@ -734,6 +756,7 @@ class GatherOp(IRDLOperation):
     src = operand_def(TileType)
     index = operand_def(TileType)
     res = result_def(TileType)
+    traits = traits_def(Pure())
 
     def __init__(self, src: SSAValue, index: SSAValue, axis: int):
         _check_gather(src.type, index.type, axis)
@@ -801,6 +824,7 @@ class DotOp(IRDLOperation):
     acc = opt_operand_def(TileType)
     res = result_def(TileType)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Pure())
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, acc_dtype: str, acc: SSAValue | None = None):
         a, b = shape_of(lhs.type), shape_of(rhs.type)
@@ -963,6 +987,7 @@ class LoadOp(IRDLOperation, MemAccess):
     other = opt_operand_def(ScalarType)
     res = result_def()
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Reads(GLOBAL, SHARED, via="mem"))
 
     def __init__(
         self,
@@ -1021,6 +1046,7 @@ class StoreOp(IRDLOperation, MemAccess):
     value = operand_def()
     mask = opt_operand_def()
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Writes(GLOBAL, SHARED, via="mem"))
 
     def __init__(
         self,
@@ -1075,6 +1101,7 @@ class AtomicOp(IRDLOperation, MemAccess):
     mask = opt_operand_def()
     res = result_def()
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Reads(GLOBAL, via="mem"), Writes(GLOBAL, via="mem"))
 
     def __init__(
         self,
