@@ -12,6 +12,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
+from kir.dialect.traits import is_elementwise
 from kir.dialect.types import TileType, dtype_of
 from kir.dtypes import DTYPES
 
@@ -55,16 +56,13 @@ def live_ranges(block: Block) -> LiveRanges:
     return LiveRanges(ops, defs, last, nested)
 
 
-_ELEMENTWISE = (tl.BinaryOp, tl.CompareOp, tl.UnaryOp, tl.WhereOp, tl.CastOp)
-
-
 def fused(v: SSAValue) -> bool:
     """An intermediate of an elementwise chain: made by an elementwise op and used only by
     elementwise ops of the same block with the same shape, or only by reductions of that block.
     The compiler computes such a chain element by element (`0.5 * h * (1.0 + erf(h * c))` needs
     h and the result, not a tile per step), so the value takes no tile of registers of its own."""
     owner = v.owner
-    if not isinstance(owner, _ELEMENTWISE) or not v.uses:
+    if not isinstance(owner, Operation) or not is_elementwise(owner) or not v.uses:
         return False
     if any(u.operation.parent_block() is not owner.parent_block() for u in v.uses):
         return False
@@ -73,9 +71,7 @@ def fused(v: SSAValue) -> bool:
     # reduction (softmax's exp, divided by its sum) is held whole until then
     if all(isinstance(u.operation, tl.ReduceOp) for u in v.uses):
         return True
-    if not all(
-        isinstance(u.operation, _ELEMENTWISE) and u.operation.results[0].type.shape == v.type.shape for u in v.uses
-    ):
+    if not all(is_elementwise(u.operation) and u.operation.results[0].type.shape == v.type.shape for u in v.uses):
         return False
     # a value that feeds a reduction and is read again after it (one-pass rmsnorm's v: the sum
     # of v * v, then v * rstd) is held whole across the reduction
@@ -115,7 +111,7 @@ def _reductions_fed(v: SSAValue, depth: int = 8) -> set[Operation]:
             op = u.operation
             if isinstance(op, tl.ReduceOp):
                 out.add(op)
-            elif steps and isinstance(op, _ELEMENTWISE):
+            elif steps and is_elementwise(op):
                 r = op.results[0]
                 if left.get(r, -1) < steps - 1:
                     left[r] = steps - 1

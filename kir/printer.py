@@ -25,6 +25,7 @@ from kir import symexpr as sx
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
+from kir.dialect.traits import allocates, has_effect
 from kir.dialect.types import Access, GlobalType, ScalarType, TileType, dtype_of
 from kir.names import RESERVED
 from kir.spans import block_comments_of, comments_of
@@ -53,7 +54,6 @@ _INFIX = {
     "div": ("/", P_MUL),
     "rem": ("%", P_MUL),
 }
-_NOT_INLINED = (ex.SmemAllocOp, ex.MBarrierAllocOp, st.ForOp, st.IfOp, tl.TopKOp)
 INDENT = "  "
 
 
@@ -432,7 +432,8 @@ class _Printer:
             self.scopes[-1].record(name)
 
     def inlinable(self, op: Operation, block: Block) -> bool:
-        if isinstance(op, _NOT_INLINED) or len(op.results) != 1:
+        # an allocation is a declaration and an op with regions a block: both are statements
+        if allocates(op) or op.regions or len(op.results) != 1:
             return False
         r = op.results[0]
         if r.name_hint is not None or not r.has_one_use():
@@ -513,11 +514,11 @@ class _Printer:
         if not op.results:
             self.emit(depth, text, op)
             return
+        # results nobody uses: an op kept for its effect (an atomic, a wgmma) is a bare statement
         if (
             all(r.first_use is None for r in op.results)
             and all(r.name_hint is None for r in op.results)
-            and not isinstance(op, tl.TopKOp | ex.SmemAllocOp | ex.MBarrierAllocOp)
-            and _has_effect(op)
+            and has_effect(op)
         ):
             self.emit(depth, text, op)
             return
@@ -946,10 +947,6 @@ def _ancestors(op: Operation) -> Iterator[Operation]:
     while parent is not None:
         yield parent
         parent = parent.parent_op()
-
-
-def _has_effect(op: Operation) -> bool:
-    return isinstance(op, tl.AtomicOp | ex.WgmmaOp)
 
 
 def _type_text(t) -> str:

@@ -22,47 +22,32 @@ from kir.diagnostics import Span
 from kir.dialect.structure import ForOp, KernelOp, RoleOp
 from kir.dialect.tile import (
     ArangeOp,
+    ArgReduceOp,
     AtomicOp,
     BinaryOp,
-    BroadcastOp,
-    CastOp,
-    CompareOp,
     ConstOp,
+    DotOp,
     ExpandDimsOp,
-    FullOp,
+    GatherOp,
     LoadOp,
-    NumProgramsOp,
-    ProgramIdOp,
-    ReshapeOp,
+    ReduceOp,
+    ScanOp,
     StoreOp,
-    SymValueOp,
-    TransOp,
-    UnaryOp,
-    WhereOp,
-    ZerosOp,
+    TopKOp,
 )
+from kir.dialect.traits import is_explicit, is_pure
 from kir.dialect.types import Access, GlobalType, ScalarType, TileType, dtype_of, shape_of, tile_type
 from kir.program import set_span, span_of
 
-# Ops without effects: they may be recomputed for another iteration, and dropped when unused.
-PURE = (
-    ProgramIdOp,
-    NumProgramsOp,
-    SymValueOp,
-    ConstOp,
-    ArangeOp,
-    ZerosOp,
-    FullOp,
-    BinaryOp,
-    CompareOp,
-    UnaryOp,
-    WhereOp,
-    CastOp,
-    ExpandDimsOp,
-    BroadcastOp,
-    ReshapeOp,
-    TransOp,
-)
+# What the passes recompute for another iteration (or another role) and drop when unused: the
+# pure ops of the tile level, except those that combine many lanes (reductions, scans, top-k,
+# gathers, products), which are not worth computing twice.
+_NOT_RECOMPUTED = (ReduceOp, ArgReduceOp, ScanOp, TopKOp, GatherOp, DotOp)
+
+
+def recomputable(op: Operation) -> bool:
+    """A pure tile-level op that a pass may clone or drop (see `_NOT_RECOMPUTED`)."""
+    return is_pure(op) and not is_explicit(op) and not isinstance(op, _NOT_RECOMPUTED)
 
 
 class Refusal(Exception):
@@ -232,7 +217,7 @@ def check_recomputable(v: SSAValue, iv: SSAValue, body_ops: frozenset[Operation]
     op = v.owner
     if op not in body_ops:
         return
-    if not isinstance(op, PURE):
+    if not recomputable(op):
         raise Refusal(
             f"a copy's index or mask depends on `{op.name}` in the loop, which cannot be recomputed ahead",
             span_of(op),
@@ -294,7 +279,7 @@ def bounds_start(loop: ForOp) -> Operation:
     before them, so that the printer can still write the bounds inline."""
     mine: set[Operation] = {loop}
     anchor: Operation = loop
-    while (prev := anchor.prev_op) is not None and isinstance(prev, PURE):
+    while (prev := anchor.prev_op) is not None and recomputable(prev):
         if not all(use.operation in mine for r in prev.results for use in r.uses):
             break
         mine.add(prev)
@@ -306,7 +291,7 @@ def fresh(v: SSAValue, emit: Emitter) -> SSAValue:
     """A new copy of a scalar computed by pure ops (a loop bound): sharing the loop's own value
     would make the printer name it instead of writing `for k in 0 .. K / BK`."""
     op = v.owner
-    if isinstance(v, BlockArgument) or not isinstance(op, PURE) or not isinstance(v.type, ScalarType):
+    if isinstance(v, BlockArgument) or not recomputable(op) or not isinstance(v.type, ScalarType):
         return v
     mapper = {o: fresh(o, emit) for o in op.operands}
     clone = emit(op.clone(value_mapper=mapper, clone_name_hints=False), span_of(op))
@@ -319,7 +304,7 @@ def drop_dead(block: Block) -> None:
     while changed:
         changed = False
         for op in reversed(list(block.ops)):
-            if isinstance(op, PURE) and all(r.first_use is None for r in op.results):
+            if recomputable(op) and all(r.first_use is None for r in op.results):
                 block.erase_op(op)
                 changed = True
 

@@ -92,12 +92,12 @@ from kir.dialect.tile import (
     WhereOp,
     ZerosOp,
 )
+from kir.dialect.traits import is_elementwise
 from kir.dialect.types import Access, GlobalType, ScalarType, TileType, dtype_of, shape_of, smem, tile_type
 from kir.dtypes import DTYPES
 from kir.program import Program, set_span, span_of
 from lowering.passes import PassResult
 from lowering.passes.loops import (
-    PURE,
     Copy,
     Emitter,
     Refusal,
@@ -106,6 +106,7 @@ from lowering.passes.loops import (
     drop_dead,
     fresh,
     qualify_body,
+    recomputable,
     recompute,
     static,
     strip_expands,
@@ -349,7 +350,7 @@ def _partition(kernel: KernelOp, loop: ForOp) -> tuple[list[Operation], list[Ope
                 "move the write after the loop",
             )
         scalar = all(isinstance(r.type, ScalarType) for r in op.results) and not op.regions
-        if isinstance(op, PURE) and scalar and not any(v in moved_values for v in op.operands):
+        if recomputable(op) and scalar and not any(v in moved_values for v in op.operands):
             top.append(op)
         else:
             moved.append(op)
@@ -361,7 +362,7 @@ def _bounds_start(loop: ForOp) -> Operation:
     """The first of the pure ops just before the loop that compute only its bounds and step."""
     mine: set[Operation] = set()
     anchor: Operation = loop
-    while (prev := anchor.prev_op) is not None and isinstance(prev, PURE):
+    while (prev := anchor.prev_op) is not None and recomputable(prev):
         uses = [use for r in prev.results for use in r.uses]
         if not uses or not all(u.operation in mine or (u.operation is loop and u.index < 3) for u in uses):
             break
@@ -381,14 +382,12 @@ def _check_producer_can_read(v: SSAValue, body_ops: frozenset[Operation], moved:
             span_of(op) or span,
             "compute box starts and loop bounds from program ids, parameters and shape symbols",
         )
-    if op in body_ops or op in moved or isinstance(op, PURE):
+    if op in body_ops or op in moved or recomputable(op):
         for operand in op.operands:
             _check_producer_can_read(operand, body_ops, moved, span)
 
 
 # -- the row split among several consumers -----------------------------------------------------
-
-_ELEMENTWISE = (BinaryOp, CompareOp, WhereOp, UnaryOp, CastOp)
 
 
 def _check_row_split(loop: ForOp, plan: _Plan) -> None:
@@ -423,7 +422,8 @@ def _check_row_split(loop: ForOp, plan: _Plan) -> None:
         if not any(_is_rowed(v, plan.rows) for v in tiles):
             continue
         ok = op in top_level and (
-            isinstance(op, (ZerosOp, FullOp, ConstOp, *_ELEMENTWISE))
+            isinstance(op, ZerosOp | FullOp | ConstOp)
+            or is_elementwise(op)
             or (isinstance(op, StoreOp) and isinstance(op.mem.type, GlobalType) and _row_dim(op, plan.rows) is not None)
         )
         if not ok:
@@ -635,7 +635,7 @@ def _sink(block: Block, role: RoleOp) -> None:
 
     for op in reversed(list(block.ops)):
         readers = [anchor(u.operation) for r in op.results for u in r.uses]
-        if isinstance(op, PURE) and readers and None not in readers:
+        if recomputable(op) and readers and None not in readers:
             first = min(readers, key=inner.get_operation_index)
             op.detach()
             inner.insert_op_before(op, first)
@@ -666,7 +666,7 @@ def _split_rows(plan: _Plan, consumers: int, r0: SSAValue, part: sx.SymExpr) -> 
                 retype(op, ZerosOp(cut(op.res.type)))
             elif isinstance(op, FullOp) and _is_rowed(op.res, rows):
                 retype(op, FullOp(cut(op.res.type), op.value))
-            elif isinstance(op, _ELEMENTWISE) and any(_is_rowed(v, rows) for v in op.results):
+            elif is_elementwise(op) and any(_is_rowed(v, rows) for v in op.results):
                 # the operands are already cut (ops come in order); the result type follows
                 args = list(op.operands)
                 if isinstance(op, BinaryOp | UnaryOp):

@@ -16,30 +16,13 @@ from kir.diagnostics import Diagnostic
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
+from kir.dialect.traits import has_effect, is_pure, synchronizes
 from kir.dialect.types import TileType
 from verifier.context import Context
 from verifier.registry import rule
 from verifier.rules.dataflow_facts import arg_name, name_of, reads, writes
 
 # ---- dataflow.unused-value ------------------------------------------------------------------------------
-
-_EFFECTS = (
-    tl.StoreOp,
-    tl.AtomicOp,
-    ex.ExpectOp,
-    ex.ArriveOp,
-    ex.WaitOp,
-    ex.TmaLoadOp,
-    ex.TmaStoreOp,
-    ex.TmaStoreWaitOp,
-    ex.CpAsyncOp,
-    ex.CpAsyncCommitOp,
-    ex.CpAsyncWaitOp,
-    ex.CtaBarrierOp,
-    ex.FenceAsyncOp,
-    ex.WgmmaOp,
-    ex.WgmmaWaitOp,
-)
 
 
 @rule(
@@ -97,7 +80,7 @@ def _live_ops(ctx: Context) -> set[Operation]:
     carried value is live when its result or its use inside the loop is."""
     live_ops: set[Operation] = set()
     live_vals: set[SSAValue] = set()
-    work: list[SSAValue | Operation] = [i.op for i in ctx.infos if isinstance(i.op, _EFFECTS)]
+    work: list[SSAValue | Operation] = [i.op for i in ctx.infos if has_effect(i.op)]
     while work:
         item = work.pop()
         if isinstance(item, Operation):
@@ -223,15 +206,12 @@ def _reset_in_loop(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
-_PURE_SKIP = (tl.LoadOp, tl.AtomicOp, ex.SmemAllocOp, ex.MBarrierAllocOp, st.ForOp, st.IfOp, st.RoleOp, st.YieldOp)
-
-
 def _overwritten_values(ctx: Context) -> Iterator[Diagnostic]:
     named: dict[Block, dict[str, list[Operation]]] = {}  # block -> name -> its ops that assign it, in order
     position: dict[Operation, int] = {}
     for info in ctx.infos:
         op = info.op
-        if isinstance(op, _PURE_SKIP) or isinstance(op, _EFFECTS) or not op.results:
+        if not is_pure(op) or not op.results:
             continue
         for r in op.results:
             if r.name_hint is None or _used(r):
@@ -267,7 +247,14 @@ def _next_assignment(ops: list[Operation], op: Operation, position: dict[Operati
     return ops[k] if k < len(ops) else None
 
 
-_STOPS = (ex.CtaBarrierOp, ex.WaitOp, ex.FenceAsyncOp, ex.ArriveOp, ex.ExpectOp, ex.CpAsyncWaitOp)
+# What lets another thread see a store before it is overwritten: the synchronizing ops, except
+# those that only retire this thread's own async reads (wgmma.wait, tma.store_wait) or group
+# its copies (cp.async.commit).
+_NOT_STOPS = (ex.WgmmaWaitOp, ex.TmaStoreWaitOp, ex.CpAsyncCommitOp)
+
+
+def _stops(op: Operation) -> bool:
+    return synchronizes(op) and not isinstance(op, _NOT_STOPS)
 
 
 @dataclass
@@ -290,7 +277,7 @@ class _Touches:
             stop = False
             touched: dict[SSAValue, None] = {}
             for o in op.walk():
-                stop = stop or isinstance(o, _STOPS)
+                stop = stop or _stops(o)
                 for r in reads(o) + writes(o):
                     touched[r.mem] = None
             if stop:
@@ -320,7 +307,7 @@ def _overwritten_stores(ctx: Context) -> Iterator[Diagnostic]:
         nxt = touches[block].next_touch(first, first.mem)
         if nxt is None or not (isinstance(nxt, tl.StoreOp) and nxt.mem is first.mem):
             continue
-        if isinstance(nxt, _STOPS) or any(r.mem is first.mem for r in reads(nxt)):
+        if _stops(nxt) or any(r.mem is first.mem for r in reads(nxt)):
             continue
         if _same_place(ctx, first, nxt):
             yield ctx.report(

@@ -22,6 +22,7 @@ from kir.diagnostics import Diagnostic, KirError, Related, Span
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
+from kir.dialect.traits import BARRIER, allocates, is_async
 from kir.dialect.types import SmemType
 from verifier.context import Context
 from verifier.registry import rule
@@ -725,8 +726,10 @@ def _static_findings(ctx: Context) -> bool:
 
 
 def _uses_sync(ctx: Context) -> bool:
-    kinds = (ex.MBarrierAllocOp, ex.TmaLoadOp, ex.CpAsyncOp, ex.WgmmaOp, ex.TmaStoreOp, st.RoleOp, ex.CtaBarrierOp)
-    return any(isinstance(i.op, kinds) for i in ctx.infos)
+    # async ops, mbarriers, warp roles and CTA barriers: what the model check has something to find in
+    return any(
+        is_async(i.op) or allocates(i.op) == BARRIER or isinstance(i.op, st.RoleOp | ex.CtaBarrierOp) for i in ctx.infos
+    )
 
 
 def model_check(ctx: Context) -> list[Diagnostic]:
