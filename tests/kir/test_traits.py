@@ -35,6 +35,7 @@ from kir.dialect.traits import (
 )
 from kir.dialect.types import SmemType
 from kir.parser import parse, parse_file
+from verifier.rules import dataflow_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = sorted([*ROOT.glob("benchmarks/tasks/*/*.kir"), *ROOT.glob("examples/*.kir")])
@@ -144,3 +145,13 @@ def test_the_spaces_an_op_touches_are_among_those_it_declares(path):
             assert spaces <= declared, op.name
         if isinstance(op, tl.LoadOp | tl.StoreOp):
             assert (reads(op) | writes(op)) == ({SHARED} if isinstance(op.mem.type, SmemType) else {GLOBAL})
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_the_verifiers_memory_operands_are_those_the_traits_name(path):
+    """The dataflow rules read accesses with their own verbs; the memory they name is the traits'."""
+    program = parse_file(path)
+    for op in program.kernel.walk():
+        for trait_type, refs in ((Reads, dataflow_facts.reads(op)), (Writes, dataflow_facts.writes(op))):
+            named = [t.operand(op) for t in op.get_traits_of_type(trait_type) if t.touched(op) in (GLOBAL, SHARED)]
+            assert sorted(map(id, named)) == sorted(id(r.mem) for r in refs), op.name
