@@ -432,14 +432,14 @@ TaskOpt = Annotated[
 def default_run_backend() -> str:
     """`kir run`'s backend when none is given: triton on a machine with a CUDA device, else the
     simulated accelerator (mtia-sim is the toolchain's target where no GPU is present)."""
-    from lowering.runtime_triton import cuda_available
+    from lowering.targets.triton.runtime import cuda_available
 
     return "triton" if cuda_available() else "mtia-sim"
 
 
 def no_cuda(what: str) -> Diagnostic | None:
     """A `cli.no-cuda` error when torch sees no CUDA device, before any work that would need one."""
-    from lowering.runtime_triton import cuda_available
+    from lowering.targets.triton.runtime import cuda_available
 
     if cuda_available():
         return None

@@ -55,7 +55,7 @@ def variants() -> dict:
 
 
 def compile_all() -> None:
-    from lowering.compile_gluon import compile_lowered
+    from lowering.targets.gluon.compile import compile_lowered
 
     for name, lowered in variants().items():
         report = compile_lowered(lowered, "sm_90")
@@ -66,7 +66,7 @@ def time_all(out_dir: Path, rounds: int = 30) -> None:
     import torch
     import torch.nn.functional as F
 
-    from lowering.runtime_gluon import GluonLaunch
+    from lowering.targets.gluon.runtime import GluonLaunch
 
     torch.manual_seed(0)
     xs = [torch.randn(B, C, L, device="cuda", dtype=torch.bfloat16) for _ in range(3)]

@@ -110,7 +110,7 @@ def time_ms(torch, fn, reps: int = REPS, warmup: int = 5) -> list[float]:
 
 
 def compile_info(lowered) -> dict:
-    from lowering.compile_cuda import compile_lowered
+    from lowering.targets.cuda.compile import compile_lowered
 
     rep = compile_lowered(lowered, sass=False)
     return {
@@ -149,7 +149,7 @@ def main() -> int:  # noqa: C901 - one linear script
     import torch
 
     from kir.interp import run
-    from lowering.runtime_cuda import build_many, run_cuda
+    from lowering.targets.cuda.runtime import build_many, run_cuda
     from tests.examples.references import CASES
 
     record: dict = {

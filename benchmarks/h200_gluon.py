@@ -64,7 +64,7 @@ def main() -> int:
 
     from kir.parser import parse_file
     from lowering.emit.base import lower
-    from lowering.runtime_gluon import GluonLaunch, time_launch
+    from lowering.targets.gluon.runtime import GluonLaunch, time_launch
 
     record: dict = {
         "device": torch.cuda.get_device_name(),

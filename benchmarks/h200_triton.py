@@ -10,7 +10,7 @@ For each example of `examples/` that the Triton backend takes (tile level):
    (median of 50 launches after 10 warm-up launches, the L2 cache flushed before each), and
    report the achieved bandwidth (or FLOP rate for the GEMM);
 3. the sm_90 compile report of the bench configuration (registers, spills, shared memory,
-   mma/wgmma), compiled offline as `lowering.compile_triton` does.
+   mma/wgmma), compiled offline as `lowering.targets.triton.compile` does.
 
 Prints a table, and writes the records as JSON to `$OUT/triton.json` when `OUT` is set.
 
@@ -46,9 +46,9 @@ except ImportError:  # pragma: no cover - the script needs the GPU machine's tor
 from kir.interp import run  # noqa: E402
 from kir.parser import parse_file  # noqa: E402
 from lowering import lower  # noqa: E402
-from lowering.compile_triton import compile_lowered  # noqa: E402
 from lowering.emit.base import program_level  # noqa: E402
-from lowering.runtime_triton import run_lowered, torch_launcher  # noqa: E402
+from lowering.targets.triton.compile import compile_lowered  # noqa: E402
+from lowering.targets.triton.runtime import run_lowered, torch_launcher  # noqa: E402
 from tests.examples.references import CASES  # noqa: E402
 
 WARMUP, REPS = 10, 50

@@ -4,7 +4,7 @@ two-slot DMA ring single-buffered, `cp.async.wait(0)` in place of `wait(1)`).
 
     python benchmarks/mtia_costmodel.py [--out benchmarks/results/mtia-sim] [--jobs 2] [--tasks softmax gemm]
 
-Each variant runs once on the simulator (`lowering.runtime_mtia`: cycles are deterministic) and
+Each variant runs once on the simulator (`lowering.targets.mtia_sim.runtime`: cycles are deterministic) and
 is predicted with `costmodel.predict(program, "mtia-sim", params, shapes)`; simulated time is
 cycles / clock (1 GHz). Figures per task: Spearman rank correlation, the share of variant pairs
 ordered right, the median absolute error (relative, and in microseconds). Shapes (`SHAPES`) are
@@ -97,7 +97,7 @@ def run_variant(job: tuple[str, str, dict[str, int], bool]) -> dict:
 
     from costmodel import predict  # noqa: PLC0415
     from kir.parser import parse  # noqa: PLC0415
-    from lowering.runtime_mtia import run_mtia  # noqa: PLC0415
+    from lowering.targets.mtia_sim.runtime import run_mtia  # noqa: PLC0415
 
     task, which, params, single = job
     shapes = SHAPES[task]

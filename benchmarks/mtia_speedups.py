@@ -1,4 +1,4 @@
-"""Seed against tuned mtia-sim programs in simulated cycles (lowering.runtime_mtia): softmax,
+"""Seed against tuned mtia-sim programs in simulated cycles (lowering.targets.mtia_sim.runtime): softmax,
 gemm and kmeans_assign, each program with its task's bench parameters, on random inputs.
 
     python benchmarks/mtia_speedups.py [--out benchmarks/results/mtia-sim]
@@ -23,7 +23,7 @@ from kir import symexpr as sx
 from kir.dialect.types import shape_of
 from kir.dtypes import DTYPES
 from kir.parser import parse_file
-from lowering.runtime_mtia import run_mtia
+from lowering.targets.mtia_sim.runtime import run_mtia
 
 ROOT = Path(__file__).resolve().parent
 CASES = {

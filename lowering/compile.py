@@ -1,6 +1,6 @@
 """One entry point over the compile drivers: `compile_program(program, to, arch, params)`.
 
-Every driver (`compile_triton`, `compile_gluon`, `compile_cuda`, `compile_hip`, `compile_mtia`: each
+Every driver (the `compile` module of each target folder under `lowering/targets/`: each
 a `compile_lowered(lowered, arch, ...)`) fills the one `lowering.report.CompileReport`; `report.to_json()` is its plain data.
 A program the backend refuses to lower comes back as a failed report with the refusal's
 diagnostics, as a compile failure does.
@@ -23,11 +23,11 @@ ARCHS = {
     "mtia-sim": ("mtia-sim",),
 }
 DRIVERS = {
-    "triton": "lowering.compile_triton",
-    "gluon": "lowering.compile_gluon",
-    "cuda": "lowering.compile_cuda",
-    "hip": "lowering.compile_hip",
-    "mtia-sim": "lowering.compile_mtia",
+    "triton": "lowering.targets.triton.compile",
+    "gluon": "lowering.targets.gluon.compile",
+    "cuda": "lowering.targets.cuda.compile",
+    "hip": "lowering.targets.hip.compile",
+    "mtia-sim": "lowering.targets.mtia_sim.compile",
 }
 DEFAULT_ARCH = "sm_90"  # what `compile_program` and `kir compile --arch` assume when none is named
 

@@ -5,7 +5,7 @@ it through one backend.
 | --- | --- | --- |
 | `interp` | CPU | the reference interpreter (`kir.interp.run`) |
 | `triton-interp` | CPU | the Triton lowering under `TRITON_INTERPRET=1` |
-| `mtia-sim` | CPU | the simulated accelerator (`lowering.runtime_mtia`): g++-built, with simulated cycles |
+| `mtia-sim` | CPU | the simulated accelerator (`lowering.targets.mtia_sim.runtime`): g++-built, with simulated cycles |
 | `triton`, `gluon`, `cuda` | GPU | the lowering's launchers over torch tensors |
 
 Every backend writes into the tensors the harness gives it: the CPU backends copy every
@@ -190,11 +190,11 @@ class KirCandidate:
             return
         lowered = self.lowered()
         if self.backend == "cuda":
-            from lowering.runtime_cuda import build
+            from lowering.targets.cuda.runtime import build
 
             self._cache["cuda"] = build(lowered)
         if self.backend == "mtia-sim":
-            from lowering.runtime_mtia import build
+            from lowering.targets.mtia_sim.runtime import build
 
             build(lowered)
 
@@ -206,11 +206,11 @@ class KirCandidate:
         self.prepare()
         lowered = self.lowered()
         if self.backend == "triton":
-            from lowering.runtime_triton import torch_launcher
+            from lowering.targets.triton.runtime import torch_launcher
 
             return torch_launcher(lowered, tensors)
         if self.backend == "gluon":
-            from lowering.runtime_gluon import GluonLaunch
+            from lowering.targets.gluon.runtime import GluonLaunch
 
             return GluonLaunch.from_torch(lowered, tensors)
         kernel = self._cache["cuda"]
@@ -223,13 +223,13 @@ class KirCandidate:
 
             out = run(self.program, arrays, self.params)
         elif self.backend == "mtia-sim":
-            from lowering.runtime_mtia import run_lowered
+            from lowering.targets.mtia_sim.runtime import run_lowered
 
             result = run_lowered(self.lowered(), arrays)
             out = result.outputs
             self._cache["cycles"] = result.cycles  # the simulated time of the last run
         else:
-            from lowering.runtime_triton import run_lowered
+            from lowering.targets.triton.runtime import run_lowered
 
             out = run_lowered(self.lowered(), arrays, interpret=True)
         for name, t in tensors.items():

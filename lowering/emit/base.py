@@ -3,15 +3,13 @@ which KIR op produced each generated line, and the checks that an emitter accept
 
 An emitter is a class with a `name` ("triton", "gluon", "cuda", ...), `accepts(program)` (the
 diagnostics that make it refuse a program: a level or an op it cannot express) and
-`emit(program, params)` returning a `Lowered`. A new target is a new module (or package) under
-`lowering/emit/` that calls `register(...)`; nothing else changes. The modules that emitters
-share are named in `SHARED`.
+`emit(program, params)` returning a `Lowered`. Each target's emitter lives in its folder under
+`lowering/targets/`.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,10 +89,6 @@ class Emitter:
 
 EMITTERS: dict[str, Emitter] = {}
 
-# The modules and packages of lowering/emit/ that hold what emitters share; every other one is
-# a target's emitter, which registers itself when imported.
-SHARED = frozenset({"base", "names", "pyexpr", "cbase"})
-
 
 def register(emitter: Emitter) -> Emitter:
     """Make `emitter` the backend of its name (once: Python runs a module's body once)."""
@@ -108,15 +102,11 @@ def register(emitter: Emitter) -> Emitter:
 
 
 def load_emitters() -> None:
-    """Import every emitter of lowering/emit/ (a module or a package), which registers it."""
-    for mod in pkgutil.iter_modules([str(Path(__file__).parent)]):
-        if mod.name in SHARED:
-            continue
-        name = f"lowering.emit.{mod.name}"
-        importlib.import_module(name)
-        if not any(f"{type(e).__module__}.".startswith(f"{name}.") for e in EMITTERS.values()):
-            # a helper module left out of SHARED would pass for a target without this check
-            raise RuntimeError(f"{name} registers no emitter: a module that emitters share belongs in SHARED")
+    """Import the emitter of every target folder of lowering/targets/, which registers it."""
+    targets = Path(__file__).parents[1] / "targets"
+    for folder in sorted(targets.iterdir()):
+        if (folder / "emit.py").is_file() or (folder / "emit" / "__init__.py").is_file():
+            importlib.import_module(f"lowering.targets.{folder.name}.emit")
 
 
 def lower(program: Program, to: str, params: dict[str, int] | None = None) -> Lowered:

@@ -11,7 +11,7 @@ that cannot transform a loop leaves it as it was, which is always correct).
   becomes a TMA producer role and wgmma consumer warpgroups with full/empty mbarrier rings
   (sm_90); the result must pass the verifier, or the loop stays.
 - `layouts.LayoutPass(target)`: the register layouts the Gluon backend chooses, written into
-  the tiles' types (the choice itself lives with the Gluon emitter, lowering/emit/gluon/layouts.py).
+  the tiles' types (the choice itself lives with the Gluon emitter, lowering/targets/gluon/emit/layouts.py).
 - `legalize.LegalizePass(target)`: narrow-float transcendentals computed in f32, dots below the
   matrix instruction unrolled; explicit ops and dtypes the target lacks become errors.
 - `loops`: what the two loop passes share (which loads become box copies, rewriting tools).

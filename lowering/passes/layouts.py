@@ -6,7 +6,7 @@ its type, through `convert_layout` at the op that makes the tile.
       acc = wgmma(as[s], bs[s], acc)             acc = wgmma(as[s], bs[s], acc)
     ...                                        ...
 
-The choice is the Gluon emitter's (lowering/emit/gluon/layouts.py), which this pass writes
+The choice is the Gluon emitter's (lowering/targets/gluon/emit/layouts.py), which this pass writes
 down: tiles that must share a layout form classes (union-find over values: an op's result and
 its elementwise operands, a loop's init, body argument, yield and result, a branch's yields and
 result, a load and its mask, a wgmma's accumulator and result). A class with a `convert_layout` result has that layout; a
@@ -46,9 +46,9 @@ from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.types import Layout, TileType, shape_of
 from kir.program import Program, set_span, span_of
-from lowering.emit.gluon import GluonEmitter
-from lowering.emit.gluon.layouts import MAKERS, LayoutClasses, LayoutError
 from lowering.passes import PassResult
+from lowering.targets.gluon.emit import GluonEmitter
+from lowering.targets.gluon.emit.layouts import MAKERS, LayoutClasses, LayoutError
 
 RULE = "lower.layouts"
 TARGETS = ("sm_90",)

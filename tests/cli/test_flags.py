@@ -208,7 +208,7 @@ def test_readme_lists_the_vocabulary():
 
 
 def test_a_gpu_backend_without_a_cuda_device_stops_before_any_work(monkeypatch):
-    monkeypatch.setattr("lowering.runtime_triton.cuda_available", lambda: False)
+    monkeypatch.setattr("lowering.targets.triton.runtime.cuda_available", lambda: False)
 
     def no_job(*args, **kwargs):
         raise AssertionError("a job was started")
@@ -225,7 +225,7 @@ def test_a_gpu_backend_without_a_cuda_device_stops_before_any_work(monkeypatch):
 
 
 def test_compile_for_hip_without_hipcc_says_so(monkeypatch, tmp_path):
-    import lowering.compile_hip as hip
+    import lowering.targets.hip.compile as hip
 
     monkeypatch.setenv("KIR_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(hip, "find_hipcc", lambda: None)

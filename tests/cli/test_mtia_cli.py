@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import agent.cli
 from agent.cli import app
 from agent.pipeline import Record
-from lowering import runtime_triton
+from lowering.targets.triton import runtime as runtime_triton
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "benchmarks" / "tasks"

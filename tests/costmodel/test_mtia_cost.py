@@ -17,7 +17,7 @@ from kir.targets import spec
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "benchmarks" / "tasks"
-HEADER = ROOT / "lowering" / "mtia" / "mtia_sim.hpp"
+HEADER = ROOT / "lowering" / "targets" / "mtia_sim" / "mtia_sim.hpp"
 
 
 def header_constants() -> dict[str, float]:
@@ -114,8 +114,8 @@ CASES = [
 
 def test_ranks_gemm_variants_as_the_simulator_does():
     pytest.importorskip("ctypes")
-    from lowering.compile_mtia import gxx
-    from lowering.runtime_mtia import run_mtia
+    from lowering.targets.mtia_sim.compile import gxx
+    from lowering.targets.mtia_sim.runtime import run_mtia
 
     if gxx() is None:
         pytest.skip("no g++")

@@ -91,7 +91,7 @@ def test_a_bad_register_operand_is_a_located_error(a, rule, what):
 
 def test_gluon_feeds_it_in_the_dot_operand_layout_of_the_accumulator():
     pytest.importorskip("triton")
-    from lowering.compile_gluon import compile_lowered
+    from lowering.targets.gluon.compile import compile_lowered
 
     program = parse(PV)
     lowered = lower(program, "gluon")

@@ -17,11 +17,11 @@ import pytest
 
 from kir.diagnostics import KirError
 from kir.parser import parse, parse_file
-from lowering.compile_cuda import compile_lowered
 from lowering.emit.base import lower
 from lowering.emit.cbase import CExprs
-from lowering.emit.cuda import CUDA, CudaEmitter
 from lowering.report import find_tool
+from lowering.targets.cuda.compile import compile_lowered
+from lowering.targets.cuda.emit import CUDA, CudaEmitter
 from tests.lowering.helpers import TMA_STORE_TEXT, check_snapshot, kernel_part
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -496,7 +496,7 @@ def test_trans_a_is_the_m_major_a():
 
 @needs_nvcc
 def test_the_launcher_builds():
-    from lowering.runtime_cuda import build, launcher_source
+    from lowering.targets.cuda.runtime import build, launcher_source
 
     lowered = lower(example("gemm_hopper_ws"), "cuda", BN128)
     text = launcher_source(lowered)
@@ -510,7 +510,7 @@ def test_the_launcher_builds():
 def test_a_launcher_library_cut_short_is_built_again(monkeypatch, tmp_path):
     """A `kernel.so` left truncated on disk (a killed writer, a full disk) is not loaded: the
     checksum written after it no longer matches, so the next build compiles it again."""
-    from lowering import runtime_cuda
+    from lowering.targets.cuda import runtime as runtime_cuda
 
     monkeypatch.setenv("KIR_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(runtime_cuda, "_BUILT", {})
@@ -525,7 +525,7 @@ def test_a_launcher_library_cut_short_is_built_again(monkeypatch, tmp_path):
 
 
 def test_a_bug_of_the_backend_is_an_internal_diagnostic(monkeypatch):
-    from lowering.emit import cuda
+    from lowering.targets.cuda import emit as cuda
 
     def broken(self, op):
         raise ValueError("planted")
@@ -560,7 +560,7 @@ def test_a_kernel_beyond_shared_memory_is_refused_before_it_is_built():
     """The ping-pong attention at BN = 128 fits in a block through Gluon, but the CUDA backend
     adds 65 KB of exchange space for its row reductions: building it for a launch is a located
     `lower.shared-memory` error that tells the two apart, not a failed cudaFuncSetAttribute."""
-    from lowering.runtime_cuda import build
+    from lowering.targets.cuda.runtime import build
 
     program = parse_file(ROOT / "benchmarks/tasks/causal_attention/pingpong.kir")
     lowered = lower(program, "cuda", {"BM": 128, "BN": 128, "HD": 128, "ST": 2})

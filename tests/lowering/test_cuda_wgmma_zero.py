@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from kir.parser import parse, parse_file
-from lowering.compile_cuda import compile_lowered
 from lowering.emit.base import lower
 from lowering.report import find_tool
+from lowering.targets.cuda.compile import compile_lowered
 
 ROOT = Path(__file__).resolve().parents[2]
 PERSISTENT = ROOT / "benchmarks" / "tasks" / "gemm" / "persistent.kir"

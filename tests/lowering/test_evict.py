@@ -126,7 +126,7 @@ def test_triton_passes_the_policy_to_tl_load():
 
 def test_triton_interpreter_runs_it():
     pytest.importorskip("triton")
-    from lowering.runtime_triton import run_triton
+    from lowering.targets.triton.runtime import run_triton
 
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 100)).astype(ml_dtypes.bfloat16)
@@ -138,7 +138,7 @@ def test_triton_interpreter_runs_it():
 
 def test_triton_compiles_it_to_evicting_loads():
     pytest.importorskip("triton")
-    from lowering.compile_triton import compile_lowered
+    from lowering.targets.triton.compile import compile_lowered
 
     report = compile_lowered(lower(parse(TWO_PASS), "triton", {"CH": 2048}), symbols={"M": 8192, "N": 8192})
     assert report.ok, report.log
@@ -147,7 +147,7 @@ def test_triton_compiles_it_to_evicting_loads():
 
 def test_gluon_passes_the_policy_and_compiles():
     pytest.importorskip("triton")
-    from lowering.compile_gluon import compile_lowered
+    from lowering.targets.gluon.compile import compile_lowered
 
     lowered = lower(parse(STAGED), "gluon")
     assert 'eviction_policy="evict_first"' in lowered.source
@@ -165,7 +165,7 @@ def test_cuda_reads_through_the_helper_at_every_width():
 
 @pytest.mark.skipif(find_tool("nvcc") is None, reason="nvcc is not installed")
 def test_cuda_compiles_the_policies():
-    from lowering.compile_cuda import compile_lowered
+    from lowering.targets.cuda.compile import compile_lowered
 
     report = compile_lowered(lower(parse(WIDTHS), "cuda"))
     assert report.ok, report.log

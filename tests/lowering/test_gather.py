@@ -16,12 +16,12 @@ from kir.interp import run
 from kir.parser import parse, parse_file
 from lowering import lower
 from lowering.compile import compile_program
-from lowering.compile_cuda import compile_lowered as compile_cuda
-from lowering.compile_hip import compile_lowered as compile_hip
-from lowering.compile_hip import find_hipcc
 from lowering.report import find_tool
-from lowering.runtime_mtia import run_mtia
-from lowering.runtime_triton import run_triton
+from lowering.targets.cuda.compile import compile_lowered as compile_cuda
+from lowering.targets.hip.compile import compile_lowered as compile_hip
+from lowering.targets.hip.compile import find_hipcc
+from lowering.targets.mtia_sim.runtime import run_mtia
+from lowering.targets.triton.runtime import run_triton
 
 PROGRAMS = Path(__file__).parent / "programs"
 INTERPRET = os.environ.get("KIR_TRITON_DEVICE", "interpreter") != "cuda"

@@ -15,7 +15,7 @@ import pytest
 from kir.diagnostics import KirError
 from kir.parser import parse
 from lowering.emit.base import lower
-from lowering.emit.gluon import _fold, _mma_layout
+from lowering.targets.gluon.emit import _fold, _mma_layout
 from tests.lowering.helpers import SOFTSIGN_TEXT, TMA_STORE_TEXT, check_snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -246,7 +246,7 @@ triton = pytest.importorskip("triton")
 
 
 def compile_report(program, params=None, **kwargs):
-    from lowering.compile_gluon import compile_lowered
+    from lowering.targets.gluon.compile import compile_lowered
 
     return compile_lowered(lower(program, "gluon", params), **kwargs)
 
@@ -507,7 +507,7 @@ def test_refuses_tma_boxes_of_tensors_whose_rows_do_not_merge():
 
 def test_descriptor_rows_of_a_4d_tensor():
     torch = pytest.importorskip("torch")
-    from lowering.runtime_gluon import row_view
+    from lowering.targets.gluon.runtime import row_view
 
     q = torch.empty(2, 3, 8, 16)
     assert row_view(q, "q") == ([48, 16], [16, 1])
@@ -567,7 +567,7 @@ def test_a_launch_out_of_shared_memory_is_a_located_error():
     `lower.shared-memory` at the stage parameter, as `kir compile` reports it."""
     from triton.runtime.errors import OutOfResources
 
-    from lowering.runtime_gluon import GluonLaunch
+    from lowering.targets.gluon.runtime import GluonLaunch
 
     program = parse(GEMM_TEXT, "gemm.kir")
     lowered = lower(program, "gluon", {})

@@ -22,9 +22,9 @@ import pytest
 from kir.diagnostics import KirError
 from kir.parser import parse, parse_file
 from lowering.compile import compile_program
-from lowering.compile_hip import compile_lowered, find_hipcc
 from lowering.emit.base import lower, program_level
-from lowering.emit.hip import HIP, HipEmitter, mfma_shape
+from lowering.targets.hip.compile import compile_lowered, find_hipcc
+from lowering.targets.hip.emit import HIP, HipEmitter, mfma_shape
 from tests.lowering.helpers import check_snapshot, kernel_part
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -288,7 +288,7 @@ def test_the_bf16_conversions_round_as_the_interpreter(tmp_path):
 
     from kir.dtypes import DTYPES
     from kir.interp import values as V
-    from lowering.emit.hip import HIP_HELPERS
+    from lowering.targets.hip.emit import HIP_HELPERS
 
     helpers = HIP_HELPERS.replace("atomicCAS(unsigned short*", "kir_unused_cas(unsigned short*")
     main = r"""

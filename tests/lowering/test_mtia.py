@@ -14,7 +14,7 @@ from kir.diagnostics import KirError
 from kir.interp import run
 from kir.parser import parse, parse_file
 from lowering.emit.base import lower
-from lowering.runtime_mtia import run_mtia
+from lowering.targets.mtia_sim.runtime import run_mtia
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(ROOT.glob("examples/*.kir"))
@@ -184,7 +184,7 @@ def test_double_buffered_dma_beats_waiting_for_each_copy():
 
 
 def test_compile_error_is_mapped_to_the_kir_op():
-    from lowering.compile_mtia import compile_lowered
+    from lowering.targets.mtia_sim.compile import compile_lowered
 
     lowered = lower(parse(DMA_OK), "mtia-sim")
     line = next(n for n, s in sorted(lowered.line_spans.items()) if "dma_start" in lowered.source.split("\n")[n - 1])

@@ -11,7 +11,7 @@
   cubin and a gfx942 hsaco, with the matrix instructions where a dot is.
 
 Interpreted kernels run in one worker process started with TRITON_INTERPRET=1 (see
-`lowering.runtime_triton`); compiled reports are cached on disk by content hash
+`lowering.targets.triton.runtime`); compiled reports are cached on disk by content hash
 (`$KIR_CACHE_DIR`, default `~/.cache/kir`). On a GPU machine, `KIR_TRITON_DEVICE=cuda` runs the
 same comparisons on the GPU instead of the interpreter (float tolerances then allow for the
 hardware's transcendentals).
@@ -31,9 +31,9 @@ from kir.interp import run
 from kir.parser import parse, parse_file
 from lowering import lower
 from lowering.compile import compile_program
-from lowering.compile_triton import compile_lowered, replace_line
 from lowering.emit.base import program_level
-from lowering.runtime_triton import run_lowered, run_triton
+from lowering.targets.triton.compile import compile_lowered, replace_line
+from lowering.targets.triton.runtime import run_lowered, run_triton
 from tests.examples.references import CASES, Case
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -698,7 +698,7 @@ def test_ptxas_reason_is_ptxas_own_error_line():
 
     from triton.runtime.errors import PTXASError
 
-    from lowering.compile_triton import _reason, ptxas_reason
+    from lowering.targets.triton.compile import _reason, ptxas_reason
 
     log = (
         "PTXAS error: Internal Triton PTX codegen error\n`ptxas` stderr:\n"

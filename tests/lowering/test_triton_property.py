@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from kir.interp import run
 from kir.parser import parse
-from lowering.runtime_triton import run_triton
+from lowering.targets.triton.runtime import run_triton
 from tests.budget import examples
 
 INTERPRET = os.environ.get("KIR_TRITON_DEVICE", "interpreter") != "cuda"  # `cuda`: run on the GPU

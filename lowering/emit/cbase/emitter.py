@@ -54,6 +54,6 @@ class CEmitter(Emitter):
                     "error",
                     program.span(),
                     f"internal error of the {self.name} backend: {type(err).__name__}: {err}",
-                    f"this is a bug in lowering/emit/{self.name}.py; please report it with the program",
+                    f"this is a bug in the {self.name} emitter ({type(self).__module__}); please report it with the program",
                 )
             ) from err

@@ -1,0 +1,1 @@
+"""One folder per target: its emitter, compile driver and runtimes."""

@@ -1,0 +1,1 @@
+"""The cuda target: its emitter, compile driver and runtimes."""

@@ -1,0 +1,1 @@
+"""The gluon target: its emitter, compile driver and runtimes."""

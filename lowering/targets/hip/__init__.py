@@ -1,0 +1,1 @@
+"""The hip target: its emitter, compile driver and runtimes."""

@@ -1,0 +1,1 @@
+"""The mtia_sim target: its emitter, compile driver and runtimes."""

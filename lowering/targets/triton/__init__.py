@@ -1,0 +1,1 @@
+"""The triton target: its emitter, compile driver and runtimes."""
