@@ -9,12 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from costmodel.checks import Checks
 from costmodel.counting import CountError, Counts, count
 from costmodel.occupancy import Occupancy
 from costmodel.timing import Raw
 from kir.diagnostics import Diagnostic, KirError, Span
 from kir.dialect.types import SmemType, TileType, shape_of
 from kir.program import Program, span_of
+from kir.where import where_span
 
 LARGEST_VALUE = 1 << 62  # sizes and parameters evaluate in int64 (numpy), with room for a sum
 
@@ -74,7 +76,11 @@ class Estimate:
         }
 
 
-def bind_env(program: Program, params: dict[str, int] | None, shapes: dict[str, int] | None) -> dict[str, int]:
+def bind_env(
+    program: Program, params: dict[str, int] | None, shapes: dict[str, int] | None, checks: Checks | None = None
+) -> dict[str, int]:
+    """The values of every parameter and shape symbol, checked: each shape given, in range, at
+    least 1, the kernel's `where` holding (`checks` says when no shapes would), no empty tile."""
     env = {**program.params, **(params or {}), **(shapes or {})}
     missing = [s for s in program.kernel.shape_symbols if s not in env]
     if missing:
@@ -100,7 +106,7 @@ def bind_env(program: Program, params: dict[str, int] | None, shapes: dict[str, 
                 )
             )
     _check_shapes(program, env)
-    _check_where(program, env)
+    _check_where(program, env, checks)
     _check_tiles(program, env)
     return env
 
@@ -127,28 +133,25 @@ def _arg_symbols(arg) -> set[str]:
     return set().union(*(d.data.symbols() for d in [*t.shape.data, *t.strides.data]))
 
 
-def _check_where(program: Program, env: dict[str, int]) -> None:
+def _check_where(program: Program, env: dict[str, int], checks: Checks | None) -> None:
     """The kernel's `where` holds for these shapes and parameters: the program is written only
     for those (`where N <= BLOCK`: one tile a row), so any other estimate counts the wrong
-    bytes. When the parameters alone leave no shapes, the verifier's own `types.where` (as `kir
-    check` reports it) says so."""
+    bytes. When the parameters alone leave no shapes, `checks` (the verifier's `types.where`, as
+    `kir check` reports it) says so instead."""
     broken = [w.data for w in program.kernel.where.data if not _holds(w.data, env)]
     if not broken:
         return
-    from verifier.context import Context  # noqa: PLC0415 - only a broken clause needs it
-    from verifier.rules.types import unsatisfiable_where, where_span  # noqa: PLC0415
-
-    ctx = Context(program, None, {k: env[k] for k in program.params})
-    contradiction = unsatisfiable_where(ctx)
-    if contradiction:
-        raise KirError(contradiction)
+    if checks is not None:
+        contradiction = checks.where_contradiction(program, {k: env[k] for k in program.params})
+        if contradiction:
+            raise KirError(contradiction)
     expr = broken[0]
     shown = ", ".join(f"{s} = {env[s]}" for s in sorted(expr.symbols()) if s in env)
     raise KirError(
         Diagnostic(
             "cost.where-violated",
             "error",
-            where_span(ctx),
+            where_span(program),
             f"these shapes break `where {expr}`: {shown}; the program is not written for them",
             "give shapes that satisfy the constraint (--shape), or parameters that admit them (--param)",
         )

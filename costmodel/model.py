@@ -25,6 +25,7 @@ import numpy as np
 from xdsl.ir import Operation
 
 from costmodel import calibration, hints, mtia
+from costmodel.checks import Checks
 from costmodel.counting import Access, Counts, Evaluator, synchronous_on
 from costmodel.estimate import Estimate, Term, bind_env, count_or_fail
 from costmodel.occupancy import SMEM_RESERVED, Occupancy, occupancy
@@ -145,10 +146,11 @@ def analyze(
     registers: int | None = None,
     smem_bytes: int | None = None,
     spills: int | None = None,
+    checks: Checks | None = None,
 ) -> tuple[Raw, Counts, Occupancy, list, Chip]:
     """Everything before calibration: the raw timing inputs, counts, occupancy, DRAM per access."""
     c = chip(target)
-    env = bind_env(program, params, shapes)
+    env = bind_env(program, params, shapes, checks)
     counts = count_or_fail(program, env)
     occ = occupancy(counts, c, registers, smem_bytes)
     concurrent = occ.blocks_per_sm * c.sms
@@ -490,19 +492,14 @@ def _lsu_terms(counts: Counts, totals: dict[str, float], c: Chip) -> list[Term]:
     return terms
 
 
-def off_target(program: Program, target: str, params: dict[str, int] | None) -> list[Diagnostic]:
+def off_target(program: Program, target: str, params: dict[str, int] | None, checks: Checks | None) -> list[Diagnostic]:
     """One `cost.target` warning when the program is written for another target and the
-    verifier's target rules find what this one lacks (mbarriers, TMA, wgmma, warp roles, ...):
-    the estimate leaves their work out or counts it as its nearest equivalent here."""
-    from verifier import RULES, load_rules  # noqa: PLC0415
-    from verifier.engine import verify  # noqa: PLC0415
-
+    target rules (`checks.target_errors`) find what this one lacks (mbarriers, TMA, wgmma, warp
+    roles, ...): the estimate leaves their work out or counts it as its nearest equivalent."""
     own = program.kernel.target.data
-    if spec(target).name == spec(own).name:
+    if checks is None or spec(target).name == spec(own).name:
         return []
-    load_rules()
-    ids = {r for r, rule in RULES.items() if rule.family == "target"}
-    found = [d for d in verify(program, target, params, rules=ids) if d.is_error and d.span is not None]
+    found = [d for d in checks.target_errors(program, target, params) if d.is_error and d.span is not None]
     if not found:
         return []
     first, rest = found[0], found[1:]
@@ -537,19 +534,22 @@ class CostModel:
         shapes: dict[str, int] | None = None,
         report=None,
         with_hints: bool = True,
+        checks: Checks | None = None,
     ) -> Estimate:
         """The estimate of `program` on `target` (default: its own) with parameters and shape
         symbols bound. `report` (a lowering CompileReport) replaces the register and shared
-        memory estimates with the compiler's figures."""
+        memory estimates with the compiler's figures. `checks` (`checks.py`: the verifier's
+        answers, `verifier.facts.CHECKS`) gives the `cost.target` warning on another target and
+        the `types.where` refusal of parameters that leave no shapes."""
         target = target or program.kernel.target.data
         if chip(target).name == "mtia_sim":  # a PE's engines, port and one thread of control
-            est = mtia.estimate(program, target, params, shapes, self.factors(target))
-            est.hints = off_target(program, target, params) + est.hints
+            est = mtia.estimate(program, target, params, shapes, self.factors(target), checks)
+            est.hints = off_target(program, target, params, checks) + est.hints
             return est
         regs = getattr(report, "registers", None) if report is not None else None
         smem = getattr(report, "shared_bytes", None) if report is not None else None
         spills = getattr(report, "spills", None) if report is not None else None
-        raw, counts, occ, dram, c = analyze(program, target, params, shapes, regs, smem, spills)
+        raw, counts, occ, dram, c = analyze(program, target, params, shapes, regs, smem, spills, checks)
         base_s, _ = raw.time()
         seconds, totals = raw.time(self.factors(target))
         bottleneck = _bottleneck(totals)
@@ -586,7 +586,7 @@ class CostModel:
             raw=raw,
         )
         if with_hints:
-            est.hints = off_target(program, target, params) + hints.hints(program, est, counts, dram, c)
+            est.hints = off_target(program, target, params, checks) + hints.hints(program, est, counts, dram, c)
         return est
 
     # ---- calibration -------------------------------------------------------------------------
@@ -645,9 +645,11 @@ def measurement_raw(m: dict[str, Any]) -> Raw:
     return _RAW_CACHE[key]
 
 
-def predict(program: Program, target: str | None = None, params=None, shapes=None, report=None) -> Estimate:
+def predict(
+    program: Program, target: str | None = None, params=None, shapes=None, report=None, checks: Checks | None = None
+) -> Estimate:
     """The uncalibrated estimate (a fresh `CostModel().predict`)."""
-    return CostModel().predict(program, target, params, shapes, report)
+    return CostModel().predict(program, target, params, shapes, report, checks=checks)
 
 
 def span_text(span: Span | None) -> str:

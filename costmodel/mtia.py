@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.ir import Block, Operation, SSAValue
 
+from costmodel.checks import Checks
 from costmodel.counting import Evaluator, sample_ids
 from costmodel.estimate import Estimate, Term, bind_env, count_or_fail
 from costmodel.occupancy import Occupancy
@@ -434,11 +435,14 @@ def _matmul_flops(program: Program, env: dict[str, int]) -> float:
     return counts.unit_total("tensor") * counts.programs
 
 
-def estimate(program: Program, target: str, params, shapes, factors: dict[str, float] | None = None):
-    """The `Estimate` of `program` on mtia-sim (`CostModel.predict` calls this for the chip)."""
+def estimate(
+    program: Program, target: str, params, shapes, factors: dict[str, float] | None = None, checks: Checks | None = None
+):
+    """The `Estimate` of `program` on mtia-sim (`CostModel.predict` calls this for the chip;
+    `checks` as there)."""
     c = chip(target)
     pe = Pe.of(c, spec(target).raw.get("cost", {}))
-    env = bind_env(program, params, shapes)
+    env = bind_env(program, params, shapes, checks)
     s = schedule(program, env, pe)
     matmul_flops = _matmul_flops(program, env)
     clk = pe.clock_hz

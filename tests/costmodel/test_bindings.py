@@ -16,14 +16,15 @@ from costmodel.cli import task_bindings
 from kir.diagnostics import KirError
 from kir.parser import parse_file
 from verifier import verify
+from verifier.facts import CHECKS
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERNORM = ROOT / "examples" / "layernorm.kir"  # `where N <= BLOCK`, BLOCK = 1024, on line 9
 
 
-def refusal(program, params=None, shapes=None, target=None):
+def refusal(program, params=None, shapes=None, target=None, checks=None):
     with pytest.raises(KirError) as err:
-        predict(program, target, params, shapes)
+        predict(program, target, params, shapes, checks=checks)
     (diag,) = err.value.diagnostics
     return diag
 
@@ -59,7 +60,7 @@ def test_a_shape_below_one_is_refused_at_the_argument(value):
 @pytest.mark.parametrize("block", [0, -4])
 def test_parameters_that_leave_no_shapes_are_refused_as_kir_check_refuses_them(block):
     program = parse_file(LAYERNORM)
-    diag = refusal(program, {"BLOCK": block}, {"M": 8, "N": 1})
+    diag = refusal(program, {"BLOCK": block}, {"M": 8, "N": 1}, checks=CHECKS)
     (checked,) = verify(program, None, {"BLOCK": block})
     assert (diag.rule, diag.message, diag.span) == (checked.rule, checked.message, checked.span)
     assert diag.rule == "types.where"

@@ -14,17 +14,17 @@ also check here, with the parameter values the verifier was given.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import z3
 
-from kir.diagnostics import Diagnostic, Span
+from kir.diagnostics import Diagnostic
 from kir.dialect import explicit as ex
 from kir.dialect import tile as tl
 from kir.dialect.types import MBarrierType, SmemType, TileType, shape_of, shape_text
 from kir.dtypes import DTYPES
+from kir.where import where_span
 from verifier.context import Context
 from verifier.registry import rule
 
@@ -914,21 +914,6 @@ def _param_text(ctx, op) -> str:
 # ---- types.where ---------------------------------------------------------------------------------
 
 
-def where_span(ctx: Context):
-    """The span of the kernel's `where` clauses (the kernel's own span where the text is not at hand)."""
-    source, kernel_span = ctx.program.source, ctx.span(ctx.kernel)
-    if source is None or kernel_span is None:
-        return kernel_span
-    for i, line in enumerate(source.splitlines()[kernel_span.line - 1 :], start=kernel_span.line):
-        code = line.split("#", 1)[0]
-        found = re.search(r"\bwhere\b", code)
-        if found:
-            return Span(i, found.start() + 1, i, len(code.rstrip()) + 1, kernel_span.file)
-        if code.strip().startswith("{"):
-            break
-    return kernel_span
-
-
 @rule(
     "types.where",
     family="types",
@@ -1000,7 +985,7 @@ def _unsatisfiable_where(ctx: Context) -> list[Diagnostic]:
     params = ", ".join(f"{k} = {v}" for k, v in sorted(ctx.params.items()) if k in names) or "these parameters"
     return [
         ctx.report(
-            where_span(ctx),
+            where_span(ctx.program),
             f"no shapes satisfy `where {text}` with {params}: every check would hold vacuously, so none was made",
             hint="choose parameters the kernel's `where` allows, or relax the clause",
             rule="types.where",
