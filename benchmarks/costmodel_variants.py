@@ -8,9 +8,10 @@
 preset: each tile parameter halved and doubled, the launch's warps halved and doubled (a launch
 clause, so the canonical text is rewritten and parsed back), the pipeline stages moved by one,
 then pairs of those changes. A variant is kept when the bench shapes satisfy its `where`
-constraints, `verifier.check.check_program` finds no error, and its Triton compile for sm_90 at the
-bench shapes succeeds within the shared memory a block may have; its compile report's registers
-and shared memory travel with it (the search has them too). Parameters that size a kernel
+constraints and the candidate pipeline takes it through verify, cost and its Triton compile for
+sm_90 at the bench shapes (`agent.pipeline.evaluate(..., until="compile")`) within the shared
+memory a block may have; its compile report's registers and shared memory travel with it (the
+search has them too), and so does the model's estimate (`predicted_s`, from the Record's cost). Parameters that size a kernel
 argument (a head dimension, a padded feature dimension) or name a shape are left alone.
 
 `time` (GPU): every variant of a task timed side by side in one harness job of kind "time"
@@ -146,21 +147,25 @@ def candidates(folder: Path, pairs_first: bool = False, all_programs: bool = Fal
 
 
 def validate(folder: Path, text: str, params: dict[str, int], shapes: dict[str, int]) -> dict | None:
-    """The compile figures of a valid variant, or None."""
-    from kir.parser import parse
+    """The compile figures and the predicted time of a valid variant, or None; an internal error
+    of a stage is raised (the variant is dropped with the reason printed)."""
+    from agent.pipeline import Candidate, evaluate
     from kir.targets import spec
-    from lowering.compile import compile_program
-    from verifier.check import check_program
 
-    program = parse(text, file=str(folder / "variant.kir"))
-    if not where_holds(program, {**shapes, **params}):
+    candidate = Candidate(text, tuple(sorted(params.items())), str(folder / "variant.kir"))
+    record = evaluate(candidate, until="compile", backend="triton", target="sm_90", shapes=shapes, with_cost=True)
+    internal = [d for d in record.diagnostics if d.rule == "internal.error"]
+    if internal:
+        raise RuntimeError(f"{record.stage}: {internal[0].message}")
+    if not record.ok or (record.report["dynamic_shared_bytes"] or 0) > spec("sm_90").max_smem_per_block:
         return None
-    if any(d.is_error for d in check_program(program.with_params(**params), "sm_90")):
-        return None
-    report = compile_program(program, "triton", "sm_90", params, symbols=shapes)
-    if not report.ok or (report.dynamic_shared_bytes or 0) > spec("sm_90").max_smem_per_block:
-        return None
-    return {"registers": report.registers, "smem_bytes": report.shared_bytes, "spills": report.spills}
+    report = record.report
+    return {
+        "registers": report["registers"],
+        "smem_bytes": report["shared_bytes"],
+        "spills": report["spills"],
+        "predicted_s": record.estimate["time_s"],
+    }
 
 
 VALIDATE_S = 120.0  # a variant whose check and compile take longer is dropped (a huge tile per thread)
@@ -203,7 +208,6 @@ def generate(
 ) -> list[dict]:
     """Up to `per_task` valid variants a task, skipping those in the `exclude` files (variants
     measured before: a sweep of new variants checks the model out of sample)."""
-    from costmodel import predict
     from kir.parser import parse
 
     jobs: list[dict] = []
@@ -225,6 +229,8 @@ def generate(
             if key in seen:
                 continue
             seen.add(key)
+            if not where_holds(program, {**shp, **params}):
+                continue  # never verified: the cost stage would refuse it (cost.where-violated)
             try:
                 figures = validate_within(VALIDATE_S, folder, text, params, shp)
             except Exception as err:  # noqa: BLE001 - a variant that breaks a tool is dropped, not fatal
@@ -232,7 +238,6 @@ def generate(
                 continue
             if figures is None:
                 continue
-            est = predict(program, "sm_90", params, shp)
             jobs.append(
                 {
                     "task": folder.name,
@@ -243,7 +248,6 @@ def generate(
                     "params": params,
                     "shapes": shp,
                     **figures,
-                    "predicted_s": est.time_s,
                 }
             )
             kept += 1

@@ -5,7 +5,8 @@ two-slot DMA ring single-buffered, `cp.async.wait(0)` in place of `wait(1)`).
     python benchmarks/mtia_costmodel.py [--out benchmarks/results/mtia-sim] [--jobs 2] [--tasks softmax gemm]
 
 Each variant runs once on the simulator (`lowering.targets.mtia_sim.runtime`: cycles are deterministic) and
-is predicted with `costmodel.predict(program, "mtia-sim", params, shapes)`; simulated time is
+is predicted by the candidate pipeline's cost stage (`agent.pipeline.evaluate(..., until="cost",
+target="mtia-sim")`: verified, then costed; a refusal is the variant's error); simulated time is
 cycles / clock (1 GHz). Figures per task: Spearman rank correlation, the share of variant pairs
 ordered right, the median absolute error (relative, and in microseconds). Shapes (`SHAPES`) are
 small enough that a variant simulates in seconds (the simulator computes every product on the
@@ -95,7 +96,8 @@ def run_variant(job: tuple[str, str, dict[str, int], bool]) -> dict:
     """Simulate and predict one variant (in a worker process)."""
     from mtia_speedups import inputs_for  # noqa: PLC0415
 
-    from costmodel import predict  # noqa: PLC0415
+    from agent.pipeline import Candidate, evaluate  # noqa: PLC0415
+    from kir.diagnostics import KirError  # noqa: PLC0415
     from kir.parser import parse  # noqa: PLC0415
     from lowering.targets.mtia_sim.runtime import run_mtia  # noqa: PLC0415
 
@@ -105,9 +107,11 @@ def run_variant(job: tuple[str, str, dict[str, int], bool]) -> dict:
     row = {"task": task, "program": which, "params": params, "single_buffered": single, "shapes": shapes}
     try:
         program = parse(text, file=file)
-        est = predict(program, "mtia-sim", params, shapes)
-        row["predicted_s"] = est.time_s
-        row["predicted_bottleneck"] = est.bottleneck
+        record = evaluate(Candidate.from_program(program, params), until="cost", target="mtia-sim", shapes=shapes)
+        if not record.ok:
+            raise KirError(record.errors)
+        row["predicted_s"] = record.estimate["time_s"]
+        row["predicted_bottleneck"] = record.estimate["bottleneck"]
         start = time.monotonic()
         result = run_mtia(program, inputs_for(program, shapes), params)
         row["host_seconds"] = round(time.monotonic() - start, 2)
