@@ -4,7 +4,6 @@ math functions."""
 from __future__ import annotations
 
 from kir.dialect import explicit as ex
-from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from lowering.emit.names import PYTHON_RESERVED
 from lowering.emit.pyexpr import SIGNATURE_DTYPE, dtype_names
@@ -49,20 +48,7 @@ UNARY_CALLS = {
     "floor": "gl.floor",
     "ceil": "gl.ceil",
 }
-# Ops with no effect whose value may be written inline at its single use.
-PURE = (
-    tl.ArangeOp,
-    tl.ProgramIdOp,
-    tl.NumProgramsOp,
-    tl.SymValueOp,
-    tl.ConstOp,
-    tl.BinaryOp,
-    tl.CompareOp,
-    tl.UnaryOp,
-    tl.WhereOp,
-    tl.CastOp,
-    tl.ExpandDimsOp,
-    tl.ReduceOp,
-    ex.SizeofOp,
-    st.RoleRankOp,
-)
+# Pure ops are written inline at their single use, except zeros and full, which make a tile
+# with a layout of its own (written inline only into the convert_layout that gives it one), and
+# convert_layout itself, which binds the name.
+NOT_INLINE = (tl.ZerosOp, tl.FullOp, ex.ConvertLayoutOp)

@@ -11,6 +11,7 @@ from kir import symexpr as sx
 from kir.diagnostics import Diagnostic, KirError
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
+from kir.dialect.traits import is_pure
 from kir.dialect.types import shape_of
 from kir.program import Program, span_of
 from lowering.emit.base import Lowered
@@ -24,7 +25,7 @@ from .memory import Memory
 from .module import ModuleParts
 from .refusals import unsupported
 from .sync import Sync
-from .tables import PURE, RESERVED
+from .tables import NOT_INLINE, RESERVED
 from .tiles import Tiles
 from .values import Desc, Fn, Val
 from .wgmma import Wgmma
@@ -261,7 +262,9 @@ class GluonWriter(Layouts, ModuleParts, ControlFlow, Expressions, Tiles, Memory,
                 continue
             # a tile made only to be given a layout is written inside the convert_layout (which
             # binds the name, or is no conversion at all: see op_ConvertLayoutOp)
-            if isinstance(op, PURE) or (isinstance(op, MAKERS) and isinstance(uses[0].operation, ex.ConvertLayoutOp)):
+            if (is_pure(op) and not isinstance(op, NOT_INLINE)) or (
+                isinstance(op, MAKERS) and isinstance(uses[0].operation, ex.ConvertLayoutOp)
+            ):
                 self.inlined.add(op)
 
     # -- statements --------------------------------------------------------------------------

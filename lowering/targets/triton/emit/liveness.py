@@ -7,27 +7,16 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
 from kir.dialect import structure as st
 from kir.dialect import tile as kt
+from kir.dialect.traits import is_pure, writes
 
-PURE_INLINE = (
-    kt.BinaryOp,
-    kt.CompareOp,
-    kt.UnaryOp,
-    kt.WhereOp,
-    kt.CastOp,
-    kt.ArangeOp,
-    kt.ZerosOp,
-    kt.FullOp,
-    kt.BroadcastOp,
-    kt.ReshapeOp,
-    kt.TransOp,
-    kt.ReduceOp,
-    kt.ArgReduceOp,
-    kt.ScanOp,
-    kt.GatherOp,
-    kt.DotOp,
-)
+# Pure ops cheap enough to be written at every use, even at several.
 ALWAYS_INLINE = (kt.ConstOp, kt.SymValueOp, kt.ProgramIdOp, kt.NumProgramsOp, kt.ExpandDimsOp)
-SIDE_EFFECTS = (kt.StoreOp, kt.AtomicOp, st.ForOp, st.IfOp)
+
+
+def writes_memory(op: Operation) -> bool:
+    """Whether an op may write memory that a load reads: a store or an atomic, or any op with
+    regions (a loop or a branch, whose body is not looked into)."""
+    return bool(writes(op)) or bool(op.regions)
 
 
 class Liveness:
@@ -67,13 +56,13 @@ class Liveness:
         user = uses[0].operation
         if user.parent_block() is not op.parent_block() or isinstance(user, kt.TopKOp):
             return False  # not into another region, nor into topk (which reads its operand twice)
-        if isinstance(op, PURE_INLINE):
-            return True
+        if is_pure(op):
+            return True  # every pure op of the tile level, the only level this backend takes
         if isinstance(op, kt.LoadOp):
             # Moving a load to its user is safe when nothing in between writes memory.
             block_ops = list(op.parent_block().ops)
             between = block_ops[block_ops.index(op) + 1 : block_ops.index(user)]
-            return not any(isinstance(o, SIDE_EFFECTS) for o in between)
+            return not any(writes_memory(o) for o in between)
         return False
 
     def defined_in(self, value: SSAValue, loop: st.ForOp) -> bool:

@@ -10,6 +10,7 @@ from xdsl.ir import Block, Operation, OpResult, SSAValue
 from kir import symexpr as sx
 from kir.dialect import structure as st
 from kir.dialect import tile as kt
+from kir.dialect.traits import is_pure
 from kir.dialect.types import GlobalType, dtype_of, shape_of
 from kir.program import Program
 from lowering.emit.base import ArgInfo, Lowered, SourceWriter
@@ -18,7 +19,7 @@ from lowering.emit.pyexpr import ATOM, SIGNATURE_DTYPE
 from .control import ControlFlow
 from .elementwise import Elementwise
 from .helpers import HELPERS
-from .liveness import SIDE_EFFECTS, Liveness
+from .liveness import Liveness
 from .memory import Memory
 from .naming import Naming, Scope
 from .tables import (
@@ -236,12 +237,7 @@ class KernelWriter(Naming, Elementwise, Tiles, Memory, ControlFlow):
                     f"the Triton backend cannot lower `{op.name}`",
                     "lower this program with the gluon or cuda backend",
                 )
-            if (
-                op.results
-                and not isinstance(op, SIDE_EFFECTS)
-                and not isinstance(op, kt.LoadOp | kt.AtomicOp)
-                and not self.liveness.used(op)
-            ):
+            if is_pure(op) and not self.liveness.used(op):
                 continue  # dead pure code
             if isinstance(op, kt.LoadOp) and not self.liveness.used(op):
                 continue  # a dead load reads nothing anyone sees
