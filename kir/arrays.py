@@ -143,7 +143,7 @@ def write_npz(path: str | Path, arrays: dict[str, np.ndarray]) -> None:
     """Write the arrays to exactly `path` (numpy.savez would append `.npz` to a bare name)."""
     try:
         with open(path, "wb") as f:
-            np.savez(f, **arrays)
+            np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stub: a key could be its allow_pickle
     except (OSError, ValueError) as err:
         reason = getattr(err, "strerror", None) or str(err)
         raise KirError(Diagnostic("io.write", "error", None, f"cannot write {path}: {reason}")) from None

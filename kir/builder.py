@@ -19,8 +19,9 @@ variable, a kernel argument, a parameter or a shape symbol.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NoReturn, TypeVar
 
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -43,6 +44,8 @@ from kir.dialect.types import (
 from kir.names import IDENTIFIER, RESERVED, suggest
 from kir.program import Program, set_span, span_of
 from kir.syntax import parse_static_text
+
+OpT = TypeVar("OpT", bound=Operation)
 
 
 def parse_sym(text: str | int | sx.SymExpr) -> sx.SymExpr:
@@ -232,7 +235,7 @@ class Builder:
 
     # ---- ops ---------------------------------------------------------------------------------
 
-    def emit(self, op: Operation, span: Span | None = None) -> Operation:
+    def emit(self, op: OpT, span: Span | None = None) -> OpT:
         self._blocks[-1].add_op(op)
         set_span(op, span)
         try:
@@ -242,7 +245,7 @@ class Builder:
             self._fail(*_violation(e, span))
         return op
 
-    def make(self, factory, *args, span: Span | None = None, **kwargs) -> Operation:
+    def make(self, factory: Callable[..., OpT], *args, span: Span | None = None, **kwargs) -> OpT:
         """Construct an op (its constructor infers the result type) and emit it."""
         try:
             op = factory(*args, **kwargs)
@@ -486,7 +489,7 @@ class Builder:
 
     # ---- failure -----------------------------------------------------------------------------
 
-    def _fail(self, rule: str, message: str, span: Span | None, hint: str = "") -> None:
+    def _fail(self, rule: str, message: str, span: Span | None, hint: str = "") -> NoReturn:
         raise KirError(Diagnostic(rule, "error", span, message, hint))
 
 

@@ -95,7 +95,7 @@ class Diagnostic:
                 return None
             return Span(d["line"], d["col"], d["end_line"], d["end_col"], d.get("file") or "<input>")
 
-        related = tuple(Related(span(r), r["label"]) for r in data.get("related", []) if span(r) is not None)
+        related = tuple(Related(s, r["label"]) for r in data.get("related", []) if (s := span(r)) is not None)
         return Diagnostic(
             data["rule"], data["severity"], span(data), data["message"], data.get("hint", ""), related,
             data.get("counterexample"),

@@ -7,6 +7,7 @@ costing the live tiles in its own way."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -71,7 +72,11 @@ def fused(v: SSAValue) -> bool:
     # reduction (softmax's exp, divided by its sum) is held whole until then
     if all(isinstance(u.operation, tl.ReduceOp) for u in v.uses):
         return True
-    if not all(is_elementwise(u.operation) and u.operation.results[0].type.shape == v.type.shape for u in v.uses):
+    if not all(
+        is_elementwise(u.operation)
+        and cast(TileType, u.operation.results[0].type).shape == cast(TileType, v.type).shape
+        for u in v.uses
+    ):
         return False
     # a value that feeds a reduction and is read again after it (one-pass rmsnorm's v: the sum
     # of v * v, then v * rstd) is held whole across the reduction

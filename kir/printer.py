@@ -15,7 +15,7 @@ are set as one parallel assignment, with a temporary where two swap.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -65,7 +65,10 @@ def print_program(program: Printable, comments: bool = True) -> str:
 # Each entry: (operand index, literal group, dtype a lone literal of that group takes).
 
 
-def operand_calls(op: Operation) -> list[list[tuple[int, int, str | None]]]:
+_Call = list[tuple[int, int, str | None]]
+
+
+def operand_calls(op: Operation) -> list[_Call]:
     n = len(op.operands)
     if isinstance(op, tl.BinaryOp | tl.CompareOp):
         return [[(0, 0, None), (1, 0, None)]]
@@ -79,14 +82,14 @@ def operand_calls(op: Operation) -> list[list[tuple[int, int, str | None]]]:
         return [[(i, i, None) for i in range(n)]]
     if isinstance(op, tl.LoadOp):
         idx = _indices_call(op, "indices")
-        tail = []
+        tail: _Call = []
         if op.mask is not None:
             tail.append((_index_of(op, op.mask), 100, "i1"))
         if op.other is not None:
             tail.append((_index_of(op, op.other), 101, dtype_of(op.mem.type)))
         return [idx, tail]
     if isinstance(op, tl.StoreOp | tl.AtomicOp):
-        calls = [_indices_call(op, "indices"), [(_index_of(op, op.value), 0, dtype_of(op.mem.type))]]
+        calls: list[_Call] = [_indices_call(op, "indices"), [(_index_of(op, op.value), 0, dtype_of(op.mem.type))]]
         if op.mask is not None:
             calls.append([(_index_of(op, op.mask), 100, "i1")])
         return calls
@@ -110,7 +113,7 @@ def operand_calls(op: Operation) -> list[list[tuple[int, int, str | None]]]:
             calls.append([(_index_of(op, op.mask), 100, "i1")])
         return calls
     if isinstance(op, ex.WgmmaOp):
-        a = [(_index_of(op, op.a), 0, None)] if op.a_in_registers else _indices_call(op, "a_indices")
+        a: _Call = [(_index_of(op, op.a), 0, None)] if op.a_in_registers else _indices_call(op, "a_indices")
         return [a, _indices_call(op, "b_indices"), [(_index_of(op, op.acc), 0, None)]]
     if isinstance(op, ex.SizeofOp):
         return [_indices_call(op, "indices")]
@@ -313,7 +316,9 @@ class _Printer:
 
     def emit(self, depth: int, text: str, op: Operation | None = None) -> None:
         """A statement, with the comments the parser kept for `op` around it."""
-        leading, trailing, blank = ([], None, False)
+        leading: list[str] = []
+        trailing: str | None = None
+        blank = False
         if op is not None and self.comments:
             leading, trailing, blank = comments_of(op)
         self.line(depth, text, leading, trailing, blank)
@@ -387,7 +392,7 @@ class _Printer:
 
     # ---- blocks and statements ----------------------------------------------------------------
 
-    def block(self, block: Block, depth: int, tail: list[tuple[str, SSAValue]] = ()) -> None:
+    def block(self, block: Block, depth: int, tail: Sequence[tuple[str, SSAValue]] = ()) -> None:
         """Print a block; `tail` names that must hold given values at its end (carried values
         and branch results)."""
         ops = [op for op in block.ops if not isinstance(op, st.YieldOp)]
@@ -555,7 +560,7 @@ class _Printer:
                     and name not in self.scopes[-1].names
                 )
             )
-            if not ok:
+            if not ok or name is None:
                 name = self.fresh()
             carried.append(name)
         self.assign_all(depth, [(n, v) for n, v in zip(carried, op.inits, strict=True) if self.lookup(n) is not v])
@@ -902,7 +907,7 @@ class _Printer:
             return f"sizeof({self.access(op, op.mem, op.access.data, 'indices', dts)})", P_ATOM
         if isinstance(op, ex.ConvertLayoutOp):
             return f"convert_layout({args[0]()}, {op.layout.data})", P_ATOM
-        simple = {
+        simple: dict[type[ex.TmaStoreWaitOp | ex.CpAsyncWaitOp | ex.WgmmaWaitOp], str] = {
             ex.TmaStoreWaitOp: "tma.store_wait",
             ex.CpAsyncWaitOp: "cp.async.wait",
             ex.WgmmaWaitOp: "wgmma.wait",
@@ -911,12 +916,12 @@ class _Printer:
             if isinstance(op, cls):
                 return f"{fname}({op.pending.data})", P_ATOM
         nullary = {ex.CpAsyncCommitOp: "cp.async.commit", ex.CtaBarrierOp: "barrier", ex.FenceAsyncOp: "fence.async"}
-        for cls, fname in nullary.items():
-            if isinstance(op, cls):
+        for kind, fname in nullary.items():
+            if isinstance(op, kind):
                 return f"{fname}()", P_ATOM
         raise ValueError(f"the printer does not know {op.name}")
 
-    def bar(self, op: Operation, dts) -> str:
+    def bar(self, op: ex.ExpectOp | ex.ArriveOp | ex.WaitOp, dts) -> str:
         return f"{self.name_of(op.bar)}[{self.sub(op, 1, 0, dts.get(1))}]"
 
     def access(self, op: Operation, mem: SSAValue, access: Access, field_name: str, dts) -> str:

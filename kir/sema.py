@@ -13,9 +13,10 @@ import bisect
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeGuard, cast
 
 from lark import Token, Tree
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from kir import symexpr as sx
 from kir.builder import Builder
@@ -70,11 +71,17 @@ def lower_tree(tree: Tree, comments: list[Token], text: str, file: str) -> Progr
 class _Walker(TreeReader):
     def __init__(self, text: str, file: str):
         super().__init__(text, file)
-        self.b: Builder | None = None
+        self.builder: Builder | None = None
         # Where statements and blocks are in the text, for placing comments.
         self.stmt_lines: list[_StmtLines] = []
         self.block_lines: list[_BlockLines] = []
         self.open_blocks: list[int] = []  # indices into block_lines, innermost last
+
+    @property
+    def b(self) -> Builder:
+        """The builder of the kernel being read (set once its signature is read)."""
+        assert self.builder is not None, "the kernel's body is read after its signature"
+        return self.builder
 
     # ---- the kernel ------------------------------------------------------------------------
 
@@ -117,7 +124,7 @@ class _Walker(TreeReader):
             where=[self.static(e, param_names) for e in clauses.get("where_clause", Tree("w", [])).children],
             file=self.file,
         )
-        self.b = b
+        self.builder = b
         for p, _ in params:
             b._check_new_name(p, self.span(node))
         for a in args:
@@ -196,7 +203,7 @@ class _Walker(TreeReader):
     def static_name(self, tok: Token, allow_any_name: bool) -> sx.SymExpr:
         """A name in a static expression: a parameter or a shape symbol of the kernel."""
         name = str(tok)
-        if allow_any_name or self.b is None:
+        if allow_any_name or self.builder is None:
             return sx.Sym(name)
         if self.b.is_static_name(name):
             return sx.Sym(name)
@@ -387,7 +394,7 @@ class _Walker(TreeReader):
             if is_bool:
                 if d.kind != "bool":
                     self.fail("types.literal", f"{text} is an i1 literal; {dtype} is expected here", node)
-                value: object = text == "true"
+                value: int | float | bool = text == "true"
             elif is_float:
                 if not d.is_float:
                     self.fail(
@@ -415,11 +422,12 @@ class _Walker(TreeReader):
         for n in literal_nodes:
             while isinstance(n, Tree) and n.data == "neg":
                 n = n.children[0]
-            if n.data == "typed_lit":
-                return str(n.children[0])
-            if n.data in ("float_lit", "inf_lit", "nan_lit"):
+            lit = cast(Tree, n)  # a literal is a tree (int_lit, typed_lit, ...)
+            if lit.data == "typed_lit":
+                return str(lit.children[0])
+            if lit.data in ("float_lit", "inf_lit", "nan_lit"):
                 kinds.add("f")
-            elif n.data in ("true_lit", "false_lit"):
+            elif lit.data in ("true_lit", "false_lit"):
                 kinds.add("b")
             else:
                 kinds.add("i")
@@ -457,7 +465,7 @@ class _Walker(TreeReader):
                 dtype = self.literal_group_dtype([m for m, h in items if h == g and self.is_literal(m)])
             if isinstance(n, Tree) and n.data == "typed_lit":
                 dtype = str(n.children[0])
-            vals[i] = self.literal(n, dtype)
+            vals[i] = self.literal(cast(Tree, n), dtype)  # the values not built above are literals
         return vals  # type: ignore[return-value]
 
     def expr(self, node: Node) -> SSAValue:
@@ -671,7 +679,7 @@ class _Walker(TreeReader):
         bound = self.subscripted(arg)
         if bound is None or not isinstance(bound.type, GlobalType | SmemType):
             return
-        base = arg.children[0]
+        base = cast(Tree, arg).children[0]  # a subscripted name: name[...]
         kind = "a shared view" if isinstance(bound.type, SmemType) else "global memory"
         self.fail(
             "types.access",
@@ -722,20 +730,21 @@ class _Walker(TreeReader):
         # in the program rather than a scan of all statements per comment.
         ending = _ending_statements(stmts)
         opening = _opening_blocks(blocks)
-        around = _innermost_blocks(blocks, sorted({c.line for c in comments}))
+        # lark places every token it reads, comments included: their lines are never None
+        around = _innermost_blocks(blocks, sorted({cast(int, c.line) for c in comments}))
         following = _Following(stmts)
         leading: dict[int, list[tuple[int, str]]] = {}
         trailing: dict[int, str] = {}
         ends: dict[int, list[tuple[int, str]]] = {}
         for c in comments:
-            text, line = str(c), c.line
+            text, line = str(c), cast(int, c.line)
             if line < first_line:
                 program.header_comments.append(text)
                 continue
             if line > last_line:
                 program.footer_comments.append(text)
                 continue
-            own_line = lines[line - 1][: c.column - 1].strip() == ""
+            own_line = lines[line - 1][: cast(int, c.column) - 1].strip() == ""
             if not own_line:
                 if line in ending:
                     trailing[ending[line]] = text
@@ -842,7 +851,7 @@ class _StmtLines:
 
     first: int
     last: int
-    op: object
+    op: Operation
     container: int
 
 
@@ -853,7 +862,7 @@ class _BlockLines:
     open_line: int
     open_col: int
     close_line: int
-    owner: object = None
+    owner: Operation | None = None
     region: int = 0
     head: str | None = None
 
@@ -866,14 +875,14 @@ def _fits(value: int, dtype: str) -> bool:
 
 
 def _tok_node(node: Node) -> Token:
-    return node.children[0] if isinstance(node, Tree) else node
+    return cast(Token, node.children[0]) if isinstance(node, Tree) else node
 
 
 def _tok(node: Node) -> str:
     return str(node.children[0]) if isinstance(node, Tree) else str(node)
 
 
-def _is_trans_call(node: Node) -> bool:
+def _is_trans_call(node: Node) -> TypeGuard[Tree]:
     return isinstance(node, Tree) and node.data == "call" and call_name(node) == "trans"
 
 

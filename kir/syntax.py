@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import NoReturn, cast
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
-from lark.lexer import ContextualLexer
+from lark.lexer import AbstractBasicLexer, BasicLexer, ContextualLexer
 
 from kir import symexpr as sx
 from kir.diagnostics import Diagnostic, KirError, Span
@@ -66,6 +67,12 @@ class NewlineFilter:
             yield tok
 
 
+def _basic(lexer: AbstractBasicLexer) -> BasicLexer:
+    """lark's contextual lexer types its scanners as the abstract lexer; they are `BasicLexer`s,
+    whose terminals, callbacks and scanner `RootFirstLexer` reads."""
+    return cast(BasicLexer, lexer)
+
+
 class RootFirstLexer(ContextualLexer):
     """lark's contextual lexer, which builds (and compiles) one scanner for every set of terminals a
     parser state accepts: 40 to 60 regular expressions for an ordinary program, a third of what
@@ -83,7 +90,7 @@ class RootFirstLexer(ContextualLexer):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._without: dict[frozenset[str], object] = {frozenset(): self.root_lexer}
+        self._without: dict[frozenset[str], BasicLexer] = {frozenset(): _basic(self.root_lexer)}
         self._accepted: dict[int, frozenset[str]] = {}
 
     def lex(self, lexer_state, parser_state):
@@ -111,13 +118,13 @@ class RootFirstLexer(ContextualLexer):
         """lark's `BasicLexer.next_token`, over the scanners of all terminals but the refused
         ones: each token is matched once when the first scanner's reading is accepted (as it
         is for nearly every token), so long programs lex no slower than with lark's lexer."""
-        own = self.lexers[parser_state.position]
+        own = _basic(self.lexers[parser_state.position])
         accepted = self._accepted.get(id(own))
         if accepted is None:
             accepted = self._accepted[id(own)] = frozenset(t.name for t in own.terminals)
         line_ctr, text = lexer_state.line_ctr, lexer_state.text
         refused: frozenset[str] = frozenset()
-        lexer = self.root_lexer
+        lexer = _basic(self.root_lexer)
         while line_ctr.char_pos < text.end:
             found = lexer.match(text, line_ctr.char_pos)
             if not found:
@@ -141,11 +148,12 @@ class RootFirstLexer(ContextualLexer):
         # nothing the state accepts matches here, or the text has ended: lark's own answer
         return own.next_token(lexer_state, parser_state)
 
-    def _scanner_without(self, refused: frozenset[str]):
+    def _scanner_without(self, refused: frozenset[str]) -> BasicLexer:
         lexer = self._without.get(refused)
         if lexer is None:
-            lexer = copy.copy(self.root_lexer)
-            lexer.terminals = [t for t in self.root_lexer.terminals if t.name not in refused]
+            root = _basic(self.root_lexer)
+            lexer = copy.copy(root)
+            lexer.terminals = [t for t in root.terminals if t.name not in refused]
             lexer._scanner = None
             self._without[refused] = lexer
         return lexer
@@ -198,7 +206,8 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic
         lines = text.splitlines() or [""]
         line, col = len(lines), len(lines[-1]) + 1
     if isinstance(err, UnexpectedCharacters):
-        ch = text[err.pos_in_stream] if 0 <= err.pos_in_stream < len(text) else "?"
+        pos = err.pos_in_stream
+        ch = text[pos] if pos is not None and 0 <= pos < len(text) else "?"
         allowed = _expected_text(err.allowed or [])
         return Diagnostic(
             "syntax.unexpected-char",
@@ -286,19 +295,18 @@ class TreeReader:
         if isinstance(node, Token):
             if node.line is None:
                 return None
-            return Span(
-                node.line, node.column, node.end_line or node.line, node.end_column or node.column + 1, self.file
-            )
+            column = cast(int, node.column)  # a token with a line has a column
+            return Span(node.line, column, node.end_line or node.line, node.end_column or column + 1, self.file)
         meta = node.meta
         if getattr(meta, "empty", True):
             return None
         return Span(meta.line, meta.column, meta.end_line, meta.end_column, self.file)
 
-    def fail(self, rule: str, message: str, node: Node | Span | None, hint: str = ""):
+    def fail(self, rule: str, message: str, node: Node | Span | None, hint: str = "") -> NoReturn:
         span = node if isinstance(node, Span) or node is None else self.span(node)
         raise KirError(Diagnostic(rule, "error", span, message, hint))
 
-    def integer(self, tok: Token) -> int:
+    def integer(self, tok: Node) -> int:
         """The value of an INT token (`42`, `0x2a`); a leading zero (`007`, octal in C) or a
         number too long to be any KIR integer is an error."""
         text = str(tok)
@@ -328,7 +336,7 @@ class TreeReader:
         if kind == "int_lit":
             return sx.Int(self.integer(node.children[0]))
         if kind == "name":
-            return self.static_name(node.children[0], allow_any_name)
+            return self.static_name(cast(Token, node.children[0]), allow_any_name)
         if kind in ("add", "sub", "mul", "div", "rem"):
             op = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%"}[kind]
             return sx.Bin(
@@ -337,8 +345,8 @@ class TreeReader:
                 self.static(node.children[1], params, allow_any_name),
             )
         if kind == "compare":
-            lhs, op, rhs = node.children
-            return sx.Bin(str(op), self.static(lhs, params, allow_any_name), self.static(rhs, params, allow_any_name))
+            lhs, cmp, rhs = node.children
+            return sx.Bin(str(cmp), self.static(lhs, params, allow_any_name), self.static(rhs, params, allow_any_name))
         if kind == "neg":
             inner = self.static(node.children[0], params, allow_any_name)
             return sx.Int(-inner.value) if isinstance(inner, sx.Int) else sx.Bin("-", sx.Int(0), inner)

@@ -3,26 +3,39 @@ role, its enclosing loops), spans, static sizes, and a symbolic evaluator for pr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Generic, TypeVar, cast, overload
 
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from kir import symexpr as sx
 from kir.diagnostics import Diagnostic, Related, Span
 from kir.dialect import structure as st
-from kir.dialect.types import Access, GlobalType, MBarrierType, ScalarType, SmemType, TileType
+from kir.dialect.types import Access, GlobalType, MBarrierType, MemoryType, ScalarType, SmemType, TileType
 from kir.dtypes import DTYPES
 from kir.liveness import recomputed
 from kir.program import Program, span_of
 from kir.targets import TargetSpec, spec
 from verifier.registry import Rule
 
+# The types with an element type (a value's, a tensor's or a buffer's).
+_Typed = ScalarType | TileType | GlobalType | SmemType
+
+OpT = TypeVar("OpT", bound=Operation, covariant=True)
+A = TypeVar("A", bound=Operation)
+B = TypeVar("B", bound=Operation)
+C = TypeVar("C", bound=Operation)
+D = TypeVar("D", bound=Operation)
+
 
 @dataclass(frozen=True)
-class OpInfo:
-    op: Operation
+class OpInfo(Generic[OpT]):
+    """An op with where it sits; `ctx.ops(tl.DotOp)` gives `OpInfo[tl.DotOp]`, so a rule reads
+    the op's own operands and attributes with their declared types."""
+
+    op: OpT
     role: st.RoleOp | None
     loops: tuple[st.ForOp, ...]
     in_if: bool
@@ -56,7 +69,7 @@ class Context:
         where: Operation | Span | None,
         message: str,
         hint: str = "",
-        related: list[tuple[Operation | Span, str]] | tuple = (),
+        related: Sequence[tuple[Operation | Span, str]] = (),
         counterexample: dict | None = None,
         severity: str | None = None,
         rule: str | None = None,
@@ -64,14 +77,20 @@ class Context:
         assert self.rule is not None or rule is not None
         rel = tuple(Related(s, label) for w, label in related if (s := self.span(w)) is not None)
         return Diagnostic(
-            rule or self.rule.id,
-            severity or self.rule.severity,
+            rule or self.current_rule.id,
+            severity or self.current_rule.severity,
             self.span(where),
             message,
             hint,
             rel,
             counterexample,
         )
+
+    @property
+    def current_rule(self) -> Rule:
+        """The rule being run: a report made outside one names its rule and severity."""
+        assert self.rule is not None, "a report made outside a rule names its rule and severity"
+        return self.rule
 
     # ---- structure ----------------------------------------------------------------------------
 
@@ -97,7 +116,19 @@ class Context:
     def info_of(self) -> dict[Operation, OpInfo]:
         return {i.op: i for i in self.infos}
 
-    def ops(self, *kinds: type) -> Iterator[OpInfo]:
+    @overload
+    def ops(self) -> Iterator[OpInfo[Operation]]: ...
+    @overload
+    def ops(self, a: type[A], /) -> Iterator[OpInfo[A]]: ...
+    @overload
+    def ops(self, a: type[A], b: type[B], /) -> Iterator[OpInfo[A | B]]: ...
+    @overload
+    def ops(self, a: type[A], b: type[B], c: type[C], /) -> Iterator[OpInfo[A | B | C]]: ...
+    @overload
+    def ops(self, a: type[A], b: type[B], c: type[C], d: type[D], /) -> Iterator[OpInfo[A | B | C | D]]: ...
+    @overload
+    def ops(self, *kinds: type[Operation]) -> Iterator[OpInfo[Operation]]: ...
+    def ops(self, *kinds: type[Operation]) -> Iterator[OpInfo[Operation]]:
         """The ops of the given kinds (all of them without kinds), in program order. Each
         rule asks for a few kinds: the ops are indexed by type once, rather than every rule
         testing every op of a long kernel."""
@@ -143,7 +174,8 @@ class Context:
 
     def static(self, expr: sx.SymExpr | Attribute) -> int | None:
         """The value of a size with parameters bound; None when it depends on a shape symbol."""
-        e = expr.data if hasattr(expr, "data") and isinstance(expr.data, sx.SymExpr) else expr
+        data = getattr(expr, "data", None)
+        e = data if isinstance(data, sx.SymExpr) else cast(sx.SymExpr, expr)
         try:
             return e.evaluate(self.params)
         except (KeyError, ZeroDivisionError):
@@ -166,17 +198,17 @@ class Context:
 
     def nbytes(self, t: Attribute) -> int | None:
         n = self.elements(self.static_shape(t))
-        return None if n is None else n * DTYPES[t.dtype.data].nbytes
+        return None if n is None else n * DTYPES[cast(_Typed, t).dtype.data].nbytes
 
     def access_extents(self, mem_type: Attribute, access: Access) -> tuple[int | None, ...]:
         """Static extents of a block access (slices, then untouched trailing dims)."""
         dims = [self.static(d) for d in access.dims if d is not None]
-        dims += [self.static(d.data) for d in mem_type.shape.data[len(access.dims) :]]
+        dims += [self.static(d.data) for d in cast(MemoryType, mem_type).shape.data[len(access.dims) :]]
         return tuple(dims)
 
     def access_bytes(self, mem_type: Attribute, access: Access) -> int | None:
         n = self.elements(self.access_extents(mem_type, access))
-        return None if n is None else n * DTYPES[mem_type.dtype.data].nbytes
+        return None if n is None else n * DTYPES[cast(MemoryType, mem_type).dtype.data].nbytes
 
     @cached_property
     def symbolic(self):

@@ -64,10 +64,11 @@ import tomllib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import IRDLOperation
 
 from kir.diagnostics import SEVERITIES, Diagnostic, KirError, Span
 from kir.dialect import OPS
@@ -81,7 +82,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LEARNED_DIR = Path(__file__).parent / "rules" / "learned"
 ENV_DIR = "KIR_LEARNED_DIR"
 
-OP_CLASSES: dict[str, type] = {cls.name: cls for cls in OPS}
+OP_CLASSES: dict[str, type[IRDLOperation]] = {cls.name: cls for cls in cast(list[type[IRDLOperation]], OPS)}
 COMPARATORS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "exists")
 KINDS = ("scalar", "tile", "global", "smem", "mbarrier")
 _ID = re.compile(r"^learned\.[a-z0-9]+(-[a-z0-9]+)*$")
@@ -306,9 +307,9 @@ def fill(template: str, words: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: words.get(m.group(1), m.group(0)), template)
 
 
-def _operand_names(cls: type) -> list[str]:
+def _operand_names(cls: type[Operation]) -> list[str]:
     try:
-        return [name for name, _ in cls.get_irdl_definition().operands]
+        return [name for name, _ in cast(type[IRDLOperation], cls).get_irdl_definition().operands]
     except AttributeError:
         return []
 
@@ -447,15 +448,17 @@ def parse_rule(text: str, file: str = "<rule>") -> tuple[LearnedRule | None, lis
         for key in examples:
             if key not in _EXAMPLES:
                 problems.add(("examples", key), f"unknown key 'examples.{key}'", "examples has: bad, good, target")
-        bad, good, ex_target = examples.get("bad"), examples.get("good"), examples.get("target")
-        if not isinstance(bad, str) or BAD_MARKER not in bad:
+        given_bad, given_good, ex_target = examples.get("bad"), examples.get("good"), examples.get("target")
+        if isinstance(given_bad, str) and BAD_MARKER in given_bad:
+            bad = given_bad
+        else:
             problems.add(
                 ("examples", "bad"), f"examples.bad must be a program whose offending line ends with '{BAD_MARKER}'"
             )
-            bad = ""
-        if not isinstance(good, str) or not good.strip():
+        if isinstance(given_good, str) and given_good.strip():
+            good = given_good
+        else:
             problems.add(("examples", "good"), "examples.good must be a program (the fixed twin of the bad one)")
-            good = ""
         if ex_target is not None and not isinstance(ex_target, str):
             problems.add(("examples", "target"), "examples.target must be a target name")
             ex_target = None
@@ -474,10 +477,11 @@ def parse_rule(text: str, file: str = "<rule>") -> tuple[LearnedRule | None, lis
                     )
     if problems.items:
         return None, problems.items
+    # no problems: the required id and severity are there, and strings
     rule = Rule(
-        rid,
+        cast(str, rid),
         "learned",
-        severity,
+        cast(str, severity),
         data["summary"].strip(),
         data["explanation"].strip(),
         _dedent(bad),
@@ -794,8 +798,8 @@ def vet(lr: LearnedRule, corpus_dirs: list[Path] | None = None, rule_file: Path 
                 )
             )
             continue
-        got = flagged(path.read_text(encoding="utf-8"), str(path), None, str(path))
-        if got is not None and not got:
+        found = flagged(path.read_text(encoding="utf-8"), str(path), None, str(path))
+        if found is not None and not found:
             out.append(
                 Diagnostic(
                     "learned.misses",

@@ -12,8 +12,12 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kir.diagnostics import Diagnostic
+
+if TYPE_CHECKING:  # the context imports the registry
+    from verifier.context import Context
 
 FAMILIES = ("types", "dataflow", "target", "resources", "bounds", "sync", "numerics", "learned")
 BAD_MARKER = "# <-"
@@ -52,7 +56,7 @@ class Rule:
         }
 
 
-CheckFn = Callable[["object"], Iterable[Diagnostic]]
+CheckFn = Callable[["Context"], Iterable[Diagnostic]]
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ import threading
 from dataclasses import dataclass
 from math import gcd
 from pathlib import Path
+from typing import cast
 
 import z3
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
@@ -76,8 +77,9 @@ class ProofCache:
     machine) might decide it."""
 
     def __init__(self) -> None:
-        self.memory: dict[str, dict | None] = {}
-        self.undecided: dict[str, dict] = {}
+        # an answer is a counterexample (a dict) or None, or a list of findings (the sync model's)
+        self.memory: dict[str, dict | list | None] = {}
+        self.undecided: dict[str, dict | list] = {}
         self._flushing = threading.Lock()  # one writer a process (threads of an executor share the cache)
         self._configured = False
         self.enabled = True
@@ -118,7 +120,7 @@ class ProofCache:
         self._dirty = False
         self.hits = self.misses = 0
 
-    def get(self, key: str) -> tuple[bool, dict | None]:
+    def get(self, key: str) -> tuple[bool, dict | list | None]:
         self._configure()
         if not self.enabled:
             return False, None
@@ -131,7 +133,7 @@ class ProofCache:
         self.misses += 1
         return False, None
 
-    def put(self, key: str, value: dict | None) -> None:
+    def put(self, key: str, value: dict | list | None) -> None:
         self._configure()
         if not self.enabled:
             return
@@ -146,17 +148,17 @@ class ProofCache:
         if not self._dirty or self.path is None:
             return
         with self._flushing:
-            self._flush()
+            self._flush(self.path)
 
-    def _flush(self) -> None:
+    def _flush(self, path: Path) -> None:
         try:
             merged = {**self._read_disk(), **self.memory}
             if len(merged) > MAX_CACHE_ENTRIES:  # keep the newest (dicts keep insertion order)
                 merged = dict(list(merged.items())[-MAX_CACHE_ENTRIES:])
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.write_text(json.dumps(merged))
-            tmp.replace(self.path)
+            tmp.replace(path)
             self._dirty = False
         except OSError:
             pass
@@ -505,7 +507,8 @@ class Symbolic:
         hit = self.memo.get(key)
         if hit is None:
             if _is_carried_int(v):
-                self._carried(v.block.parent_op(), shape_of(v.type), tuple(lanes))
+                loop = cast(st.ForOp, cast(BlockArgument, v).block.parent_op())  # a loop's carried value
+                self._carried(loop, shape_of(v.type), tuple(lanes))
                 return self.memo[key]
             # the ids stay valid: values live as long as the program, lanes in `_lanes`
             hit = self.memo[key] = self._value(v, tuple(lanes))
@@ -753,7 +756,7 @@ class Symbolic:
         return self._unknown(v, "carried by the loop", boolean)
 
     def _rank(self, op: Operation) -> z3.ArithRef:
-        role = op
+        role: Operation | None = op
         while role is not None and not isinstance(role, st.RoleOp):
             role = role.parent_op()
         name = f"role_rank({role.name_text})" if role is not None else "role_rank"
@@ -812,8 +815,9 @@ class Symbolic:
             return _rename(self._queries[key], rename)
         hit, cached = CACHE.get(key)
         if hit:
-            self._queries[key] = cached
-            return _rename(cached, rename)
+            answer = cast(dict | None, cached)  # a query's key holds a counterexample or None
+            self._queries[key] = answer
+            return _rename(answer, rename)
         raw = self._solve(relevant, parts, extra)
         canonical = None if raw is None else {rename.get(k, k): v for k, v in raw.items()}
         CACHE.put(key, canonical)
@@ -987,17 +991,18 @@ def _affine_of(ctx, ast, lane_extents, memo) -> _Affine | None:
         d = arg(1)
         if d is None or d[0] or d[1][0] != d[1][1] or d[1][0] == 0:
             return None  # not a constant divisor
-        d = d[1][0]
+        divisor = d[1][0]
         if op == z3.Z3_OP_MOD:  # z3's remainder is in [0, |d|)
-            return {}, (0, abs(d) - 1)
+            return {}, (0, abs(divisor) - 1)
         a = arg(0)
-        if a is None or a[0] or d < 0:
+        if a is None or a[0] or divisor < 0:
             return None
-        return {}, (a[1][0] // d, a[1][1] // d)  # z3's division by a positive d is the floor
+        return {}, (a[1][0] // divisor, a[1][1] // divisor)  # z3's division by a positive d is the floor
     if op not in _LINEAR_OPS:
         return None
-    kids = [arg(i) for i in range(n)]
-    if any(k is None for k in kids):
+    found = [arg(i) for i in range(n)]
+    kids = [k for k in found if k is not None]
+    if len(kids) != len(found):
         return None
     if op == z3.Z3_OP_UMINUS:
         return _scaled(kids[0], -1)
@@ -1203,7 +1208,7 @@ def _is_carried_int(v: SSAValue) -> bool:
 
 
 def _dtype(v: SSAValue) -> str:
-    return v.type.dtype.data
+    return cast(ScalarType | TileType, v.type).dtype.data
 
 
 def _is_bool(v: SSAValue) -> bool:

@@ -8,6 +8,8 @@ same values in every schedule); what makes them asynchronous is the agent each o
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from kir.dialect import explicit as ex
@@ -123,7 +125,7 @@ def _wait(cta: Cta, op: ex.WaitOp, strand: Strand):
     else:
         blocker = MBarrierWait(op, bars, i, parity)
         yield blocker
-        clock = blocker.clock
+        clock = cast(np.ndarray, blocker.clock)  # set when the wait was released
     cta.clocks.acquire(strand.agent, clock)
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NoReturn, cast
 
 import numpy as np
 from xdsl.ir import Attribute, Block, Operation
@@ -109,7 +109,7 @@ class Launch:
         total = math.prod(dims)
         if grid_limit is not None and total > grid_limit:
             head = (grid_limit + 1) // 2
-            order = [*range(head), *range(total - (grid_limit - head), total)]
+            order: Sequence[int] = [*range(head), *range(total - (grid_limit - head), total)]
         else:
             order = range(total)
         for linear in order:
@@ -122,7 +122,7 @@ class Launch:
 # ---- binding -------------------------------------------------------------------------------
 
 
-def _bad(kernel: KernelOp, message: str, hint: str = "", cex: dict | None = None):
+def _bad(kernel: KernelOp, message: str, hint: str = "", cex: dict | None = None) -> NoReturn:
     fail("interp.bad-input", kernel, message, hint, (), cex)
 
 
@@ -182,7 +182,9 @@ def bind(kernel: KernelOp, inputs: dict[str, np.ndarray], params: dict[str, int]
             )
     symbols: dict[str, int] = {**defaults, **{k: int(v) for k, v in params.items()}}
     param_names = set(defaults)
-    args = [(name, v.type) for name, v in kernel.args]
+    args = [
+        (name, cast(GlobalType, v.type)) for name, v in kernel.args
+    ]  # the kernel verifies its arguments are tensors
     names = [n for n, _ in args]
     for k in inputs:
         if k not in names:

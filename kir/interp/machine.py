@@ -94,7 +94,7 @@ class Strand:
     rank: int = 0
     units: int = 1
     t: int = 0  # virtual cycles
-    gen: Generator | None = None
+    gen: Generator[Any, None, list] | None = None
     blocker: MBarrierWait | CtaBarrierWait | None = None
     op: Operation | None = None
     done: bool = False
@@ -248,6 +248,7 @@ class Cta:
                 self.deadlock(live, strands)
             s = min(runnable, key=lambda x: x.t) if len(runnable) > 1 else runnable[0]
             self.env = s.env
+            assert s.gen is not None  # every strand scheduled here was given its ops above
             try:
                 s.blocker = s.gen.send(None)
             except StopIteration:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -132,7 +133,7 @@ def lanes(
                 idx.append(np.asarray(int(indices[d]), dtype=np.int64))
                 continue
             start = int(indices[d]) if d < len(indices) else 0
-            extent = extents[d] if d < len(indices) else mem_shape[d]
+            extent = cast(int, extents[d]) if d < len(indices) else mem_shape[d]  # a point index was taken above
             r = np.arange(start, start + extent, dtype=np.int64)
             idx.append(r.reshape([-1 if i == pos else 1 for i in range(nout)]))
             pos += 1

@@ -45,6 +45,8 @@ Choices, where hardware or C leaves room:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -152,7 +154,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return out.reshape(np.shape(x))
 
 
-_TRANSCENDENTAL = {
+_TRANSCENDENTAL: dict[str, Callable[[np.ndarray], Any]] = {
     "exp": np.exp,
     "exp2": np.exp2,
     "log": np.log,
@@ -257,8 +259,8 @@ def binary(fn: str, a: np.ndarray, b: np.ndarray, d: DType) -> np.ndarray:
     if fn == "minimum":
         return of(np.minimum(a, b), d)
     if fn == "pow":
-        ct = _compute_dtype(d)
-        return cast(np.asarray(np.power(a.astype(ct.numpy), b.astype(ct.numpy))), ct, d)
+        wide = _compute_dtype(d)
+        return cast(np.asarray(np.power(a.astype(wide.numpy), b.astype(wide.numpy))), wide, d)
     raise ValueError(f"unknown binary function {fn}")
 
 
@@ -321,6 +323,7 @@ def scan(fn: str, x: np.ndarray, axis: int, reverse: bool, d: DType) -> np.ndarr
     v = np.asarray(x)
     if reverse:
         v = np.flip(v, axis=axis)
+    ufunc: np.ufunc
     if d.kind == "bool":
         ufunc = {
             "cumsum": np.logical_xor,

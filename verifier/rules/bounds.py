@@ -19,8 +19,9 @@ its source's axis), `bounds.alignment` (what the TMA requires of a tensor and a 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 import z3
 from xdsl.ir import Operation, SSAValue
@@ -30,7 +31,7 @@ from kir.diagnostics import Diagnostic
 from kir.dialect import explicit as ex
 from kir.dialect import tile as tl
 from kir.dialect.tile import access_shape
-from kir.dialect.types import Access, GlobalType, SmemType, TileType, shape_of
+from kir.dialect.types import Access, GlobalType, MBarrierType, SmemType, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
 from verifier.context import Context
 from verifier.registry import rule
@@ -207,7 +208,7 @@ class Bounds:
             upper, got = found
             tainted = d.index if d.index.tainted else cond_taint
             if "unknown" in got or tainted is not None:
-                why = got["unknown"] if "unknown" in got else f"it depends on {tainted.why}"
+                why = got["unknown"] if "unknown" in got else f"it depends on {cast(Term, tainted).why}"
                 yield self.ctx.report(
                     ref.op,
                     f"cannot prove that the {ref.verb} `{name_of(ref.mem)}` stays in bounds in dimension "
@@ -318,7 +319,7 @@ class Bounds:
             op = info.op
             if not isinstance(op, ex.ExpectOp | ex.ArriveOp | ex.WaitOp | ex.TmaLoadOp):
                 continue
-            size_expr = op.bar.type.size.data
+            size_expr = cast(MBarrierType, op.bar.type).size.data
             index = self.sym.value(op.bar_index)
             dim = Dim(0, index, self.sym.sym(size_expr), str(size_expr), op.bar_index, None)
             what = {
@@ -371,7 +372,7 @@ class Bounds:
         for info in self.ctx.infos:
             for ref in tma_refs(info.op):
                 t = ref.mem.type
-                esize = DTYPES[t.dtype.data].nbytes
+                esize = DTYPES[dtype_of(t)].nbytes
                 name = name_of(ref.mem)
                 if ref.mem not in seen:
                     seen.add(ref.mem)
@@ -426,7 +427,7 @@ class Bounds:
     def _tensor_for_tma(self, ref: MemRef, need: int) -> Iterator[Diagnostic]:
         """What the TMA descriptor requires of a tensor's strides: every one but the innermost
         a multiple of 16 bytes. (Its base address is `resources.tma-align`'s business.)"""
-        t = ref.mem.type
+        t = cast(GlobalType, ref.mem.type)
         esize = DTYPES[t.dtype.data].nbytes
         name = name_of(ref.mem)
         shape = shape_of(t)
@@ -478,7 +479,7 @@ class Bounds:
         for info in self.ctx.infos:
             op = info.op
             for ref in global_refs(op):
-                t = ref.mem.type
+                t = cast(GlobalType, ref.mem.type)
                 esize = DTYPES[t.dtype.data].nbytes
                 align = t.align.data
                 if align <= esize or any(isinstance(i.type, TileType) for i in ref.indices):
@@ -678,7 +679,7 @@ kernel gather<BLOCK = 128>(table: global f32[R], idx: global i32[N], out: out gl
 }
 """,
 )
-def unproven(ctx: Context) -> Iterator[Diagnostic]:
+def unproven(ctx: Context) -> Iterable[Diagnostic]:
     return bounds_of(ctx).get("unproven")
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
 import z3
 from xdsl.ir import BlockArgument, Operation, SSAValue
@@ -30,7 +31,7 @@ from kir import symexpr as sx
 from kir.diagnostics import Diagnostic, Span
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
-from kir.dialect.types import shape_of
+from kir.dialect.types import GlobalType, dtype_of, shape_of
 from verifier.context import Context, OpInfo
 from verifier.registry import rule
 from verifier.rules.dataflow_facts import Ref, arg_name, index_terms, writes
@@ -146,7 +147,7 @@ def _static_int(ctx: Context, v: SSAValue) -> int | None:
 
 
 def _int_dtype(v: SSAValue) -> bool:
-    return v.type.dtype.data in tl.INT_DTYPES
+    return dtype_of(v.type) in tl.INT_DTYPES
 
 
 def dimension_indices(ctx: Context, ref: Ref) -> list[Affine] | None:
@@ -254,7 +255,7 @@ def check_output_unwritten(ctx: Context) -> Iterator[Diagnostic]:
         for r in writes(i.op):
             written.setdefault(r.mem, []).append(i)
     for name, arg in ctx.kernel.args:
-        if not arg.type.is_out:
+        if not cast(GlobalType, arg.type).is_out:
             continue
         infos = written.get(arg, [])
         if not infos:
@@ -376,6 +377,7 @@ def _report_hole(
         kind = top[0] if top is not None else None
         reason = f"the writes stop before index {element} of dimension {d} (extent {shape_of(ref.mem.type)[d]})"
         if kind == "pid" and grid_span is not None:
+            assert top is not None  # its kind is "pid"
             at, related = grid_span, [(info.op, "the write that stops short")]
             axis = top[1]
             extent = shape_of(ref.mem.type)[d]
@@ -388,6 +390,7 @@ def _report_hole(
                 f"or state the constraint the grid relies on in `where` (e.g. `{extent} % {terms[-1][0]} == 0`)"
             )
         elif kind == "loop":
+            assert top is not None  # its kind is "loop"
             at, related = top[1], [(info.op, "the write")]
             reason = f"the loop stops too early: {reason}"
             hint = "run the loop over every tile: cdiv(extent, tile) iterations, with a mask"
@@ -509,7 +512,7 @@ def check_input_written(ctx: Context) -> Iterator[Diagnostic]:
     for info in ctx.infos:
         for ref in writes(info.op):
             name = arg_name(ctx, ref.mem)
-            if name is None or ref.mem.type.is_out:
+            if name is None or cast(GlobalType, ref.mem.type).is_out:  # an argument: a tensor
                 continue
             span = ctx.program.arg_spans.get(name)
             yield ctx.report(

@@ -9,8 +9,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from kir.diagnostics import Diagnostic
 from kir.dialect import explicit as ex
@@ -106,16 +107,17 @@ def _live_ops(ctx: Context) -> set[Operation]:
                 work.append(owner)
                 if item.index >= 1:
                     i = item.index - 1
-                    work += [owner.inits[i], owner.body.block.last_op.values[i]]
+                    work += [owner.inits[i], _yielded(owner.body.block)[i]]
             continue
-        op = item.owner
+        result = cast(OpResult, item)  # not a block's argument: an op's result
+        op = result.owner
         work.append(op)
         if isinstance(op, st.ForOp):
-            i = list(op.results).index(item)
-            work += [op.inits[i], op.body.block.last_op.values[i]]
+            i = list(op.results).index(result)
+            work += [op.inits[i], _yielded(op.body.block)[i]]
         elif isinstance(op, st.IfOp):
-            i = list(op.results).index(item)
-            work += [op.then_body.block.last_op.values[i], op.else_body.block.last_op.values[i]]
+            i = list(op.results).index(result)
+            work += [_yielded(op.then_body.block)[i], _yielded(op.else_body.block)[i]]
     return live_ops
 
 
@@ -182,11 +184,16 @@ def _used(v: SSAValue) -> bool:
     return v.first_use is not None
 
 
+def _yielded(block: Block) -> tuple[SSAValue, ...]:
+    """The values a loop body or a branch yields (a verified body ends with its yield)."""
+    return tuple(cast(st.YieldOp, block.last_op).values)
+
+
 def _reset_in_loop(ctx: Context) -> Iterator[Diagnostic]:
     for info in ctx.ops(st.ForOp):
         loop = info.op
         block = loop.body.block
-        yielded = block.last_op.values
+        yielded = _yielded(block)
         for i, arg in enumerate(block.args[1:]):
             if _used(arg) or yielded[i] is arg or not _used(loop.results[i]):
                 continue
@@ -299,7 +306,7 @@ def _overwritten_stores(ctx: Context) -> Iterator[Diagnostic]:
     touches: dict[Block, _Touches] = {}
     for info in ctx.ops(tl.StoreOp):
         first = info.op
-        block = first.parent_block()
+        block = cast(Block, first.parent_block())  # a store of the program sits in a block
         if block not in touches:
             touches[block] = _Touches.of(block)
         # the walk stops at the first op that holds a stop, reads the tensor or writes it; only

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
@@ -15,7 +16,7 @@ from kir import symexpr as sx
 from kir.diagnostics import Diagnostic
 from kir.dialect import explicit as ex
 from kir.dialect import tile as tl
-from kir.dialect.types import TileType, shape_of
+from kir.dialect.types import TileType, dtype_of, shape_of
 from verifier.context import Context
 from verifier.registry import rule
 from verifier.symbolic import format_counterexample, readable
@@ -67,9 +68,9 @@ def _pad(v: SSAValue, memo: dict) -> Pad | None:
         p = _pad_of(op.operand, memo)
         if p is None:
             return None
-        varying = list(p.varying)
-        varying.insert(op.axis.data, False)
-        return Pad(p.mask, p.load, p.value, tuple(varying))
+        widened = list(p.varying)
+        widened.insert(op.axis.data, False)
+        return Pad(p.mask, p.load, p.value, tuple(widened))
     if isinstance(op, tl.BroadcastOp):
         p = _pad_of(op.operand, memo)
         if p is None:
@@ -85,7 +86,7 @@ def _pad(v: SSAValue, memo: dict) -> Pad | None:
             return None
         if a is not None and b is not None and a.mask is not b.mask:
             return None
-        base = a or b
+        base = cast(Pad, a or b)  # one of them, at least, is known
         n = len(shape_of(op.res.type))
         varying = _merge_varying(n, a, b)
         value = _binary_pad(op.fn.data, _operand_pad(op.lhs, a), _operand_pad(op.rhs, b))
@@ -255,7 +256,7 @@ def check_masked_reduce(ctx: Context) -> Iterator[Diagnostic]:
 
 
 def _is_float(v: SSAValue) -> bool:
-    return v.type.dtype.data not in tl.INT_DTYPES and v.type.dtype.data != "i1"
+    return dtype_of(v.type) not in tl.INT_DTYPES and dtype_of(v.type) != "i1"
 
 
 def _not_identity(fn: str, value: float | str) -> bool:

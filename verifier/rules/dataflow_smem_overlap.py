@@ -146,21 +146,22 @@ def _uncovered_read(ctx: Context, info: OpInfo, ref: Ref, wloop: st.ForOp, wrefs
     if k_read.tainted or k_write.tainted:
         return None
     region = _regions(ctx, ref)
-    written = [_regions(ctx, w) for w in wrefs]
-    if region is None or any(w is None for w in written):
+    found = [_regions(ctx, w) for w in wrefs]
+    written = [w for w in found if w is not None]
+    if region is None or len(written) != len(found):
         return None
 
     def same_round(e: z3.ExprRef) -> z3.ExprRef:  # the writers' iteration is the reader's
         return z3.substitute(e, (k_write.expr, k_read.expr))
 
-    written = [[(same_round(lo), same_round(hi)) for lo, hi in w] for w in written]
+    rounds = [[(same_round(lo), same_round(hi)) for lo, hi in w] for w in written]
     # A role of several units writes the union of its units' views: one box per unit
     boxes, box_refs = [], []
-    for box, w in zip(written, wrefs, strict=True):
+    for box, w in zip(rounds, wrefs, strict=True):
         for unit_box in _per_unit(sym, w.op, box):
             boxes.append(unit_box)
             box_refs.append(w)
-    written, wrefs = boxes, box_refs
+    wrefs = box_refs
     element = [z3.Int(f"__element{d}") for d in range(len(region))]
 
     def inside(box) -> z3.BoolRef:
@@ -177,8 +178,8 @@ def _uncovered_read(ctx: Context, info: OpInfo, ref: Ref, wloop: st.ForOp, wrefs
 
     uncovered = z3.And(
         inside(region),
-        *[z3.Not(inside(w)) for w in written],
-        z3.Or(*[meets(box, w) for box, w in zip(written, wrefs, strict=True)]),
+        *[z3.Not(inside(w)) for w in boxes],
+        z3.Or(*[meets(box, w) for box, w in zip(boxes, wrefs, strict=True)]),
     )
     cex = sym.counterexample(z3.Not(uncovered))
     if cex is None or "unknown" in cex:
@@ -186,7 +187,7 @@ def _uncovered_read(ctx: Context, info: OpInfo, ref: Ref, wloop: st.ForOp, wrefs
     at = [cex.get(f"__element{d}", 0) for d in range(len(region))]
     shown = readable({k: v for k, v in cex.items() if not k.startswith(("__", "lane", "?"))}, len(ctx.kernel.grid.data))
     buf = name_of(ref.mem)
-    role = wrefs[0].op
+    role: Operation | None = wrefs[0].op
     while role is not None and not isinstance(role, st.RoleOp):
         role = role.parent_op()
     who = f"role `{role.name_text}`" if role is not None else "another role"
@@ -205,11 +206,11 @@ def _uncovered_read(ctx: Context, info: OpInfo, ref: Ref, wloop: st.ForOp, wrefs
 def _per_unit(sym, op: Operation, box: list) -> list[list]:
     """`box` (bounds per dimension) once for each unit of `op`'s role, its rank made constant;
     `[box]` when the box does not depend on the rank."""
-    role = op
+    role: Operation | None = op
     while role is not None and not isinstance(role, st.RoleOp):
         role = role.parent_op()
     rank = sym.names.get(f"role_rank({role.name_text})") if role is not None else None
-    if rank is None or not any(str(rank) in sym.variables(e) for bounds in box for e in bounds):
+    if role is None or rank is None or not any(str(rank) in sym.variables(e) for bounds in box for e in bounds):
         return [box]
     return [
         [(z3.substitute(lo, (rank, z3.IntVal(u))), z3.substitute(hi, (rank, z3.IntVal(u)))) for lo, hi in box]

@@ -142,20 +142,20 @@ class _MeetingRanges:
     one candidate each rather than one per pair."""
 
     def __init__(self, ranges: list[list[tuple[int, int] | None] | None]):
-        self.ranges = ranges
-        self.usable = [i for i, r in enumerate(ranges) if r is not None]
-        ranks = {len(ranges[i]) for i in self.usable}
+        self.known = {i: r for i, r in enumerate(ranges) if r is not None}  # the writes asked about
+        self.usable = list(self.known)
+        ranks = {len(r) for r in self.known.values()}
         self.dim: int | None = None
         if len(ranks) == 1:  # (writes of different ranks: every pair is asked, as before)
             rank = ranks.pop()
-            known = [sum(ranges[i][d] is not None for i in self.usable) for d in range(rank)]
-            if known and max(known) > 0:
-                self.dim = known.index(max(known))
+            counts = [sum(self.known[i][d] is not None for i in self.usable) for d in range(rank)]
+            if counts and max(counts) > 0:
+                self.dim = counts.index(max(counts))
         if self.dim is None:
             return
         d = self.dim
-        self.wild = [i for i in self.usable if ranges[i][d] is None]
-        finite = sorted((ranges[i][d][0], ranges[i][d][1], i) for i in self.usable if ranges[i][d] is not None)
+        self.wild = [i for i in self.usable if self.known[i][d] is None]
+        finite = sorted((b[0], b[1], i) for i in self.usable if (b := self.known[i][d]) is not None)
         self.starts = [lo for lo, _, _ in finite]
         self.ends = [hi for _, hi, _ in finite]
         self.index = [i for _, _, i in finite]
@@ -164,13 +164,13 @@ class _MeetingRanges:
             self.reach.append(max(hi, self.reach[-1]) if self.reach else hi)
 
     def after(self, i: int) -> list[int]:
-        r = self.ranges[i]
+        r = self.known[i]
         if self.dim is None:
             pool = self.usable[bisect.bisect_left(self.usable, i) :]
-        elif r[self.dim] is None:
+        elif (bound := r[self.dim]) is None:
             pool = self.usable[bisect.bisect_left(self.usable, i) :]
         else:
-            lo, hi = r[self.dim]
+            lo, hi = bound
             pool = self.wild[bisect.bisect_left(self.wild, i) :]
             k = bisect.bisect_right(self.starts, hi) - 1  # the ranges starting at or before hi
             while k >= 0 and self.reach[k] >= lo:  # stop where every earlier range ends before lo
@@ -178,7 +178,7 @@ class _MeetingRanges:
                     pool.append(self.index[k])
                 k -= 1
             pool.sort()
-        return [j for j in pool if self._meet(r, self.ranges[j])]
+        return [j for j in pool if self._meet(r, self.known[j])]
 
     def _meet(self, a: list, b: list) -> bool:
         if len(a) != len(b):

@@ -17,15 +17,16 @@ hardware would), but rarely the one intended.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 import z3
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir import BlockArgument, OpResult, SSAValue
 
 from kir.diagnostics import Diagnostic
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
-from kir.dialect.types import ScalarType, TileType, shape_of
+from kir.dialect.types import ScalarType, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
 from verifier.context import Context
 from verifier.registry import rule
@@ -97,12 +98,13 @@ def check_low_precision_acc(ctx: Context) -> Iterator[Diagnostic]:
             "bits, each step rounds away the low bits of the products",
             hint="accumulate in f32: dot<f32>(a, b, acc) with acc = zeros(f32[...]), and cast the result once after the loop",
         )
-    for info in ctx.ops(st.ForOp):
-        loop = info.op
+    for loop_info in ctx.ops(st.ForOp):
+        loop = loop_info.op
         block = loop.body.block
-        yielded = block.last_op
+        yielded = cast(st.YieldOp, block.last_op)  # a verified loop body ends with its yield
         for i, arg in enumerate(block.args[1:]):
-            if _dtype(arg) not in LOW_PRECISION:
+            carried = _dtype(arg)
+            if carried is None or carried not in LOW_PRECISION:
                 continue
             update = yielded.values[i].owner
             if not (isinstance(update, tl.BinaryOp) and update.fn.data in ("add", "sub")):
@@ -113,7 +115,7 @@ def check_low_precision_acc(ctx: Context) -> Iterator[Diagnostic]:
                 update,
                 f"`{arg.name_hint or 'the accumulator'}` is carried through the loop in {_dtype(arg)} and updated with "
                 f"`{'+' if update.fn.data == 'add' else '-'}`: every iteration rounds the running sum to "
-                f"{MANTISSA_BITS[_dtype(arg)]} significant bits",
+                f"{MANTISSA_BITS[carried]} significant bits",
                 hint=f"carry the sum in f32 (zeros(f32[...]), cast<f32>(term)) and cast<{_dtype(arg)}> once after the loop",
                 related=[(loop, "the loop")],
             )
@@ -208,7 +210,7 @@ sum of itself when its argument is not `something - max(...)` (or a running maxi
 def check_unshifted_exp(ctx: Context) -> Iterator[Diagnostic]:
     for info in ctx.ops(tl.BinaryOp):
         div = info.op
-        if div.fn.data not in ("div", "mul") or not DTYPES[_dtype(div.res)].is_float:
+        if div.fn.data not in ("div", "mul") or not DTYPES[dtype_of(div.res.type)].is_float:
             continue
         exp = _normalized_exp(div)
         if exp is None or _shifted_by_max(exp.operand):
@@ -291,7 +293,7 @@ def _is_maximum(v: SSAValue, depth: int) -> bool:
     if isinstance(v, BlockArgument):
         owner = v.block.parent_op()
         if isinstance(owner, st.ForOp) and v.index >= 1:
-            return _is_maximum(owner.body.block.last_op.values[v.index - 1], depth - 1)
+            return _is_maximum(cast(st.YieldOp, owner.body.block.last_op).values[v.index - 1], depth - 1)
         return False
     op = v.owner
     if isinstance(op, tl.ReduceOp) and op.fn.data == "max":
@@ -303,8 +305,8 @@ def _is_maximum(v: SSAValue, depth: int) -> bool:
     if isinstance(op, tl.WhereOp):
         return _is_maximum(op.lhs, depth - 1) and _is_maximum(op.rhs, depth - 1)
     if isinstance(op, st.ForOp):
-        i = list(op.results).index(v)
-        return _is_maximum(op.body.block.last_op.values[i], depth - 1)
+        i = list(op.results).index(cast(OpResult, v))
+        return _is_maximum(cast(st.YieldOp, op.body.block.last_op).values[i], depth - 1)
     return False
 
 
@@ -457,7 +459,7 @@ def check_divide_by_zero(ctx: Context) -> Iterator[Diagnostic]:
     sym = ctx.symbolic
     for info in ctx.ops(tl.BinaryOp):
         op = info.op
-        if op.fn.data not in ("div", "rem") or DTYPES[_dtype(op.res)].is_float:
+        if op.fn.data not in ("div", "rem") or DTYPES[dtype_of(op.res.type)].is_float:
             continue
         lanes = sym.lanes(shape_of(op.res.type), f"div{ctx.order[op]}")
         d = sym.at(op.rhs, lanes)

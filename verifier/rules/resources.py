@@ -26,15 +26,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from kir import symexpr as sx
 from kir.diagnostics import Diagnostic, Span
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
-from kir.dialect.types import GlobalType, TileType
+from kir.dialect.types import Access, GlobalType, TileType, dtype_of
 from kir.dtypes import DTYPES
 from kir.liveness import BASE_REGISTERS, fused, live_ranges
 from verifier.context import Context
@@ -185,14 +186,14 @@ def _smem_allocs(ctx: Context) -> list[_Alloc]:
             if (_evaluate(ctx, stages) or 0) < 2:
                 continue
             for load in _pipelined_loads(op):
-                t = load.res.type
-                dims = [d.data for d in t.shape.data]
+                tile = cast(TileType, load.res.type)  # a global tile load
+                dims = [d.data for d in tile.shape.data]
                 out.append(
                     _Alloc(
                         op,
-                        f"the {stages} pipeline stages of a {t} load",
+                        f"the {stages} pipeline stages of a {tile} load",
                         [stages, *dims],
-                        DTYPES[t.dtype.data].nbytes,
+                        DTYPES[tile.dtype.data].nbytes,
                         128,
                         _params_in(stages, *dims),
                     )
@@ -221,7 +222,8 @@ def _pipelined_loads(loop: st.ForOp) -> list[tl.LoadOp]:
 
 def _layout_total(ctx: Context, allocs: list[_Alloc], env: dict[str, int] | None = None) -> list[int | None]:
     """Running totals (bytes after each allocation, alignment padding included)."""
-    total, out = 0, []
+    total = 0
+    out: list[int | None] = []
     for a in allocs:
         n = a.nbytes(ctx, env)
         if n is None:
@@ -330,9 +332,9 @@ def smem_limit(ctx: Context) -> Iterator[Diagnostic]:
             if need <= limit:
                 fixes.append((need, f"{p} = {v} ({need} bytes)"))
                 break
-    fixes = [text for _, text in sorted(fixes, key=lambda f: -f[0])]
+    fix_texts = [text for _, text in sorted(fixes, key=lambda f: -f[0])]
     hint = f"the block needs {total} bytes of shared memory; {target_text(ctx)} allows {limit} per block"
-    hint += ": fits with " + ", or ".join(fixes) if fixes else ": use fewer stages or smaller tiles"
+    hint += ": fits with " + ", or ".join(fix_texts) if fix_texts else ": use fewer stages or smaller tiles"
     if totals[crossing] == sizes[crossing]:
         message = f"{culprit.what} needs {sizes[crossing]} bytes of shared memory"
     else:
@@ -414,7 +416,7 @@ def _peak(ctx: Context, block: Block, threads: int, outer: list[tuple[SSAValue, 
         dying_total = sum(regs[v] for v in dying)
         # a loop's or branch's results are made by its body (they take the registers of the
         # values it yields) and count from the next op on
-        results = [] if op.regions else [(v, c) for v in op.results if (c := cost(v))]
+        results: list[tuple[SSAValue, int]] = [] if op.regions else [(v, c) for v in op.results if (c := cost(v))]
         results_total = sum(c for _, c in results)
         fresh_total = dying_total if dying_total >= results_total else results_total
         total = outer_total + live_total - dying_total + fresh_total
@@ -479,12 +481,13 @@ def _defining_op(v: SSAValue) -> Operation | None:
     for _ in range(64):
         owner = v.owner
         if isinstance(owner, st.ForOp) and v in owner.res:
-            v = owner.inits[list(owner.res).index(v)]
+            v = owner.inits[list(owner.res).index(cast(OpResult, v))]
             continue
         if isinstance(owner, Block):
             loop = owner.parent_op()
-            if isinstance(loop, st.ForOp) and v.index >= 1:
-                v = loop.inits[v.index - 1]
+            index = cast(BlockArgument, v).index  # a value owned by a block is its argument
+            if isinstance(loop, st.ForOp) and index >= 1:
+                v = loop.inits[index - 1]
                 continue
             return loop
         return owner
@@ -695,7 +698,9 @@ def register_file(ctx: Context) -> Iterator[Diagnostic]:
             crossing = role
     if crossing is None:
         return
-    related = [(r, f"`{r.name_text}`: regs({r.regs.data or default})") for r in ctx.roles if r is not crossing]
+    related: list[tuple[Operation | Span, str]] = [
+        (r, f"`{r.name_text}`: regs({r.regs.data or default})") for r in ctx.roles if r is not crossing
+    ]
     span = launch_span(ctx)
     if span is not None:
         related.append((span, f"{launch_text(ctx)}: {threads} threads x {pool // threads} registers at launch"))
@@ -847,13 +852,11 @@ def role_overlap(ctx: Context) -> Iterator[Diagnostic]:
 # ---- TMA boxes -----------------------------------------------------------------------------------
 
 
-def _tma_global(op: Operation) -> tuple[SSAValue, object, SSAValue, object] | None:
+def _tma_global(op: ex.TmaLoadOp | ex.TmaStoreOp) -> tuple[SSAValue, Access, SSAValue, Access]:
     """(global tensor, its access, shared buffer, its access) of a TMA copy."""
     if isinstance(op, ex.TmaLoadOp):
         return op.src, op.src_access.data, op.dst, op.dst_access.data
-    if isinstance(op, ex.TmaStoreOp):
-        return op.dst, op.dst_access.data, op.src, op.src_access.data
-    return None
+    return op.dst, op.dst_access.data, op.src, op.src_access.data
 
 
 def _box(ctx: Context, mem: SSAValue, access) -> list[int | None]:
@@ -885,7 +888,7 @@ def tma_box_limits(ctx: Context) -> Iterator[Diagnostic]:
         return
     for info in ctx.ops(ex.TmaLoadOp, ex.TmaStoreOp):
         mem, access, _, _ = _tma_global(info.op)
-        rank = len(mem.type.shape.data)
+        rank = len(cast(GlobalType, mem.type).shape.data)
         if rank > 5:
             yield ctx.report(
                 info.op,
@@ -931,7 +934,7 @@ def tma_declared_align(ctx: Context) -> Iterator[Diagnostic]:
     for name, arg in ctx.kernel.args:
         if arg not in uses:
             continue
-        t = arg.type
+        t = cast(GlobalType, arg.type)
         esize = DTYPES[t.dtype.data].nbytes
         align = t.align.data or esize
         if align % need == 0:
@@ -1028,11 +1031,11 @@ def wgmma_warpgroups(ctx: Context) -> Iterator[Diagnostic]:
                 f"{what} in {role_text(info.role)}: each unit is one warp, but wgmma is issued by a whole warpgroup"
             )
             hint = f"declare the role over warpgroups: role {info.role.name_text} warpgroups({', '.join(str(g) for g in groups)})"
-            related = [(info.role, "the role")]
+            related: list[tuple[Operation | Span, str]] = [(info.role, "the role")]
         else:
-            warps = launch_warps(ctx)
-            message = f"{what} in a program of {launch_text(ctx)}: {warps} warps are not whole warpgroups of 4"
-            hint = f"launch warps({-(-warps // 4) * 4}) or warpgroups({-(-warps // 4)})"
+            launched = launch_warps(ctx)
+            message = f"{what} in a program of {launch_text(ctx)}: {launched} warps are not whole warpgroups of 4"
+            hint = f"launch warps({-(-launched // 4) * 4}) or warpgroups({-(-launched // 4)})"
             related = [(s, "the launch") for s in [launch_span(ctx)] if s is not None]
         yield ctx.report(info.op, message, hint=hint, related=related)
 
@@ -1064,7 +1067,7 @@ def wgmma_shape(ctx: Context) -> Iterator[Diagnostic]:
         if groups is None:
             continue  # resources.wgmma-warpgroup
         m, n = ctx.static_shape(op.acc.type)
-        dtype = op.a.type.dtype.data
+        dtype = dtype_of(op.a.type)
         esize = DTYPES[dtype].nbytes
         k_inst = max(1, table["k_bytes"] // esize)
         a_shape = ctx.static_shape(op.a.type) if op.a_in_registers else ctx.access_extents(op.a.type, op.a_access.data)
@@ -1146,7 +1149,7 @@ def dot_shape(ctx: Context) -> Iterator[Diagnostic]:
         return
     for info in ctx.ops(tl.DotOp):
         op = info.op
-        dtype = op.lhs.type.dtype.data
+        dtype = dtype_of(op.lhs.type)
         if ctx.spec.mma_dtypes and dtype not in ctx.spec.mma_dtypes:
             yield ctx.report(
                 op,
@@ -1157,7 +1160,7 @@ def dot_shape(ctx: Context) -> Iterator[Diagnostic]:
             continue
         m, k = ctx.static_shape(op.lhs.type)
         n = ctx.static_shape(op.rhs.type)[1]
-        if None in (m, n, k):
+        if m is None or n is None or k is None:
             continue
         esize = DTYPES[dtype].nbytes
         scaled = [(sm, sn, max(1, sk * 2 // esize)) for sm, sn, sk in shapes]

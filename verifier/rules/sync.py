@@ -14,16 +14,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
 import z3
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from kir.diagnostics import Diagnostic, KirError, Related, Span
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.traits import BARRIER, allocates, is_async
-from kir.dialect.types import SmemType
+from kir.dialect.types import MBarrierType, SmemType
 from verifier.context import Context
 from verifier.registry import rule
 from verifier.symbolic import CACHE
@@ -34,13 +35,13 @@ from verifier.symbolic import CACHE
 @dataclass(frozen=True)
 class Access:
     op: Operation
-    buffer: Operation  # the kir.smem allocation
+    buffer: ex.SmemAllocOp
     stage: SSAValue | None  # the first index, when the access picks one stage
     write: bool
     kind: str  # "tma", "cp.async", "wgmma", "tma.store", "generic"
 
 
-def _buffer_of(value: SSAValue) -> Operation | None:
+def _buffer_of(value: SSAValue) -> ex.SmemAllocOp | None:
     owner = value.owner
     return owner if isinstance(owner, ex.SmemAllocOp) else None
 
@@ -211,7 +212,8 @@ def read_before_wait(ctx: Context) -> Iterator[Diagnostic]:
         doms = list(dominators(ctx, acc.op))
         for w in fills:
             if w.kind == "tma":
-                bar, bar_index = w.op.bar, w.op.bar_index
+                tma = cast(ex.TmaLoadOp, w.op)  # the kind of a TMA load's write
+                bar, bar_index = tma.bar, tma.bar_index
                 ok = any(
                     isinstance(d, ex.WaitOp)
                     and d.bar is bar
@@ -335,7 +337,7 @@ def arrive_before_retire(ctx: Context) -> Iterator[Diagnostic]:
     for info in ctx.ops(ex.ArriveOp):
         arrive = info.op
         in_flight: list[ex.WgmmaOp] = []
-        for op in arrive.parent_block().ops:
+        for op in cast(Block, arrive.parent_block()).ops:
             if op is arrive:
                 break
             if isinstance(op, ex.WgmmaOp):
@@ -377,7 +379,7 @@ def _ring(ctx: Context, wait: ex.WaitOp):
         return None
     loop = info.loops[-1]
     iv = loop.body.block.args[0]
-    size = ctx.static(wait.bar.type.size.data)
+    size = ctx.static(cast(MBarrierType, wait.bar.type).size.data)
     if size is None:
         return None
     sym = ctx.symbolic
@@ -490,7 +492,7 @@ def expect_bytes(ctx: Context) -> Iterator[Diagnostic]:
         announced = _static_bytes(ctx, exp.nbytes)
         if announced is None:
             continue
-        block = exp.parent_block()
+        block = cast(Block, exp.parent_block())
         copies = [
             o
             for o in block.ops
@@ -499,9 +501,10 @@ def expect_bytes(ctx: Context) -> Iterator[Diagnostic]:
         if not copies:
             continue
         sizes = [ctx.access_bytes(c.dst.type, c.dst_access.data) for c in copies]
-        if any(s is None for s in sizes):
+        known = [s for s in sizes if s is not None]
+        if len(known) != len(sizes):
             continue
-        delivered = sum(sizes)
+        delivered = sum(known)
         if delivered == announced:
             continue
         parts = " + ".join(f"sizeof({c.dst.name_hint}[...]) = {s}" for c, s in zip(copies, sizes, strict=True))

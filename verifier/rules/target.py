@@ -27,6 +27,7 @@ from kir.diagnostics import Diagnostic, Span
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
+from kir.dialect.types import dtype_of
 from verifier.context import Context
 from verifier.registry import rule
 
@@ -707,7 +708,7 @@ def _introduced_dtype(op: Operation) -> tuple[str, str] | None:
     accumulator) and how to name the op; None for ops that only carry their operands' dtypes
     along."""
     if isinstance(op, tl.CastOp):
-        dtype = op.res.type.dtype.data
+        dtype = dtype_of(op.res.type)
         return dtype, f"cast<{dtype}>"
     if isinstance(op, tl.ZerosOp | tl.FullOp):
         return op.res.type.dtype.data, f"{'zeros' if isinstance(op, tl.ZerosOp) else 'full'}({op.res.type})"
@@ -762,7 +763,7 @@ def dtype_unavailable(ctx: Context) -> Iterator[Diagnostic]:
 
     seen: set[tuple[int, str]] = set()
     for name, arg in ctx.kernel.args:
-        dtype = arg.type.dtype.data
+        dtype = dtype_of(arg.type)
         span = ctx.program.arg_spans.get(name)
         if dtype not in have:
             seen.add((span.line if span else 0, dtype))
@@ -847,8 +848,8 @@ def wgmma_dtypes(ctx: Context) -> Iterator[Diagnostic]:
         return
     for info in ctx.ops(ex.WgmmaOp):
         op = info.op
-        operand = op.a.type.dtype.data
-        acc = op.acc.type.dtype.data
+        operand = dtype_of(op.a.type)
+        acc = dtype_of(op.acc.type)
         if operand not in table["dtypes"]:
             hint = (
                 "multiply at the tile level: acc = dot<f64>(load(A), load(B), acc)"
