@@ -13,9 +13,11 @@ One file per concern:
 | `timing.py` | waves, tail, drain, overlap of memory with compute, launch: the seconds |
 | `calibration.py` | per-target correction factors fitted to measured times |
 | `hints.py` | performance hints as diagnostics (`cost.*`) |
+| `checks.py` | what the caller tells the model of a program: the verifier's answers (`verifier.facts.CHECKS`) |
 
     from costmodel import CostModel
     est = CostModel().predict(program, "sm_90", params={"BM": 128}, shapes={"M": 4096, "N": 4096, "K": 4096})
+    # with checks=verifier.facts.CHECKS: the cost.target warning off the program's own target
     print(est.time_s, est.bottleneck)
     for term in est.breakdown: print(term.name, term.seconds, term.span, term.note)
 
