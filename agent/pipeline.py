@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from agent.harness.isolate import run_job
 from costmodel.model import CostModel
 from kir.check import op_count, read_source, unique_sorted, unknown_params
 from kir.diagnostics import Diagnostic, KirError
@@ -67,6 +69,12 @@ class Candidate:
     @classmethod
     def from_program(cls, program: Program, params: Mapping[str, int] | None = None) -> Candidate:
         return cls(program.text(), tuple(sorted((params or {}).items())), program.file, program)
+
+    def parsed(self) -> Candidate:
+        """This candidate with its program parsed (a `KirError` where the text does not parse)."""
+        if self.program is not None:
+            return self
+        return replace(self, program=parse(self.text, file=self.file))
 
     @property
     def param_values(self) -> dict[str, int]:
@@ -145,6 +153,12 @@ class Record:
 RECORD_FIELDS = ("schema", *(f.name for f in fields(Record)))  # the keys of `Record.to_json`, in order
 
 
+# `evaluate` may be called from several threads (kir bench checks rows in parallel): the stages
+# that work in this process take turns, since z3's context and the IR are not thread-safe; a run
+# waits on a child process and holds nothing.
+_IN_PROCESS = threading.RLock()
+
+
 @dataclass
 class _Run:
     """The Record being filled in, stage by stage."""
@@ -178,7 +192,11 @@ class _Run:
         self.stage = stage
         start = time.perf_counter()
         try:
-            work()
+            if stage == "run":  # a wait on the harness's child process: other threads go on
+                work()
+            else:
+                with _IN_PROCESS:
+                    work()
         except KirError as err:
             self.diagnostics += err.diagnostics
         except Exception as err:  # a stage's bug is the candidate's record, not the caller's crash
@@ -210,6 +228,7 @@ def evaluate(
     seeds: list[int] | None = None,
     timeout: float = 600.0,
     device: str | None = None,
+    harness: Mapping[str, Any] | None = None,
 ) -> Record:
     """Take `candidate` through the stages up to `until` (one of `STAGES`) and say what came of it.
 
@@ -222,7 +241,8 @@ def evaluate(
     The cost stage runs when `until` is "cost" or `with_cost` asks for it on the way to a later
     stage; `cost_from_compile` compiles first and takes the compiler's registers, shared memory
     and spills. A run (`until="run"`) is verified first and then handed to the harness, whose
-    checker lowers and compiles the candidate in its own process."""
+    checker lowers and compiles the candidate in its own process; `harness` adds fields to the
+    harness's job (`rounds`, `vary`, `warm`, `time`: agent/harness/worker.py)."""
     if until not in STAGES:
         raise ValueError(f"no stage {until!r}: one of {', '.join(STAGES)}")
     run = _Run(candidate, until)
@@ -289,7 +309,8 @@ def evaluate(
             return run.record(program)
 
     if until == "run":  # the checker lowers and compiles in its own process
-        run.step("run", lambda: _run_stage(run, candidate, backend, task, preset, seeds, timeout, device))
+        job = {"preset": preset, "seeds": seeds, **(harness or {})}
+        run.step("run", lambda: _run_stage(run, candidate, backend, task, job, timeout, device))
         return run.record(program)
 
     def lower_stage() -> None:
@@ -351,11 +372,11 @@ def _task_shapes(task, preset: str | None) -> dict[str, int]:
     return {k: v for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
-def _run_stage(run: _Run, candidate: Candidate, backend, task, preset, seeds, timeout, device) -> None:
+def _run_stage(run: _Run, candidate: Candidate, backend, task, job: dict[str, Any], timeout, device) -> None:
     """The harness's correctness protocol in a checker process of its own (`agent.harness`):
-    the candidate's file and parameters go to the checker, never its objects."""
+    the candidate's text (the one just verified, so the checker does not verify it again) and
+    parameters go to the checker, never its objects."""
     from agent.harness.backends import BACKENDS, CPU_BACKENDS
-    from agent.harness.isolate import run_job
 
     if task is None:
         raise KirError(Diagnostic("cli.usage", "error", None, "a run needs a task (its reference and shapes)"))
@@ -363,15 +384,12 @@ def _run_stage(run: _Run, candidate: Candidate, backend, task, preset, seeds, ti
         raise KirError(
             Diagnostic("cli.backend", "error", None, f"no backend `{backend}`", f"one of {', '.join(BACKENDS)}")
         )
-    if candidate.file.startswith("<"):
-        raise KirError(Diagnostic("cli.usage", "error", None, "a run reads the candidate from a file"))
-    path = Path(candidate.file).resolve()
     job = {
+        **job,
         "task": str(task.folder if task.name == task.folder.name else task.folder / f"{task.name}.py"),
-        "candidate": {"kind": "kir", "file": str(path), "backend": backend, "params": candidate.param_values},
-        "preset": preset,
+        "candidate": {"kind": "kir", "text": candidate.text, "backend": backend, "params": candidate.param_values},
         "device": device or ("cpu" if backend in CPU_BACKENDS else "cuda"),
-        "seeds": seeds,
+        "verify": False,
     }
     verdict = run_job(job, timeout=timeout)
     diags = [Diagnostic.from_json(d) for d in verdict.pop("diagnostics", [])]

@@ -4,16 +4,18 @@ eager and torch.compile, each figure a ratio measured side by side in one run.
     from agent.harness.bench import run_suite
     result = run_suite(tasks, backends=["triton"], programs=["seed", "tuned"], out_dir=...)
 
-Phases: (1) the ceilings (copy rate, bf16 matmul rate) in a child process; (2) every row's
-correctness check on the bench preset, `jobs` at a time in child processes, which also
-compiles the kernels and warms torch.compile's caches; (3) the timing, one task at a time:
+Phases: (1) the ceilings (copy rate, bf16 matmul rate) in a child process; (2) every row
+through the candidate pipeline (`agent.pipeline.evaluate`: verified, costed, then the
+harness's correctness check on the bench preset), `jobs` at a time, each check in child
+processes that also compile the kernels and warm torch.compile's caches; (3) the timing, one task at a time:
 every correct row of the task, eager and torch.compile on the same rotated inputs, in one child.
 A row's `floor_ms` is max(bytes / copy rate, flops / matmul rate); a time under a tenth of the
 floor is flagged `implausible` rather than reported as a win.
 
 The JSON written under `out_dir`: `{"date", "gpu", "versions", "ceilings", "rows": [{"task",
-"program", "backend", "correct", "ms", "eager_ms", "compile_ms", "floor_ms", "stage", "message",
-"bytes", "flops", "flags"}]}`; the markdown table beside it holds the same rows with ratios.
+"program", "backend", "correct", "ms", "eager_ms", "compile_ms", "floor_ms", "predicted_ms", "stage",
+"message", "bytes", "flops", "flags"}]}` (`predicted_ms`: the cost model's time for the row, from
+its Record); the markdown table beside it holds the same rows with ratios.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 from agent.harness.isolate import run_job
 from agent.harness.timing import floor_ms
+from agent.pipeline import Candidate, Record, evaluate
 from kir.diagnostics import Diagnostic, KirError
 from kir.parser import parse_file
 
@@ -43,6 +46,7 @@ class Row:
     eager_ms: float | None = None
     compile_ms: float | None = None
     floor_ms: float | None = None
+    predicted_ms: float | None = None
     stage: str = ""
     message: str = ""
     bytes: int | None = None
@@ -93,24 +97,38 @@ def plan(tasks, backends: list[str] | None, programs: list[str] | None) -> list[
     return rows
 
 
-def _job(task, name: str, backend: str, preset: str, device: str, **extra) -> dict[str, Any]:
+def check_row(
+    task, name: str, backend: str, preset: str, device: str, *, timeout: float = 600.0, warm: bool = False
+) -> Record:
+    """One row's check, through the one pipeline: the program with the task's parameters for
+    `preset`, verified, costed at the preset's shapes (the prediction goes beside the measured
+    time), then the harness's correctness protocol (two rounds; `warm` also runs torch.compile
+    once, filling its caches before the timing)."""
     spec = task.programs[name]
-    return {
-        "task": str(task.folder),
-        "candidate": {"kind": "kir", "file": str(spec.file), "backend": backend, "params": spec.params_for(preset)},
-        "preset": preset,
-        "device": device,
-        **extra,
-    }
+    candidate = Candidate.from_file(spec.file, spec.params_for(preset))
+    return evaluate(
+        candidate, until="run", backend=backend, task=task, preset=preset, device=device, timeout=timeout,
+        with_cost=True, harness={"rounds": 2, "warm": warm},
+    )  # fmt: skip
 
 
-def _message(record: dict[str, Any]) -> str:
-    diags = record.get("diagnostics") or []
-    if not diags:
+def _spec(task, name: str, backend: str, preset: str) -> dict[str, Any]:
+    """The harness's candidate of a row, for the timing job."""
+    spec = task.programs[name]
+    return {"kind": "kir", "file": str(spec.file), "backend": backend, "params": spec.params_for(preset)}
+
+
+def _message(diagnostics: list[Diagnostic]) -> str:
+    errors = [d for d in diagnostics if d.is_error]  # a row's hints (the cost model's) are not its message
+    if not errors:
         return ""
-    d = diags[0]
-    where = f"{Path(d['file']).name}:{d['line']}: " if d.get("file") and d.get("line") else ""
-    return f"{where}{d['rule']}: {d['message']}"[:300]
+    d = errors[0]
+    where = f"{Path(d.span.file).name}:{d.span.line}: " if d.span is not None and d.span.file else ""
+    return f"{where}{d.rule}: {d.message}"[:300]
+
+
+def _harness_message(record: dict[str, Any]) -> str:
+    return _message([Diagnostic.from_json(d) for d in record.get("diagnostics") or []])
 
 
 def run_suite(
@@ -163,10 +181,14 @@ def run_suite(
     def check(i: int) -> None:
         task, name, backend = planned[i]
         first = next(j for j, (t, _, _) in enumerate(planned) if t is task)
-        record = run_job(_job(task, name, backend, preset, device, rounds=2, warm=i == first), timeout=timeout)
+        record = check_row(task, name, backend, preset, device, timeout=timeout, warm=i == first)
         row = rows[i]
-        row.correct, row.stage, row.message, row.record = record["ok"], record["stage"], _message(record), record
-        tick(f"{task.name}/{name}/{backend}: {'correct' if record['ok'] else record['stage']}")
+        stage = (record.verdict or {}).get("stage", "done") if record.stage == "run" else record.stage
+        row.correct, row.stage, row.message = record.ok, stage, _message(list(record.diagnostics))
+        row.record = record.to_json()
+        if record.estimate is not None:
+            row.predicted_ms = record.estimate["time_s"] * 1e3
+        tick(f"{task.name}/{name}/{backend}: {'correct' if record.ok else stage}")
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         list(pool.map(check, range(len(planned))))
@@ -177,7 +199,7 @@ def run_suite(
             tick(f"{task.name}: skipped (not correct)")
         if not mine:
             continue
-        specs = [_job(task, planned[i][1], planned[i][2], preset, device)["candidate"] for i in mine]
+        specs = [_spec(task, planned[i][1], planned[i][2], preset) for i in mine]
         job = {"kind": "time", "task": str(task.folder), "candidates": specs, "preset": preset, "device": device,
                "time": {"sets": 3, "runs": runs}}  # fmt: skip
         record = run_job(job, timeout=timeout)
@@ -188,7 +210,7 @@ def run_suite(
             entry = timed[k] if k < len(timed) else {}
             if not record["ok"] or "error" in entry:
                 row.stage = "timing" if record["ok"] else record["stage"]
-                row.message = entry.get("error", "") or _message(record)
+                row.message = entry.get("error", "") or _harness_message(record)
             row.ms = entry.get("ms")
             row.eager_ms, row.compile_ms = metrics.get("eager_ms"), metrics.get("compile_ms")
             row.bytes, row.flops = metrics.get("bytes"), metrics.get("flops")
@@ -208,10 +230,12 @@ def ratio(a: float | None, b: float | None) -> float | None:
 
 
 def table_lines(result: dict[str, Any]) -> list[str]:
-    """A markdown table: times and the ratios (peer time / ours: above 1 is faster; ours / floor)."""
+    """A markdown table: times and the ratios (peer time / ours: above 1 is faster; ours / floor),
+    and the cost model's predicted time beside the measured one."""
     lines = [
-        "| task | program | backend | correct | ms | eager ms | compile ms | floor ms | eager/ours | compile/ours | ours/floor | note |",
-        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| task | program | backend | correct | ms | eager ms | compile ms | floor ms | eager/ours | compile/ours | ours/floor "
+        "| predicted ms | note |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
 
     def f(x: float | None, digits: int = 3) -> str:
@@ -223,7 +247,7 @@ def table_lines(result: dict[str, Any]) -> list[str]:
             f"| {r['task']} | {r['program']} | {r['backend']} | {'yes' if r['correct'] else 'no: ' + r['stage']} | "
             f"{f(r['ms'])} | {f(r['eager_ms'])} | {f(r['compile_ms'])} | {f(r['floor_ms'])} | "
             f"{f(ratio(r['eager_ms'], r['ms']), 2)} | {f(ratio(r['compile_ms'], r['ms']), 2)} | "
-            f"{f(ratio(r['ms'], r['floor_ms']), 2)} | {note} |"
+            f"{f(ratio(r['ms'], r['floor_ms']), 2)} | {f(r.get('predicted_ms'))} | {note} |"
         )
     return lines
 

@@ -48,6 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent import pipeline
 from kir.diagnostics import Diagnostic, KirError
 
 DEFAULT_TIMEOUT = 300.0
@@ -248,12 +249,11 @@ def _check_job(job: dict[str, Any], candidate: Candidate) -> dict[str, Any]:
     from agent.harness.correctness import Verdict, check
     from agent.tasks import TaskError, load_task
 
-    program = None
+    static = None
     if candidate.kind == "kir":
-        from kir.parser import parse
-
+        params = tuple(sorted((candidate.spec.get("params") or {}).items()))
         try:
-            program = parse(candidate.source, candidate.file)
+            static = pipeline.Candidate(candidate.source, params, candidate.file).parsed()
         except KirError as err:
             return _record(False, "parse", err.diagnostics)
     try:
@@ -261,13 +261,14 @@ def _check_job(job: dict[str, Any], candidate: Candidate) -> dict[str, Any]:
         task.module  # noqa: B018 - the reference imported now: its errors are the task's
     except TaskError as err:
         return _record(False, "task", err.diagnostics)
-    if program is not None and job.get("verify", True):
-        from verifier.check import check_program
-
-        params = dict(candidate.spec.get("params") or {})
-        errors = [d for d in check_program(program.with_params(**params) if params else program) if d.is_error]
-        if errors:
-            return _record(False, "verify", errors)
+    program = None
+    if static is not None:
+        # the static stages of the one pipeline: the parameters checked, then (unless the job
+        # comes from the pipeline, which verified this text already) the verifier
+        record = pipeline.evaluate(static, until="verify" if job.get("verify", True) else "parse")
+        if not record.ok:
+            return _record(False, record.stage, record.errors)
+        program = static.program
     preset = job.get("preset", "test")
     device = job.get("device", "cpu")
     try:

@@ -103,10 +103,26 @@ def test_each_task_s_rows_are_handed_over_as_soon_as_it_is_timed(monkeypatch):
             return {"ok": True, "stage": "done", "metrics": metrics}
         return {"ok": True, "stage": "done", "diagnostics": []}
 
-    monkeypatch.setattr(bench, "run_job", fake_run_job)
+    import agent.pipeline as pipeline
+
+    monkeypatch.setattr(bench, "run_job", fake_run_job)  # the ceilings and the timing
+    monkeypatch.setattr(pipeline, "run_job", fake_run_job)  # each row's check, through the pipeline
     tasks = [t for t in load_suite(SUITE) if t.name in ("softmax", "silu_mul")]
     seen = []
     result = bench.run_suite(tasks, programs=["tuned"], on_timed=lambda partial: seen.append(partial))
     assert len(seen) == 2
     assert [r["ms"] is not None for r in seen[0]["rows"]].count(True) == 1  # the first task only
     assert all(r["ms"] == 1.0 for r in seen[1]["rows"]) and seen[1]["rows"] == result["rows"]
+    assert all(r["predicted_ms"] > 0 for r in result["rows"])  # the cost model's time beside the measured one
+
+
+def test_a_row_is_checked_through_the_pipeline_with_the_models_prediction_beside_it():
+    from agent.harness.bench import check_row
+
+    (task,) = load_suite(SUITE, ["softmax"])
+    record = check_row(task, "tuned", "interp", "test", "cpu", timeout=300)
+    assert record.ok and record.stage == "run" and record.until == "run"
+    assert record.verdict["ok"] and record.verdict["stage"] == "done"
+    assert record.estimate is not None and record.estimate["time_s"] > 0  # costed at the preset's shapes
+    assert record.task == "softmax" and record.preset == "test" and record.backend == "interp"
+    assert dict(record.params) == task.programs["tuned"].params_for("test")
