@@ -30,8 +30,10 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from importlib.abc import Loader
+from importlib.machinery import ModuleSpec
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 MAX_TEXT = 4000  # characters of an error message or traceback that cross
 
@@ -176,9 +178,9 @@ class Host:
             path = Path.cwd() / "solution.py"
             path.write_text(spec["source"])
             module_spec = importlib.util.spec_from_file_location("kir_solution", path)
-            module = importlib.util.module_from_spec(module_spec)
+            module = importlib.util.module_from_spec(cast(ModuleSpec, module_spec))  # a .py file has a spec
             sys.modules["kir_solution"] = module
-            module_spec.loader.exec_module(module)
+            cast(Loader, cast(ModuleSpec, module_spec).loader).exec_module(module)
             if not isinstance(getattr(module, "ModelNew", None), type):
                 raise TypeError("the solution defines no class ModelNew")
             self.runnable = ModuleRun(module.ModelNew)
@@ -253,7 +255,9 @@ class Host:
 
         from agent.harness.timing import Timer
 
-        fns, refresh, kept_outputs = [], [], []
+        fns: list = []
+        refresh: list[list] = []
+        kept_outputs: list[list | None] = []
         if self.runnable.kind == "kir":
             outs = header["outputs"]
             for s, fresh in zip(header["sets"], header["fresh"], strict=True):
@@ -267,9 +271,11 @@ class Host:
             model = self._model_spec(header, payloads)
             for s, fresh in zip(header["sets"], header["fresh"], strict=True):
                 inputs = self._values(s, payloads)
-                new = self._values(fresh, payloads)
+                fresh_inputs = self._values(fresh, payloads)
                 fns.append(self.runnable.callable_for(header.get("key"), model, inputs, self.device))
-                refresh.append([(a, b) for a, b in zip(inputs, new, strict=True) if isinstance(a, torch.Tensor)])
+                refresh.append(
+                    [(a, b) for a, b in zip(inputs, fresh_inputs, strict=True) if isinstance(a, torch.Tensor)]
+                )
                 kept_outputs.append(None)
         timer = Timer(self.device)
         timer.warm(fns, int(header.get("warmup", 5)))
@@ -280,7 +286,7 @@ class Host:
         from agent.harness.instance import as_outputs
         from agent.harness.wire import Encoder
 
-        t = self._timing
+        t = cast(dict[str, Any], self._timing)  # set by `time_setup`, which the checker sends first
         last: dict[int, list] = {}
 
         def before_last(k: int) -> None:

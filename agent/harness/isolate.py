@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from kir.diagnostics import Diagnostic
 
@@ -94,8 +94,9 @@ def run_job(job: dict[str, Any], timeout: float = 300.0, env: dict[str, str] | N
     records = _Lines(record_r)
     log = TailCapture(log_r)
     try:
-        proc.stdin.write(json.dumps({**job, "timeout": timeout}).encode())
-        proc.stdin.close()
+        stdin = cast(IO[bytes], proc.stdin)  # stdin=PIPE
+        stdin.write(json.dumps({**job, "timeout": timeout}).encode())
+        stdin.close()
     except BrokenPipeError:
         pass
     timed_out = False

@@ -48,8 +48,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parents[2]
 UID_BASE = 1_900_000_000  # job uids: far from any account's, never in /etc/passwd
@@ -140,6 +141,10 @@ def needed_paths() -> list[str]:
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, str(ROOT)}
     paths.add(str(Path(os.path.realpath(sys.executable)).parent))
     paths.update(p for p in sys.path if p and os.path.isdir(p))
+    # the target folders outside the checkout (in the folders $KIR_TARGETS names): the candidate
+    # imports its target's code from there
+    for root in filter(os.path.isdir, os.environ.get("KIR_TARGETS", "").split(os.pathsep)):
+        paths.update(str(p) for p in Path(root).iterdir() if (p / "__init__.py").is_file())
     return sorted(os.path.realpath(p) for p in paths)
 
 
@@ -327,7 +332,7 @@ class Sandbox:
 
         shutil.rmtree(self.folder, onerror=unlock_and_retry)
         if self._lock is not None:
-            release_uid(self.uid, self._lock)
+            release_uid(cast(int, self.uid), self._lock)  # claimed with the lock
             self._lock = None
 
 
@@ -466,7 +471,7 @@ class Snapshot:
                     self.saved[p] = p.read_bytes()
 
     @staticmethod
-    def of(task_folder: Path | None, extra: list[Path] = ()) -> Snapshot:
+    def of(task_folder: Path | None, extra: Sequence[Path] = ()) -> Snapshot:
         """The harness's sources, the task folder's files (its first 200, of at most 1 MB: a
         reference, its metadata, its programs), and `extra`."""
         here = Path(__file__).resolve().parent
@@ -593,12 +598,12 @@ class _Forked:
         import select
 
         end = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
+        while (code := self.poll()) is None:
             left = None if end is None else end - time.monotonic()
             if left is not None and left <= 0:
-                raise subprocess.TimeoutExpired("candidate", timeout)
+                raise subprocess.TimeoutExpired("candidate", cast(float, timeout))  # there is an end
             select.select([self._fd], [], [], left)
-        return self.returncode
+        return code
 
 
 def _fork_candidate(plan: dict[str, Any], env: dict[str, str], out_w: int) -> _Forked:
@@ -658,6 +663,7 @@ class CandidateProcess:
         out_r, out_w = os.pipe()
         plan = {**self.sandbox.plan, "fd_in": req_r, "fd_out": resp_w}
         boot = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from agent.harness.candidate import main; main()"
+        self.proc: _Forked | subprocess.Popen[bytes]
         try:
             if _fork_ok:
                 self.proc = _fork_candidate(plan, self.sandbox.env, out_w)

@@ -26,6 +26,7 @@ from types import ModuleType
 from typing import Any
 
 from kir.diagnostics import Diagnostic, KirError, Span
+from lowering import targets as lowering_targets
 
 DTYPES = ("f16", "bf16", "f32", "f64")
 PRECISIONS = ("f32", "f64")
@@ -247,7 +248,7 @@ def _import(reference: Path) -> ModuleType:
                 hint="the KernelBench format: class Model(nn.Module), get_inputs(), get_init_inputs()",
             )
     if not hasattr(module, "get_init_inputs"):
-        module.get_init_inputs = list
+        vars(module)["get_init_inputs"] = list
     return module
 
 
@@ -396,14 +397,14 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
                     _line_of(toml, f"programs.{name}"),
                 )
         backends = spec.get("backends", [])
-        known = ("triton", "gluon", "cuda", "hip", "mtia-sim")
-        if not isinstance(backends, list) or not all(isinstance(b, str) and b in known for b in backends):
+        backend_names = tuple(lowering_targets.emitting())  # the targets that lower (lowering/targets/)
+        if not isinstance(backends, list) or not all(isinstance(b, str) and b in backend_names for b in backends):
             raise _error(
                 "task.program",
                 f"program `{name}`: backends is a list of backend names",
                 toml,
                 _line_of(toml, f"programs.{name}"),
-                f"backends: {', '.join(known)}",
+                f"backends: {', '.join(backend_names)}",
             )
         task.programs[name] = Program(
             name, task.folder / file, {k: dict(v) for k, v in params.items()}, tuple(backends)
