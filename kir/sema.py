@@ -466,7 +466,7 @@ class _Walker(TreeReader):
             if isinstance(n, Tree) and n.data == "typed_lit":
                 dtype = str(n.children[0])
             vals[i] = self.literal(cast(Tree, n), dtype)  # the values not built above are literals
-        return vals  # type: ignore[return-value]
+        return cast(list[SSAValue], vals)  # every slot is filled: the non-literals, then the literals
 
     def expr(self, node: Node) -> SSAValue:
         if isinstance(node, Token):  # pragma: no cover - atoms are always wrapped

@@ -293,7 +293,7 @@ class _Has:
     def __eq__(self, other) -> bool:
         return all(w in self.items for w in self.wanted(other))
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # equality is "contains": no hash agrees with it
 
 
 class _Lacks(_Has):
