@@ -7,7 +7,7 @@
 # $OUT (or ./out). The wheels, fetched here once (Python 3.12 on x86-64 there):
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d build/whl \
-#     xdsl==0.75.0 lark==1.3.1 z3-solver==5.4.1.0 typer==0.29.2 rich==15.0.0 immutabledict ordered-set
+#     xdsl==0.75.0 lark==1.3.1 z3-solver==4.15.4.0 typer==0.29.2 rich==15.0.0 immutabledict ordered-set
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT="${OUT:-$PWD/out}"
@@ -23,6 +23,6 @@ export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
 KIR_HACK_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider -n 4 -rfEs tests/agent/hacks 2>&1 | tee "$OUT/hacks-cuda.log"
 echo "hacks rc=${PIPESTATUS[0]}" | tee -a "$OUT/environment.txt"
 [[ "${H200_BENCH:-1}" == 0 ]] && exit 0
-timeout 300 python3 -m kir.cli bench softmax gemm --program seed --program tuned --preset bench -o "$OUT/bench" \
+timeout 300 python3 -m agent.cli bench softmax gemm --program seed --program tuned --preset bench -o "$OUT/bench" \
   2>&1 | tee "$OUT/bench.log"
 echo "bench rc=${PIPESTATUS[0]}" | tee -a "$OUT/environment.txt"
