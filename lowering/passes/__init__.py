@@ -15,6 +15,8 @@ that cannot transform a loop leaves it as it was, which is always correct).
 - `legalize.LegalizePass(target)`: narrow-float transcendentals computed in f32, dots below the
   matrix instruction unrolled; explicit ops and dtypes the target lacks become errors.
 - `loops`: what the two loop passes share (which loads become box copies, rewriting tools).
+- `schedule`: which of these passes `lower()` runs for a program and a backend, and in what
+  order (legalize -> warp_specialize -> pipeline -> layouts).
 
 Every pass keeps spans (a new op has the span of what it stands for), and its output parses
 back to the same IR and passes the verifier.
