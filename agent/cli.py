@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import importlib.util
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,9 +28,7 @@ import typer
 from kir import cli as kcli
 from kir.cli import (
     DEFAULT_PRESET,
-    GPU_BACKENDS,
     MAX_SEED,
-    RUN_BACKENDS,
     ArchAlias,
     BackendOpt,
     BackendsOpt,
@@ -55,9 +54,54 @@ from kir.cli import (
     usage,
 )
 from kir.diagnostics import Diagnostic, KirError
+from lowering import targets as registry
 from verifier import cli as verifier_cli
 
 SUITE = Path(__file__).resolve().parents[1] / "benchmarks" / "tasks"
+
+
+# ---- the vocabulary: the targets and runtimes of lowering/targets/ (lowering.targets) ---------------
+
+
+def _vocabulary() -> dict[str, tuple[str, ...]]:
+    """The names the flags take, from the target registry (which imports only the folders'
+    declarations). A broken target folder (two of one name, one without a TARGET) is a usage
+    error of the whole command, said before any other."""
+    try:
+        found = registry.targets()
+    except KirError as err:
+        _emit("\n".join(d.render() for d in err.diagnostics))
+        raise SystemExit(2) from None
+    runtimes = [(r, t) for t in found.values() for r in t.runtimes]
+    archs = tuple(dict.fromkeys(a for t in found.values() for a in t.archs))
+    return {
+        "lower": tuple(t.name for t in found.values() if t.emitter),
+        "compile": tuple(t.name for t in found.values() if t.compiler),
+        "run": tuple(r.name for r, _ in runtimes),
+        "gpu": tuple(r.name for r, _ in runtimes if r.device == "cuda"),
+        "cpu": tuple(r.name for r, _ in runtimes if r.device == "cpu"),
+        "archs": archs,
+        "targets": (*kcli.TARGETS, *(a for a in archs if a not in kcli.TARGETS)),
+    }
+
+
+NAMES = _vocabulary()
+# kir cost's --target also takes a chip table by name (kir/targets/*.toml; kir.targets.TARGET_TABLES
+# maps a KIR target to its own): those that are not a KIR target's spelling.
+_TABLES = Path(importlib.util.find_spec("kir.targets").origin).parent  # found, not imported
+CHIP_TABLES = tuple(sorted(p.stem for p in _TABLES.glob("*.toml") if p.stem.replace("_", "-") not in kcli.TARGETS))
+
+
+def _or(names: tuple[str, ...]) -> str:
+    return ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else "".join(names)
+
+
+kcli.set_help(
+    target=f"The target: {', '.join(NAMES['targets'])} (cost also takes a chip table: {', '.join(CHIP_TABLES)}). "
+    "Default: the kernel's declared target (compile: the backend's own when it cannot compile for that one).",
+    backend=f"The backend: {_or(NAMES['compile'])} (lower, compile); {_or(NAMES['run'])} (run); "
+    f"{_or(NAMES['gpu'])} (bench).",
+)
 
 
 def _missing(name: str) -> KirError:
@@ -128,11 +172,10 @@ def run_command(
     """(the Record of `evaluate(..., until="run")`, the program's source for rendering). Program
     parameters come from the task's entry for this file (if it is one of the task's programs),
     then from `params`. The Record says which preset ran."""
-    from agent.harness.backends import BACKENDS
     from agent.pipeline import Candidate, evaluate
 
-    if backend not in BACKENDS:
-        diag = Diagnostic("cli.backend", "error", None, f"no backend `{backend}`", f"one of {', '.join(BACKENDS)}")
+    if backend not in NAMES["run"]:
+        diag = Diagnostic("cli.backend", "error", None, f"no backend `{backend}`", f"one of {', '.join(NAMES['run'])}")
         return usage_record(file, "run", [diag], backend=backend), None
     try:
         task = find_task(task_name)
@@ -185,16 +228,14 @@ def bench_usage(
     (for a preset: not every) of the tasks has, an --out that is there and is not a folder."""
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         return [Diagnostic("io.write", "error", None, f"cannot write results into {out}: it is not a folder")]
-    from agent.harness.backends import GPU_BACKENDS
-
-    wrong = [b for b in backends or [] if b not in GPU_BACKENDS]
+    wrong = [b for b in backends or [] if b not in NAMES["gpu"]]
     if wrong:
         return [
             Diagnostic(
                 "cli.backend",
                 "error",
                 None,
-                f"kir bench times GPU backends ({', '.join(GPU_BACKENDS)}), not {', '.join(repr(w) for w in wrong)}",
+                f"kir bench times GPU backends ({', '.join(NAMES['gpu'])}), not {', '.join(repr(w) for w in wrong)}",
             )
         ]
     try:
@@ -336,7 +377,7 @@ def lower_cmd(
     for the mtia-sim simulator) and print it or write it to --out."""
 
     def body(outcome: Outcome) -> None:
-        chosen = _backend(backend, to, kcli.COMPILE_BACKENDS, "lower")
+        chosen = _backend(backend, to, NAMES["lower"], "lower")
         dest = _merged(out, output, "--out", "--output")
         overrides = _specs(param)
         if dest:
@@ -359,12 +400,9 @@ def lower_cmd(
 
 def _compile_usage(backend: str, target: str) -> None:
     """A --target the backend does not compile for, as a usage error before any work."""
-    from lowering.compile import ARCHS
-
-    allowed = ARCHS[backend]
+    allowed = registry.target(backend).archs
     if target not in allowed:
-        known = (*kcli.TARGETS, *(a for arch in ARCHS.values() for a in arch if a not in kcli.TARGETS))
-        _one_of("target", target, known, "cli.target")
+        _one_of("target", target, NAMES["targets"], "cli.target")
         raise usage(f"{backend} compiles for {', '.join(allowed)}, not {target}", rule="cli.target")
 
 
@@ -384,7 +422,7 @@ def compile_cmd(
     --shape specializes Triton code as a launch for that shape would."""
 
     def body(outcome: Outcome) -> None:
-        chosen = _backend(backend, to, kcli.COMPILE_BACKENDS, "compile")
+        chosen = _backend(backend, to, NAMES["compile"], "compile")
         wanted = _merged(target, arch, "--target", "--arch")
         overrides = _specs(param)
         symbols = _specs(shape, "--shape")
@@ -448,7 +486,7 @@ def no_cuda(what: str) -> Diagnostic | None:
         "error",
         None,
         f"{what} needs a CUDA GPU, and torch sees none on this machine",
-        "on a CPU: kir run -b interp, triton-interp or mtia-sim",
+        f"on a CPU: kir run -b {_or(NAMES['cpu'])}",
     )
 
 
@@ -480,10 +518,10 @@ def run_cmd(
     def body(outcome: Outcome) -> None:
         overrides = _specs(param)
         if backend is not None:
-            _one_of("backend", backend, RUN_BACKENDS, "cli.backend", " for kir run")
+            _one_of("backend", backend, NAMES["run"], "cli.backend", " for kir run")
         chosen = backend or default_run_backend()
         state["backend"] = chosen
-        if chosen in GPU_BACKENDS and (missing := no_cuda(f"backend {chosen}")) is not None:
+        if chosen in NAMES["gpu"] and (missing := no_cuda(f"backend {chosen}")) is not None:
             raise KirError(missing)
         record, outcome.source = run_command(file, task, chosen, preset, overrides, seed, timeout, None)
         outcome.diagnostics += record.diagnostics
@@ -573,8 +611,10 @@ def cost_cmd(
             try:
                 chip(target)
             except KeyError:
-                kcli._check_target(target)
-                raise usage(f"no chip table '{target}'", rule="cli.target") from None
+                _one_of("target", target, (*NAMES["targets"], *CHIP_TABLES), "cli.target", " for kir cost")
+                raise usage(
+                    f"no chip table for '{target}'", f"chip tables: {', '.join(CHIP_TABLES)}", "cli.target"
+                ) from None
         chosen_preset = preset or DEFAULT_PRESET
         if calibration is not None:
             from kir.check import read_bytes

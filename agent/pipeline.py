@@ -31,8 +31,8 @@ from kir.diagnostics import Diagnostic, KirError
 from kir.dialect.structure import TARGETS
 from kir.parser import parse
 from kir.program import Program
-from lowering import lower
-from lowering.compile import ARCHS, compile_program
+from lowering import lower, targets
+from lowering.compile import compile_program
 from lowering.emit.base import program_level
 from verifier.check import check_program
 from verifier.facts import CHECKS
@@ -40,12 +40,10 @@ from verifier.facts import CHECKS
 STAGES = ("parse", "verify", "cost", "lower", "compile", "run")
 SCHEMA = "kir.record/1"
 
-# The compiler a cost asks for registers and shared memory, per target: (backend for a tile-level
-# program, for an explicit-level one, arch).
+# The compiler a cost asks for registers and shared memory, per arch: (target for a tile-level
+# program, for an explicit-level one, arch), from what the targets declare (lowering.targets).
 COST_COMPILERS = {
-    "sm_90": ("triton", "gluon", "sm_90"),
-    "gfx942": ("triton", None, "gfx942"),
-    "gfx90a": ("hip", None, "gfx90a"),
+    arch: (levels.get("tile"), levels.get("explicit"), arch) for arch, levels in targets.cost_compilers().items()
 }
 
 
@@ -336,14 +334,14 @@ def evaluate(
 def compile_target(backend: str, target: str | None, declared: str) -> str:
     """What a compile is for: `target`, checked against what the backend compiles for; without
     it the kernel's declared target where the backend compiles for it, else the backend's own
-    first one (hip: gfx90a, mtia-sim: mtia-sim)."""
-    if backend not in ARCHS:
-        raise KirError(
-            Diagnostic("cli.backend", "error", None, f"no compiler for '{backend}'", f"one of {', '.join(ARCHS)}")
-        )
-    allowed = ARCHS[backend]
+    default one (hip: gfx90a, mtia-sim: mtia-sim)."""
+    chosen = targets.target(backend, "cli.backend")
+    if chosen.compiler is None:
+        hint = f"one of {', '.join(targets.compiling())}"
+        raise KirError(Diagnostic("cli.backend", "error", None, f"no compiler for '{backend}'", hint))
+    allowed = chosen.archs
     if target is None:
-        return declared if declared in allowed else allowed[0]
+        return declared if declared in allowed else chosen.default_arch
     if target not in allowed:
         raise KirError(
             Diagnostic("cli.target", "error", None, f"{backend} compiles for {', '.join(allowed)}, not {target}")
@@ -376,19 +374,14 @@ def _run_stage(run: _Run, candidate: Candidate, backend, task, job: dict[str, An
     """The harness's correctness protocol in a checker process of its own (`agent.harness`):
     the candidate's text (the one just verified, so the checker does not verify it again) and
     parameters go to the checker, never its objects."""
-    from agent.harness.backends import BACKENDS, CPU_BACKENDS
-
     if task is None:
         raise KirError(Diagnostic("cli.usage", "error", None, "a run needs a task (its reference and shapes)"))
-    if backend not in BACKENDS:
-        raise KirError(
-            Diagnostic("cli.backend", "error", None, f"no backend `{backend}`", f"one of {', '.join(BACKENDS)}")
-        )
+    _, runtime = targets.runtime(backend, "cli.backend")  # with the nearest name where there is none
     job = {
         **job,
         "task": str(task.folder if task.name == task.folder.name else task.folder / f"{task.name}.py"),
         "candidate": {"kind": "kir", "text": candidate.text, "backend": backend, "params": candidate.param_values},
-        "device": device or ("cpu" if backend in CPU_BACKENDS else "cuda"),
+        "device": device or runtime.device,
         "verify": False,
     }
     verdict = run_job(job, timeout=timeout)

@@ -44,14 +44,11 @@ if TYPE_CHECKING:
     from kir.program import Program
 
 # ---- the vocabulary ------------------------------------------------------------------------------
-# Written out rather than imported, so that naming them costs no import of the dialect, the
-# lowering or the harness; tests/cli/test_flags.py keeps each equal to its source.
+# Written out rather than imported, so that naming them costs no import of the dialect;
+# tests/cli/test_flags.py keeps it equal to its source. The backends are the lowering's targets,
+# which this package does not know: the command assembled above it says them (`set_help`).
 
 TARGETS = ("sm_90", "sm_80", "gfx942", "gfx90a", "mtia-sim", "interp")  # kir.dialect.structure.TARGETS
-COMPILE_BACKENDS = ("triton", "gluon", "cuda", "hip", "mtia-sim")  # lowering's emitters and compile drivers
-RUN_BACKENDS = ("interp", "triton-interp", "mtia-sim", "triton", "gluon", "cuda")  # agent.harness.backends
-GPU_BACKENDS = ("triton", "gluon", "cuda")  # agent.harness.backends.GPU_BACKENDS: they need a CUDA device
-BACKENDS = ("triton", "gluon", "cuda", "hip", "mtia-sim", "interp", "triton-interp")
 # One default for every command: `test` is the preset every machine can run (the CPU interpreters
 # and the simulator finish it in seconds; the bench shapes take them hours), and the same file
 # then means the same shapes and parameters in `run`, `cost` and `bench` unless --preset says
@@ -64,10 +61,7 @@ TARGET_HELP = (
     f"The target: {', '.join(TARGETS)} (cost also takes a chip table: h100, h200, a100, mi250x, mi300x). "
     "Default: the kernel's declared target (compile: the backend's own when it cannot compile for that one)."
 )
-BACKEND_HELP = (
-    "The backend: triton, gluon, cuda, hip or mtia-sim (lower, compile); interp, triton-interp, mtia-sim, "
-    "triton, gluon or cuda (run); triton, gluon or cuda (bench)."
-)
+BACKEND_HELP = "The backend: a target to lower and compile for, or a runtime to run on."
 PRESET_HELP = (
     f"A task's shape preset: test (small shapes, what a CPU runs) or bench (the GPU shapes), or another "
     f"that the task's task.toml names. Default: {DEFAULT_PRESET}."
@@ -97,16 +91,24 @@ def _seconds(value: float | None) -> float | None:
 
 
 FileArg = Annotated[str, typer.Argument(metavar="FILE", help="A KIR source file (one kernel).", show_default=False)]
-TargetOpt = Annotated[
-    str | None, typer.Option("--target", "-t", metavar="TARGET", help=TARGET_HELP, show_default=False)
-]
-BackendOpt = Annotated[
-    str | None, typer.Option("--backend", "-b", metavar="BACKEND", help=BACKEND_HELP, show_default=False)
-]
-BackendsOpt = Annotated[  # bench's: the same flag, repeatable
-    list[str] | None,
-    typer.Option("--backend", "-b", metavar="BACKEND", help=BACKEND_HELP + " Repeatable.", show_default=False),
-]
+_TARGET = typer.Option("--target", "-t", metavar="TARGET", help=TARGET_HELP, show_default=False)
+_BACKEND = typer.Option("--backend", "-b", metavar="BACKEND", help=BACKEND_HELP, show_default=False)
+_BACKENDS = typer.Option("--backend", "-b", metavar="BACKEND", help=BACKEND_HELP + " Repeatable.", show_default=False)
+TargetOpt = Annotated[str | None, _TARGET]
+BackendOpt = Annotated[str | None, _BACKEND]
+BackendsOpt = Annotated[list[str] | None, _BACKENDS]  # bench's: the same flag, repeatable
+
+
+def set_help(target: str | None = None, backend: str | None = None) -> None:
+    """The help of --target and --backend in every command, for the command assembled above this
+    package, which knows the targets and backends (typer reads it when it builds the commands)."""
+    if target is not None:
+        _TARGET.help = target
+    if backend is not None:
+        _BACKEND.help = backend
+        _BACKENDS.help = backend + " Repeatable."
+
+
 ParamOpt = Annotated[
     list[str] | None, typer.Option("--param", "-p", metavar="NAME=VALUE", help=PARAM_HELP, show_default=False)
 ]

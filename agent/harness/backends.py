@@ -1,12 +1,11 @@
 """KIR programs as candidates: bind a program's arguments to an instance's tensors and launch
 it through one backend.
 
-| backend | runs on | how |
-| --- | --- | --- |
-| `interp` | CPU | the reference interpreter (`kir.interp.run`) |
-| `triton-interp` | CPU | the Triton lowering under `TRITON_INTERPRET=1` |
-| `mtia-sim` | CPU | the simulated accelerator (`lowering.targets.mtia_sim.runtime`): g++-built, with simulated cycles |
-| `triton`, `gluon`, `cuda` | GPU | the lowering's launchers over torch tensors |
+A backend is a runtime of a target (`lowering.targets`: `kir run -b` takes every runtime of
+every target folder): `interp` (the reference interpreter), `triton-interp` (Triton under
+`TRITON_INTERPRET=1`) and `mtia-sim` (the simulator, with simulated cycles) run on the CPU;
+`triton`, `gluon` and `cuda` launch on a CUDA device over torch tensors. `KirCandidate` asks
+the target to lower the program and the runtime to prepare and run it.
 
 Every backend writes into the tensors the harness gives it: the CPU backends copy every
 argument back after the run (as a kernel writing memory would), so an input that the program
@@ -28,11 +27,9 @@ from kir.diagnostics import Diagnostic, KirError
 from kir.dialect.types import shape_of
 from kir.dtypes import DTYPES
 from kir.program import Program
+from lowering.emit.base import lower
 from lowering.launch import bind_shapes
-
-CPU_BACKENDS = ("interp", "triton-interp", "mtia-sim")
-GPU_BACKENDS = ("triton", "gluon", "cuda")
-BACKENDS = CPU_BACKENDS + GPU_BACKENDS
+from lowering.targets import runtime as runtime_of
 
 _TORCH_OF = {
     "bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "i1": "bool", "i8": "int8",
@@ -161,7 +158,7 @@ def from_numpy(dst, arr: np.ndarray) -> None:
 
 @dataclass
 class KirCandidate:
-    """A KIR program on one backend, with its compile-time parameters."""
+    """A KIR program on one backend (a target's runtime), with its compile-time parameters."""
 
     program: Program
     backend: str
@@ -169,68 +166,40 @@ class KirCandidate:
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise KirError(
-                Diagnostic(
-                    "harness.backend", "error", None, f"no backend `{self.backend}`", f"one of {', '.join(BACKENDS)}"
-                )
-            )
+        target, runtime = runtime_of(self.backend)  # harness.backend, with the nearest name
+        self._cache.update(target=target, runtime=runtime)
+
+    @property
+    def device(self) -> str:
+        """What the backend runs on: "cpu" or "cuda"."""
+        return self._cache["runtime"].device
 
     def lowered(self):
+        """The target's lowering of the program (None for a target that runs it as it is)."""
         if "lowered" not in self._cache:
-            from lowering.emit.base import lower
-
-            to = "triton" if self.backend == "triton-interp" else self.backend
-            self._cache["lowered"] = lower(self.program, to, self.params)
+            target = self._cache["target"]
+            self._cache["lowered"] = lower(self.program, target.name, self.params) if target.emitter else None
         return self._cache["lowered"]
+
+    def _runtime(self):
+        return self._cache["target"].runtime(self.backend)
 
     def prepare(self) -> None:
         """Lower and compile ahead of the first launch (a compile error is raised here)."""
-        if self.backend == "interp":
-            return
-        lowered = self.lowered()
-        if self.backend == "cuda":
-            from lowering.targets.cuda.runtime import build
-
-            self._cache["cuda"] = build(lowered)
-        if self.backend == "mtia-sim":
-            from lowering.targets.mtia_sim.runtime import build
-
-            build(lowered)
+        self._runtime().prepare(self.lowered())
 
     def launcher(self, tensors: dict[str, Any]) -> Callable[[], None]:
         """A function that runs the kernel once on these tensors (writing its outputs)."""
         symbols = bind_shapes(self.program, self.params, tensors)
-        if self.backend in CPU_BACKENDS:
+        if self.device == "cpu":
             return lambda: self._run_cpu(tensors)
         self.prepare()
-        lowered = self.lowered()
-        if self.backend == "triton":
-            from lowering.targets.triton.runtime import torch_launcher
-
-            return torch_launcher(lowered, tensors)
-        if self.backend == "gluon":
-            from lowering.targets.gluon.runtime import GluonLaunch
-
-            return GluonLaunch.from_torch(lowered, tensors)
-        kernel = self._cache["cuda"]
-        return lambda: kernel.launch(tensors, symbols)
+        return self._runtime().launcher(self.lowered(), tensors, symbols)
 
     def _run_cpu(self, tensors: dict[str, Any]) -> None:
         arrays = {name: to_numpy(t) for name, t in tensors.items()}
-        if self.backend == "interp":
-            from kir.interp import run
-
-            out = run(self.program, arrays, self.params)
-        elif self.backend == "mtia-sim":
-            from lowering.targets.mtia_sim.runtime import run_lowered
-
-            result = run_lowered(self.lowered(), arrays)
-            out = result.outputs
-            self._cache["cycles"] = result.cycles  # the simulated time of the last run
-        else:
-            from lowering.targets.triton.runtime import run_lowered
-
-            out = run_lowered(self.lowered(), arrays, interpret=True)
+        out, cycles = self._runtime().run(self.program, self.params, self.lowered(), arrays)
+        if cycles is not None:
+            self._cache["cycles"] = cycles  # the simulated time of the last run
         for name, t in tensors.items():
             from_numpy(t, out[name])

@@ -59,20 +59,26 @@ class Row:
 
 
 def default_backends(program_file: Path) -> list[str]:
-    """The GPU backends a program's level can take (tile: triton; explicit: gluon, cuda). A
-    program written for mtia-sim has none: the simulator's cycles are its measure
-    (benchmarks/mtia_speedups.py), not the GPU timing protocol."""
+    """The GPU backends that time a program of its level by default (each runtime says which
+    levels it times, lowering.targets: tile: triton; explicit: gluon, cuda). A program written
+    for mtia-sim has none: the simulator's cycles are its measure (benchmarks/mtia_speedups.py),
+    not the GPU timing protocol."""
     from lowering.emit.base import program_level
+    from lowering.targets import runtimes
 
     program = parse_file(program_file)
     if program.kernel.target.data == "mtia-sim":
         return []
-    return ["triton"] if program_level(program) == "tile" else ["gluon", "cuda"]
+    level = program_level(program)
+    return [name for name, (_, runtime) in runtimes().items() if runtime.device == "cuda" and level in runtime.bench]
 
 
-# The backends that take a program of each level: the tile level goes through Triton and the C
-# backends, the explicit level (roles, TMA, wgmma) through Gluon and CUDA C++.
-LEVEL_BACKENDS = {"tile": ("triton", "cuda", "hip"), "explicit": ("gluon", "cuda")}
+def level_backends(level: str) -> list[str]:
+    """The backends that take a program of `level`: the targets whose emitter takes it (the tile
+    level goes through Triton and the C backends, the explicit level through Gluon and CUDA C++)."""
+    from lowering.targets import lowers_on
+
+    return lowers_on(level)
 
 
 def plan(tasks, backends: list[str] | None, programs: list[str] | None) -> list[tuple[Any, str, str]]:
@@ -88,7 +94,7 @@ def plan(tasks, backends: list[str] | None, programs: list[str] | None) -> list[
                 continue
             program = parse_file(spec.file)
             if backends and program.kernel.target.data != "mtia-sim":
-                chosen = [b for b in backends if b in LEVEL_BACKENDS[program_level(program)]]
+                chosen = [b for b in backends if b in level_backends(program_level(program))]
             else:
                 chosen = default_backends(spec.file)
             if spec.backends:  # the program says which backends of its level lower it

@@ -145,6 +145,10 @@ def needed_paths() -> list[str]:
     # imports its target's code from there
     for root in filter(os.path.isdir, os.environ.get("KIR_TARGETS", "").split(os.pathsep)):
         paths.update(str(p) for p in Path(root).iterdir() if (p / "__init__.py").is_file())
+    # the target folders outside the checkout (in the folders $KIR_TARGETS names): the candidate
+    # imports its target's code from there
+    for root in filter(os.path.isdir, os.environ.get("KIR_TARGETS", "").split(os.pathsep)):
+        paths.update(str(p) for p in Path(root).iterdir() if (p / "__init__.py").is_file())
     return sorted(os.path.realpath(p) for p in paths)
 
 

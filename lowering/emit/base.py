@@ -4,20 +4,19 @@ which KIR op produced each generated line, and the checks that an emitter accept
 An emitter is a class with a `name` ("triton", "gluon", "cuda", ...), `accepts(program)` (the
 diagnostics that make it refuse a program: a level or an op it cannot express) and
 `emit(program, params)` returning a `Lowered`. Each target's emitter lives in its folder under
-`lowering/targets/`.
+`lowering/targets/`, which names it (`lowering.targets`: the registry); `lower` asks it there.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from xdsl.ir import Operation
 
 from kir import symexpr as sx
 from kir.diagnostics import Diagnostic, KirError, Span
 from kir.program import Program, span_of
+from lowering.targets import emitting, target
 
 
 @dataclass(frozen=True)
@@ -87,36 +86,9 @@ class Emitter:
         raise NotImplementedError
 
 
-EMITTERS: dict[str, Emitter] = {}
-
-
-def register(emitter: Emitter) -> Emitter:
-    """Make `emitter` the backend of its name (once: Python runs a module's body once)."""
-    held = EMITTERS.get(emitter.name)
-    if held is not None and type(held).__module__ != type(emitter).__module__:
-        raise RuntimeError(
-            f"two emitters named '{emitter.name}': in {type(held).__module__} and in {type(emitter).__module__}"
-        )
-    EMITTERS[emitter.name] = emitter
-    return emitter
-
-
-def load_emitters() -> None:
-    """Import the emitter of every target folder of lowering/targets/, which registers it."""
-    targets = Path(__file__).parents[1] / "targets"
-    for folder in sorted(targets.iterdir()):
-        if (folder / "emit.py").is_file() or (folder / "emit" / "__init__.py").is_file():
-            importlib.import_module(f"lowering.targets.{folder.name}.emit")
-
-
 def lower(program: Program, to: str, params: dict[str, int] | None = None) -> Lowered:
     """Lower a program for a backend, or raise `KirError` with the reasons it cannot."""
-    load_emitters()
-    emitter = EMITTERS.get(to)
-    if emitter is None:
-        raise KirError(
-            Diagnostic("lower.backend", "error", None, f"no backend '{to}'", f"backends: {', '.join(sorted(EMITTERS))}")
-        )
+    emitter = emitter_of(to)
     unknown = set(params or {}) - set(program.params)
     if unknown:
         raise KirError(Diagnostic("lower.param", "error", program.span(), f"no parameter {', '.join(sorted(unknown))}"))
@@ -126,6 +98,18 @@ def lower(program: Program, to: str, params: dict[str, int] | None = None) -> Lo
         raise KirError(refusals)
     values = {**program.params, **(params or {})}
     return emitter.emit(program, values)
+
+
+def emitter_of(to: str) -> Emitter:
+    """The emitter of the target `to` (lowering.targets), or a `lower.backend` error that
+    suggests the nearest name."""
+    chosen = target(to)
+    if chosen.emitter is None:
+        message = f"the {to} target lowers nothing (it runs programs as they are)"
+        raise KirError(
+            Diagnostic("lower.backend", "error", None, message, f"lower with one of {', '.join(emitting())}")
+        )
+    return chosen.emitter_object()
 
 
 def program_level(program: Program) -> str:

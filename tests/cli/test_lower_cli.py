@@ -44,7 +44,7 @@ def test_unknown_backend_is_a_usage_error():
     assert result.exit_code == 2
     assert result.output == (
         "error[cli.backend]: unknown backend 'fortran' for kir lower\n"
-        "  = hint: one of triton, gluon, cuda, hip, mtia-sim\n"
+        "  = hint: one of cuda, gluon, hip, mtia-sim, triton\n"
     )
 
 

@@ -24,11 +24,18 @@ HEAVY = (
     "z3",
     "ml_dtypes",
     "costmodel",
-    "lowering",
 )
 # Of the packages that contribute commands, only their command modules (and what those need of
 # `kir`'s ground floor) may be loaded.
 LIGHT = {"agent", "agent.cli", "verifier", "verifier.cli", "verifier.registry"}
+# The help names the targets and backends: the target registry and its folders' declarations
+# (`lowering/targets/<name>/__init__.py`) load, none of their emitters, compilers or runtimes.
+
+
+def _registry(module: str) -> bool:
+    parts = module.split(".")
+    return parts[:2] in (["lowering"], ["lowering", "targets"]) and len(parts) <= 3
+
 
 PROBE = """
 import json, sys
@@ -56,6 +63,7 @@ def loaded_after(*argvs: list[str]) -> set[str]:
 def heavy(loaded: set[str]) -> list[str]:
     tops = {m.split(".")[0] for m in loaded}
     ours = {m for m in loaded if m.split(".")[0] in ("agent", "verifier")} - LIGHT
+    ours |= {m for m in loaded if m.split(".")[0] == "lowering" and not _registry(m)}
     return sorted((tops & set(HEAVY)) | ours)
 
 

@@ -42,7 +42,9 @@ class CEmitter(Emitter):
 
     def emit(self, program: Program, params: dict[str, int]) -> Lowered:
         try:
-            return self.generate(program, params)
+            lowered = self.generate(program, params)
+            lowered.backend = self.name  # the target's name (a copy of the folder has its own)
+            return lowered
         except Unsupported as err:
             raise KirError(unsupported_diagnostic(err, program)) from None
         except KirError:

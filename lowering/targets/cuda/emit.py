@@ -53,7 +53,7 @@ from kir.dialect.types import ScalarType, SmemType, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
 from kir.program import Program
 from lowering.emit import cbase
-from lowering.emit.base import Lowered, register
+from lowering.emit.base import Lowered
 from lowering.emit.cbase import (
     CDialect,
     CEmitter,
@@ -1204,6 +1204,3 @@ class CudaEmitter(CEmitter):
 
     def generate(self, program: Program, params: dict[str, int]) -> Lowered:
         return CudaGen(program, params).generate()
-
-
-register(CudaEmitter())

@@ -298,3 +298,15 @@ def run_cuda(
         back = device[name].cpu().numpy().view(DTYPES[launch.tensors[name].dtype.name].numpy)
         out[name] = back.reshape(arr.shape)
     return out
+
+
+class CudaRuntime:
+    """`kir run -b cuda` (the harness's interface, lowering.targets): the library built ahead of
+    the launch, the kernel launched on torch CUDA tensors."""
+
+    def prepare(self, lowered: Lowered) -> None:
+        build(lowered)
+
+    def launcher(self, lowered: Lowered, tensors: dict[str, Any], symbols: dict[str, int]):
+        kernel = build(lowered)  # built by `prepare`: the one in memory
+        return lambda: kernel.launch(tensors, symbols)

@@ -201,3 +201,14 @@ def time_launch(
         end.synchronize()
         times.append(start.elapsed_time(end))
     return times
+
+
+class GluonRuntime:
+    """`kir run -b gluon` (the harness's interface, lowering.targets): the kernel launched on
+    torch CUDA tensors."""
+
+    def prepare(self, lowered: Lowered) -> None:
+        """Nothing ahead of the launch: the module is compiled at the first one."""
+
+    def launcher(self, lowered: Lowered, tensors: dict, symbols: dict[str, int]) -> GluonLaunch:
+        return GluonLaunch.from_torch(lowered, tensors)

@@ -31,7 +31,7 @@ from kir.dialect import tile as tl
 from kir.dialect.types import ScalarType, TileType, dtype_of
 from kir.dtypes import DTYPES
 from kir.program import Program, span_of
-from lowering.emit.base import Lowered, level_refusal, register
+from lowering.emit.base import Lowered, level_refusal
 from lowering.emit.cbase import CDialect, CEmitter, KernelGen, Tile, c_types
 
 HIP = CDialect(
@@ -307,6 +307,3 @@ def _fp8_refusal(what: str, span) -> Diagnostic:
         f"{what}: the hip backend has no fp8 (gfx90a has none, and hipcc here compiles for gfx90a only)",
         "compute in bf16 or f16, or lower it with triton for gfx942",
     )
-
-
-register(HipEmitter())

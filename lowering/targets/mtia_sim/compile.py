@@ -90,14 +90,14 @@ def compile_lowered(
     """Compile to `kernel.so`; never raises for a compile failure (the report says so)."""
     start = time.monotonic()
     lowered = with_corrupt_line(lowered, corrupt_line)
-    folder = cache_dir("mtia-sim") / source_key(lowered.source, FLAGS)
+    folder = cache_dir(lowered.backend) / source_key(lowered.source, FLAGS)  # the target's name: a copy's own
     report = compile_cached(folder / "report.json", lambda: _compile(lowered, folder), start=start, use_cache=use_cache)
     report.diagnostics = [] if report.ok else error_diagnostics(lowered, report.log, report.source_path)
     return report
 
 
 def _compile(lowered: Lowered, folder: Path) -> CompileReport:
-    report = new_report(lowered, "mtia-sim", ARCH, folder, SOURCE_NAME, num_warps=1)
+    report = new_report(lowered, lowered.backend, ARCH, folder, SOURCE_NAME, num_warps=1)
     report.dynamic_shared_bytes = int(lowered.options.get("sram_bytes", 0))
     tool = gxx()
     if tool is None:

@@ -38,7 +38,7 @@ from kir.dtypes import DTYPES
 from kir.program import Program, span_of
 from kir.targets import spec
 from lowering.emit import cbase
-from lowering.emit.base import Lowered, register
+from lowering.emit.base import Lowered
 from lowering.emit.cbase import CDialect, CEmitter, Cyclic, Instance, KernelGen, Scalar, Tile, Unsupported
 
 MTIA = CDialect(
@@ -553,6 +553,3 @@ class MtiaEmitter(CEmitter):
 
     def generate(self, program: Program, params: dict[str, int]) -> Lowered:
         return MtiaGen(program, params).generate()
-
-
-register(MtiaEmitter())

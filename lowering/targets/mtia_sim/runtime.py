@@ -147,3 +147,17 @@ def run_lowered(lowered: Lowered, inputs: dict[str, np.ndarray]) -> MtiaResult:
 def run_mtia(program: Any, inputs: dict[str, np.ndarray], params: dict[str, int] | None = None) -> MtiaResult:
     """Lower for mtia-sim, build and run: every tensor argument after the run, and the cycles."""
     return run_lowered(lower(program, "mtia-sim", params), inputs)
+
+
+class SimulatorRuntime:
+    """`kir run -b mtia-sim` (the harness's interface, lowering.targets): the library built
+    ahead of the run, run on numpy arrays with the simulated cycles."""
+
+    def prepare(self, lowered: Lowered) -> None:
+        build(lowered)
+
+    def run(
+        self, program: Any, params: dict[str, int], lowered: Lowered, arrays: dict[str, np.ndarray]
+    ) -> tuple[dict[str, np.ndarray], int]:
+        result = run_lowered(lowered, arrays)
+        return result.outputs, result.cycles

@@ -1,1 +1,20 @@
-"""The triton target: its emitter, compile driver and runtimes."""
+"""The Triton target: tile-level programs as Triton kernels, compiled ahead of time for sm_90
+and for gfx942 (AMD), launched on torch CUDA tensors or, on a CPU, under `TRITON_INTERPRET=1`.
+
+emit/ writes the kernel, compile.py compiles it (a compile report, no GPU needed), runtime.py
+loads and launches it, errors.py points Triton's errors at the KIR op."""
+
+from lowering.targets import Runtime, Target
+
+TARGET = Target(
+    name="triton",
+    levels=("tile",),
+    archs=("sm_90", "gfx942"),
+    emitter=".emit:TritonEmitter",
+    compiler=".compile",
+    runtimes=(
+        Runtime("cuda", ".runtime:TorchRuntime", bench=("tile",)),
+        Runtime("cpu", ".runtime:InterpreterRuntime", suffix="-interp"),
+    ),
+    cost_archs=("sm_90", "gfx942"),
+)

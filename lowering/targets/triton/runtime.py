@@ -490,5 +490,30 @@ def run_triton(
     return run_lowered(lowered, inputs, interpret=interpret)
 
 
+# ---- the harness's interface (lowering.targets: `kir run -b triton`, `-b triton-interp`) ---------
+
+
+class TorchRuntime:
+    """`kir run -b triton`: the kernel launched on torch CUDA tensors."""
+
+    def prepare(self, lowered: Lowered) -> None:
+        """Nothing ahead of the launch: Triton compiles at the first one."""
+
+    def launcher(self, lowered: Lowered, tensors: dict, symbols: dict[str, int]):
+        return torch_launcher(lowered, tensors)
+
+
+class InterpreterRuntime:
+    """`kir run -b triton-interp`: the kernel under `TRITON_INTERPRET=1`, on numpy arrays."""
+
+    def prepare(self, lowered: Lowered) -> None:
+        """Nothing ahead of the run: the interpreter reads the source."""
+
+    def run(
+        self, program: Program, params: dict[str, int], lowered: Lowered, arrays: dict[str, np.ndarray]
+    ) -> tuple[dict[str, np.ndarray], None]:
+        return run_lowered(lowered, arrays, interpret=True), None
+
+
 if __name__ == "__main__" and sys.argv[1:] == ["--worker"]:
     _serve()

@@ -88,7 +88,7 @@ from __future__ import annotations
 
 from kir.diagnostics import Diagnostic
 from kir.program import Program
-from lowering.emit.base import Emitter, Lowered, level_refusal, register
+from lowering.emit.base import Emitter, Lowered, level_refusal
 
 from .layouts import mma_layout
 from .refusals import refusals
@@ -125,7 +125,6 @@ class GluonEmitter(Emitter):
         return out + refusals(program)
 
     def emit(self, program: Program, params: dict[str, int]) -> Lowered:
-        return GluonWriter(program, params).run()
-
-
-register(GluonEmitter())
+        lowered = GluonWriter(program, params).run()
+        lowered.backend = self.name  # the target's name (a copy of the folder has its own)
+        return lowered

@@ -80,7 +80,7 @@ from __future__ import annotations
 from kir.diagnostics import Diagnostic
 from kir.dialect import structure as st
 from kir.program import Program, span_of
-from lowering.emit.base import Emitter, Lowered, level_refusal, register
+from lowering.emit.base import Emitter, Lowered, level_refusal
 from lowering.emit.pyexpr import SIGNATURE_DTYPE
 
 from .helpers import HELPERS
@@ -95,7 +95,7 @@ class TritonEmitter(Emitter):
     levels = ("tile",)
 
     def accepts(self, program: Program) -> list[Diagnostic]:
-        refusals = level_refusal(program, "triton", self.levels)
+        refusals = level_refusal(program, self.name, self.levels)
         if refusals:
             return refusals
         out = []
@@ -115,7 +115,6 @@ class TritonEmitter(Emitter):
         return out
 
     def emit(self, program: Program, params: dict[str, int]) -> Lowered:
-        return KernelWriter(program, params).write()
-
-
-register(TritonEmitter())
+        lowered = KernelWriter(program, params).write()
+        lowered.backend = self.name  # the target's name (a copy of the folder has its own)
+        return lowered
