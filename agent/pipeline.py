@@ -316,6 +316,7 @@ def evaluate(
             raise KirError(Diagnostic("cli.backend", "error", None, "lowering needs a backend"))
         lowered = lower(program, backend, params)
         run.values["lowered"] = {"backend": backend, "entry": lowered.entry, "source": lowered.source}
+        run.diagnostics.extend(lowered.diagnostics)  # the lowering passes' warnings
 
     if until == "lower":  # a compile lowers on its own, and reports a refusal as a failed report
         run.step("lower", lower_stage)

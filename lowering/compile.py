@@ -37,4 +37,6 @@ def compile_program(
     driver = chosen.driver()
     if "symbols" not in inspect.signature(driver.compile_lowered).parameters:
         options.pop("symbols", None)  # a driver that specializes on shape values (Triton) takes them
-    return driver.compile_lowered(lowered, arch, **options)
+    report = driver.compile_lowered(lowered, arch, **options)
+    report.diagnostics = lowered.diagnostics + report.diagnostics  # the lowering passes' warnings first
+    return report

@@ -40,6 +40,7 @@ class Lowered:
     num_warps: int
     options: dict = field(default_factory=dict)  # backend options (num_stages, smem bytes, ...)
     line_spans: dict[int, Span] = field(default_factory=dict)  # generated line -> KIR span
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # the passes' warnings (lowering/passes/schedule.py)
 
     def span_for_line(self, line: int) -> Span | None:
         """The KIR op that produced a generated line (or the nearest line before it that has one)."""
@@ -88,6 +89,10 @@ class Emitter:
 
 def lower(program: Program, to: str, params: dict[str, int] | None = None) -> Lowered:
     """Lower a program for a backend, or raise `KirError` with the reasons it cannot."""
+    from lowering.passes.schedule import run_passes  # the passes import emitters, which import this module
+
+    scheduled = run_passes(program, to, params)  # the passes its hints and the backend call for, in order
+    program = scheduled.program
     emitter = emitter_of(to)
     unknown = set(params or {}) - set(program.params)
     if unknown:
@@ -95,9 +100,11 @@ def lower(program: Program, to: str, params: dict[str, int] | None = None) -> Lo
     # Refusals can depend on parameters (tile sizes): judge the program being lowered.
     refusals = emitter.accepts(program.with_params(**params) if params else program)
     if any(d.is_error for d in refusals):
-        raise KirError(refusals)
+        raise KirError(refusals + scheduled.diagnostics)
     values = {**program.params, **(params or {})}
-    return emitter.emit(program, values)
+    lowered = emitter.emit(program, values)
+    lowered.diagnostics = scheduled.diagnostics + lowered.diagnostics
+    return lowered
 
 
 def emitter_of(to: str) -> Emitter:
