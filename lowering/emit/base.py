@@ -15,6 +15,7 @@ from xdsl.ir import Operation
 
 from kir import symexpr as sx
 from kir.diagnostics import Diagnostic, KirError, Span
+from kir.dialect.traits import is_explicit
 from kir.program import Program, span_of
 from lowering.targets import emitting, target
 
@@ -120,23 +121,9 @@ def emitter_of(to: str) -> Emitter:
 
 
 def program_level(program: Program) -> str:
-    """ "explicit" when the program uses any hardware-explicit op, else "tile"."""
-    from kir.dialect import explicit as ex
-    from kir.dialect import structure as st
-
-    explicit = (
-        ex.SmemAllocOp,
-        ex.MBarrierAllocOp,
-        ex.TmaLoadOp,
-        ex.TmaStoreOp,
-        ex.CpAsyncOp,
-        ex.WgmmaOp,
-        ex.CtaBarrierOp,
-        ex.FenceAsyncOp,
-        st.RoleOp,
-        ex.ConvertLayoutOp,
-    )
-    return "explicit" if any(isinstance(op, explicit) for op in program.kernel.walk()) else "tile"
+    """ "explicit" when the program uses any op of the hardware-explicit level (the `Explicit`
+    trait: shared buffers, mbarriers, async copies, wgmma, roles, layouts...), else "tile"."""
+    return "explicit" if any(is_explicit(op) for op in program.kernel.walk()) else "tile"
 
 
 def level_refusal(program: Program, emitter: str, accepted: tuple[str, ...]) -> list[Diagnostic]:
