@@ -49,6 +49,7 @@ from kir import symexpr as sx
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
+from kir.dialect.traits import allocates
 from kir.dialect.types import ScalarType, SmemType, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
 from kir.program import Program
@@ -365,7 +366,7 @@ class CudaGen(KernelGen):
         """Carve shared memory and choose the accumulator layouts before any code is written."""
         offset = 0
         for op in self.kernel.walk():
-            if isinstance(op, ex.SmemAllocOp | ex.MBarrierAllocOp) and op.parent_op() is not self.kernel:
+            if allocates(op) and op.parent_op() is not self.kernel:
                 raise Unsupported(
                     op, "the cuda backend allocates shared buffers and mbarriers at the top level of the kernel only"
                 )
