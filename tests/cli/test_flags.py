@@ -153,7 +153,7 @@ def json_object(result, command: str) -> dict:
 def test_every_command_with_json_prints_its_schema(tmp_path, monkeypatch):
     np.savez(tmp_path / "in.npz", x=np.ones(1024, np.float32), y=np.ones(1024, np.float32))
     canned = {"ok": True, "stage": "done", "diagnostics": [], "metrics": {"seeds": [5]}, "log_tail": ""}
-    monkeypatch.setattr("agent.harness.isolate.run_job", lambda job, timeout: dict(canned))
+    monkeypatch.setattr("agent.pipeline.run_job", lambda job, timeout: dict(canned))
     commands = {
         "check": ["check", VECTOR_ADD],
         "fmt": ["fmt", VECTOR_ADD],
@@ -214,7 +214,7 @@ def test_a_gpu_backend_without_a_cuda_device_stops_before_any_work(monkeypatch):
     def no_job(*args, **kwargs):
         raise AssertionError("a job was started")
 
-    monkeypatch.setattr("agent.harness.isolate.run_job", no_job)
+    monkeypatch.setattr("agent.pipeline.run_job", no_job)
     monkeypatch.setattr("agent.harness.bench.run_suite", no_job)
     from agent.cli import NAMES
 
@@ -264,7 +264,7 @@ def test_run_does_not_import_the_reference_in_its_own_process(tmp_path, monkeypa
         seen.update(job)
         return {"ok": False, "stage": "correctness", "diagnostics": [], "metrics": {}}
 
-    monkeypatch.setattr("agent.harness.isolate.run_job", fake_run_job)
+    monkeypatch.setattr("agent.pipeline.run_job", fake_run_job)
     result = kir("run", SOFTMAX, "--task", task, "-b", "interp")
     assert result.exit_code == 1 and seen["task"] == str(task) and seen["preset"] == "test"
     assert not marker.exists() or str(os.getpid()) not in marker.read_text().split()
@@ -276,7 +276,7 @@ def test_a_bare_kernelbench_file_runs_at_its_own_shapes(tmp_path, monkeypatch):
     problem.write_text("def get_inputs():\n    return []\n")
     seen = {}
     monkeypatch.setattr(
-        "agent.harness.isolate.run_job",
+        "agent.pipeline.run_job",
         lambda job, timeout: seen.update(job) or {"ok": True, "stage": "done", "diagnostics": [], "metrics": {}},
     )
     assert kir("run", SOFTMAX, "--task", problem, "-b", "interp").exit_code == 0
