@@ -329,7 +329,11 @@ def _print_usage_error(err: _click.exceptions.UsageError, argv: list[str]) -> No
     diag = Diagnostic("cli.usage", "error", None, _sentence(err.format_message()), f"see `{path} --help`")
     options = argv[: argv.index("--")] if "--" in argv else argv  # after `--`, a file named --json
     if "--json" in options:
-        command = " ".join(path.split()[1:])
+        names = []  # the subcommand's own names: the program's name may be `python -m agent.cli`
+        while ctx is not None and ctx.parent is not None:
+            names.append(ctx.info_name or "")
+            ctx = ctx.parent
+        command = " ".join(reversed(names))
         make = USAGE_OBJECTS.get(command)
         _emit(json.dumps(make(diag) if make else envelope(command, None, [diag], {}), indent=2))
     else:

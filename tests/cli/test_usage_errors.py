@@ -312,3 +312,16 @@ def test_the_installed_entry_point_prints_one_line(tmp_path):
     finally:
         for proc in procs:
             proc.kill()
+
+
+def test_a_usage_error_names_its_command_in_json_whatever_the_program_is_called():
+    """`python -m agent.cli run ... --json` is `kir run`: its usage object is a Record, not an
+    object of a command named after the interpreter's flags."""
+    for argv, schema in (
+        (["run", "x.kir", "--bogus"], "kir.record/1"),
+        (["rules", "add", "--bogus"], "kir.rules.add/1"),
+    ):
+        out = subprocess.run(
+            [sys.executable, "-m", "agent.cli", *argv, "--json"], capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 2 and f'"schema": "{schema}"' in out.stdout, out.stdout
