@@ -9,11 +9,11 @@ must hold. A mismatch is a `run.bind` diagnostic at the argument (or at the kern
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from kir import symexpr as sx
 from kir.diagnostics import Diagnostic, KirError
-from kir.dialect.types import shape_of
+from kir.dialect.types import GlobalType, shape_of
 from kir.program import Program
 
 
@@ -25,7 +25,7 @@ def _error(program: Program, name: str | None, message: str, hint: str = "") -> 
 def bind_shapes(program: Program, params: dict[str, int], tensors: dict[str, Any]) -> dict[str, int]:
     """The shape symbols of a launch on `tensors` (every kernel argument, by name)."""
     values = {**program.params, **params}
-    args = [(name, arg.type) for name, arg in program.kernel.args]
+    args = [(name, cast(GlobalType, arg.type)) for name, arg in program.kernel.args]  # the arguments are tensors
     symbols: dict[str, int] = {}
     for name, t in args:
         if name not in tensors:

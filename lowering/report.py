@@ -53,7 +53,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from kir.diagnostics import Diagnostic
 from lowering.emit.base import Lowered
@@ -592,6 +592,7 @@ def read_nvidia_texts(report: CompileReport, ptx: str | None, cubin: Path | None
     report.ptx = ptx
     if ptx:
         report.instructions.update(count_instructions(ptx, PTX_MARKS))
+    why: str | None
     if cubin is None or not cubin.exists():
         report.sass, why = None, "no cubin to disassemble"
     else:
@@ -619,13 +620,13 @@ def compile_error(
     kernel when no line is known), quoting the line."""
     lines = lowered.source.split("\n")
     known = line is not None and 0 < line <= len(lines)
-    text = lines[line - 1].strip() if known else ""
+    text = lines[cast(int, line) - 1].strip() if known else ""
     place = where or (f"generated line {line}" if known else "the generated code")
     quoted = f": `{text}`" if text else ""
     return Diagnostic(
         "lower.compile",
         "error",
-        lowered.span_for_line(line) if known else lowered.program.span(),
+        lowered.span_for_line(cast(int, line)) if known else lowered.program.span(),
         f"the code generated for this op does not compile ({place}{quoted}): {reason or 'unknown error'}",
         f"this is a bug of the {lowered.backend} backend, not of the program: please report it with the program",
         counterexample={"generated_line": line, "column": column, "source_path": path},

@@ -78,7 +78,7 @@ class SourceWriter:
 
 class Emitter:
     name = "?"
-    levels = ("tile",)  # "tile" and/or "explicit"
+    levels: tuple[str, ...] = ("tile",)  # "tile" and/or "explicit"
 
     def accepts(self, program: Program) -> list[Diagnostic]:
         """Diagnostics that say why this emitter cannot lower the program (empty: it can)."""

@@ -14,8 +14,9 @@ before the loop, so that they can be recomputed for another iteration.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from kir import symexpr as sx
 from kir.diagnostics import Span
@@ -214,7 +215,7 @@ def check_recomputable(v: SSAValue, iv: SSAValue, body_ops: frozenset[Operation]
             f"a copy's index or mask depends on the carried value '{v.name_hint}'",
             hint="compute load indices from the loop variable and values defined before the loop",
         )
-    op = v.owner
+    op = cast(OpResult, v).owner  # not a block's argument: an op's result
     if op not in body_ops:
         return
     if not recomputable(op):
@@ -264,8 +265,10 @@ def recompute(
         return k
     if v in memo:
         return memo[v]
-    op = v.owner
-    if isinstance(v, BlockArgument) or op not in body_ops:
+    if isinstance(v, BlockArgument):
+        return v
+    op = cast(OpResult, v).owner
+    if op not in body_ops:
         return v
     mapper = {o: recompute(o, iv, k, body_ops, memo, emit) for o in op.operands}
     clone = emit(op.clone(value_mapper=mapper, clone_name_hints=False), span_of(op))
@@ -290,12 +293,15 @@ def bounds_start(loop: ForOp) -> Operation:
 def fresh(v: SSAValue, emit: Emitter) -> SSAValue:
     """A new copy of a scalar computed by pure ops (a loop bound): sharing the loop's own value
     would make the printer name it instead of writing `for k in 0 .. K / BK`."""
-    op = v.owner
-    if isinstance(v, BlockArgument) or not recomputable(op) or not isinstance(v.type, ScalarType):
+    if isinstance(v, BlockArgument):
+        return v
+    result = cast(OpResult, v)
+    op = result.owner
+    if not recomputable(op) or not isinstance(v.type, ScalarType):
         return v
     mapper = {o: fresh(o, emit) for o in op.operands}
     clone = emit(op.clone(value_mapper=mapper, clone_name_hints=False), span_of(op))
-    return clone.results[list(op.results).index(v)]
+    return clone.results[list(op.results).index(result)]
 
 
 def drop_dead(block: Block) -> None:

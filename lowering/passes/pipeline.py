@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.ir import Block, Operation, Region, SSAValue
 
@@ -49,7 +50,7 @@ from kir.diagnostics import Diagnostic
 from kir.dialect.explicit import CpAsyncCommitOp, CpAsyncOp, CpAsyncWaitOp, CtaBarrierOp, SmemAllocOp
 from kir.dialect.structure import ForOp, IfOp, YieldOp
 from kir.dialect.tile import CompareOp, LoadOp
-from kir.dialect.types import Access, dtype_of, shape_of, smem
+from kir.dialect.types import Access, SymAttr, dtype_of, shape_of, smem
 from kir.program import Program, set_span, span_of
 from lowering.passes import PassResult
 from lowering.passes.loops import (
@@ -108,10 +109,11 @@ class PipelinePass:
     # -- deciding (no change to the IR) ------------------------------------------------------
 
     def _plan(self, program: Program, loop: ForOp) -> _Plan:
-        stages = self.stages if self.stages is not None else static(loop.stages.data, program.params)
+        hinted = cast(SymAttr, loop.stages)  # only loops with a stage count are planned
+        stages = self.stages if self.stages is not None else static(hinted.data, program.params)
         if stages is None or stages < 2:
             raise Refusal(
-                f"{loop.stages.data if stages is None else stages} is not a static stage count of at least 2",
+                f"{hinted.data if stages is None else stages} is not a static stage count of at least 2",
                 hint="write pipeline(stages = S) with S >= 2 known at compile time",
             )
         step, body = qualify_body(loop, "pipelined")
@@ -176,13 +178,13 @@ def _rewrite(loop: ForOp, plan: _Plan) -> None:
                 if i == 0
                 else before_loop.binary("add", lower, before_loop.const(i * step, idt, loop_span), loop_span)
             )
-        issue(before_loop, k, lambda e, i=i: e.const(i, idt, loop_span))
+        issue(before_loop, k, lambda e, i=i: e.const(i, idt, loop_span))  # type: ignore[misc]  # a lambda binding i
 
     # the loop: wait for this iteration's group, read the stage, then issue iteration k + S - 1
     top = Emitter(body, body.first_op)
     top(CpAsyncWaitOp(S - 2), loop_span)
     top(CtaBarrierOp(), loop_span)
-    it = iv
+    it: SSAValue = iv
     if const_int(loop.lower) != 0:
         it = top.binary("sub", it, fresh(loop.lower, top), loop_span)
     if step != 1:
@@ -190,9 +192,9 @@ def _rewrite(loop: ForOp, plan: _Plan) -> None:
     stage = top.binary("rem", it, top.const(S, idt, loop_span), loop_span)
 
     last_new: Operation | None = None
-    for copy, ring in zip(plan.copies, rings, strict=True):
+    for copy, ring_value in zip(plan.copies, rings, strict=True):
         old = copy.load
-        new = LoadOp(ring, Access((None,)), [stage])
+        new = LoadOp(ring_value, Access((None,)), [stage])
         set_span(new, span_of(old))
         body.insert_op_before(new, old)
         new.res.name_hint = old.res.name_hint

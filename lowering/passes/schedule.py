@@ -44,9 +44,11 @@ warnings and, as warnings, what the backend refuses in the passes' output (once 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import cast
 
 from kir.diagnostics import Diagnostic
 from kir.dialect.structure import ForOp
+from kir.dialect.types import SymAttr
 from kir.program import Program, span_of
 from lowering.emit.base import Emitter, emitter_of, program_level
 from lowering.passes import PassResult
@@ -118,7 +120,8 @@ def run_passes(program: Program, backend: str, params: dict[str, int] | None = N
     if not passes:
         return PassResult(program, _plain_loops(program, emitter, params))
     written = _bound(program, params)
-    out, diagnostics, ran = written, [], []
+    out, ran = written, []
+    diagnostics: list[Diagnostic] = []
     for p in passes:
         if isinstance(p, LayoutPass) and _refusals(emitter, out):
             break  # layouts are the backend's choice for a program it takes: there is none here
@@ -167,7 +170,7 @@ def _plain_loops(program: Program, emitter: Emitter, params: dict[str, int] | No
         return []
     out = []
     for loop, hint in plain:
-        written = f"pipeline(stages = {loop.stages.data})" if hint == "pipeline" else "warp_specialize"
+        written = f"pipeline(stages = {cast(SymAttr, loop.stages).data})" if hint == "pipeline" else "warp_specialize"
         out.append(
             Diagnostic(
                 HINT_RULE,

@@ -57,9 +57,10 @@ The stage count is the option `stages`, else the loop's `pipeline(stages = S)`, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 from xdsl.dialects.builtin import IntAttr, StringAttr
-from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.rewriter import Rewriter
 
 from kir import symexpr as sx
@@ -93,7 +94,17 @@ from kir.dialect.tile import (
     ZerosOp,
 )
 from kir.dialect.traits import is_elementwise
-from kir.dialect.types import Access, GlobalType, ScalarType, TileType, dtype_of, shape_of, smem, tile_type
+from kir.dialect.types import (
+    Access,
+    GlobalType,
+    ScalarType,
+    SymAttr,
+    TileType,
+    dtype_of,
+    shape_of,
+    smem,
+    tile_type,
+)
 from kir.dtypes import DTYPES
 from kir.program import Program, set_span, span_of
 from lowering.passes import PassResult
@@ -198,7 +209,8 @@ class WarpSpecializePass:
             stages = static(loop.stages.data, program.params) if loop.stages is not None else DEFAULT_STAGES
         if stages is None or stages < 1:
             raise Refusal(
-                f"{stages if stages is not None else loop.stages.data} is not a static stage count of at least 1",
+                # None: the loop's own stage count is not static
+                f"{stages if stages is not None else cast(SymAttr, loop.stages).data} is not a static stage count of at least 1",
                 hint="give the pass a stage count: WarpSpecializePass(stages = 3)",
             )
         step, body = qualify_body(loop, "warp-specialized")
@@ -374,7 +386,7 @@ def _bounds_start(loop: ForOp) -> Operation:
 def _check_producer_can_read(v: SSAValue, body_ops: frozenset[Operation], moved: set[Operation], span) -> None:
     if isinstance(v, BlockArgument):
         return
-    op = v.owner
+    op = cast(OpResult, v).owner
     if op in moved:
         raise Refusal(
             f"a load's box or the loop bounds depend on `{op.name}` before the loop, which is not a scalar "
@@ -410,7 +422,8 @@ def _check_row_split(loop: ForOp, plan: _Plan) -> None:
                 span_of(loop),
                 "use consumers = 1",
             )
-    if [u.operation for u in plan.dot.acc.uses] != [plan.dot] or len(list(plan.dot.res.uses)) != 1:
+    # the loop carries the accumulator (checked above): the dot has one
+    if [u.operation for u in cast(SSAValue, plan.dot.acc).uses] != [plan.dot] or len(list(plan.dot.res.uses)) != 1:
         raise Refusal(
             "with several consumers the accumulator is used by the dot alone in the loop",
             span_of(plan.dot),
@@ -446,7 +459,7 @@ def _row_dim(store: StoreOp, rows: sx.SymExpr) -> int | None:
     if store.mask is not None and isinstance(store.mask.type, TileType):
         return None
     sliced = [d for d, e in enumerate(store.access.data.dims) if e is not None]
-    if not sliced or not sx.same(store.access.data.dims[sliced[0]], rows):
+    if not sliced or not sx.same(cast(sx.SymExpr, store.access.data.dims[sliced[0]]), rows):  # a slice
         return None
     if len(sliced) < len(shape_of(store.value.type)) or not _is_rowed(store.value, rows):
         return None
@@ -561,7 +574,7 @@ def _rewrite(program: Program, loop: ForOp, plan: _Plan, consumers: int) -> None
     inner = Emitter(pbody, None)
     it, s = stage_of(inner, k)
     inner(WaitOp(empty, s, parity(inner, it, 1)), loop_span)
-    nbytes = None
+    nbytes: SSAValue | None = None
     for copy, ring in zip(plan.copies, rings, strict=True):
         size = inner(SizeofOp(ring, Access((None,)), [s]), span_of(copy.load)).results[0]
         nbytes = size if nbytes is None else inner.binary("add", nbytes, size, loop_span)
@@ -576,7 +589,7 @@ def _rewrite(program: Program, loop: ForOp, plan: _Plan, consumers: int) -> None
         ]
         inner(TmaLoadOp(copy.load.mem, copy.access, starts, ring, Access((None,)), [s], full, s), span)
     inner(YieldOp(), loop_span)
-    pemit(ForOp(*bounds, [], Region(pbody)), loop_span)
+    pemit(ForOp(bounds[0], bounds[1], bounds[2], [], Region(pbody)), loop_span)
 
     # the consumer: the loop with the loads replaced by a wait, the dot by a wgmma, then release
     cemit = Emitter(cblock, cblock.first_op)
@@ -636,7 +649,7 @@ def _sink(block: Block, role: RoleOp) -> None:
     for op in reversed(list(block.ops)):
         readers = [anchor(u.operation) for r in op.results for u in r.uses]
         if recomputable(op) and readers and None not in readers:
-            first = min(readers, key=inner.get_operation_index)
+            first = min(cast(list[Operation], readers), key=inner.get_operation_index)  # None is not among them
             op.detach()
             inner.insert_op_before(op, first)
 
@@ -669,6 +682,7 @@ def _split_rows(plan: _Plan, consumers: int, r0: SSAValue, part: sx.SymExpr) -> 
             elif is_elementwise(op) and any(_is_rowed(v, rows) for v in op.results):
                 # the operands are already cut (ops come in order); the result type follows
                 args = list(op.operands)
+                new: Operation
                 if isinstance(op, BinaryOp | UnaryOp):
                     new = type(op)(op.fn.data, *args)
                 elif isinstance(op, CompareOp):

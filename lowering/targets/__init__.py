@@ -40,7 +40,7 @@ import sys
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kir.diagnostics import Diagnostic, KirError
 from kir.names import suggest
@@ -171,10 +171,11 @@ def _load(package: str, folder: Path):
     holder.__path__ = [str(folder.parent)]
     sys.modules[parent] = holder
     spec = importlib.util.spec_from_file_location(package, init, submodule_search_locations=[str(folder)])
+    spec = cast(importlib.machinery.ModuleSpec, spec)  # a package's __init__.py has a spec and a loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[package] = module
     try:
-        spec.loader.exec_module(module)
+        cast(importlib.machinery.SourceFileLoader, spec.loader).exec_module(module)
     except BaseException:
         del sys.modules[package]
         raise

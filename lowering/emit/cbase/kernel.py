@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
@@ -60,7 +61,8 @@ class KernelGen(SlotLoops, Elementwise, Reductions, Memory, ControlFlow):
         self.instance = Instance(self.threads, "kir_tid", "kir_tid == 0", cta=True, unit_sync=dialect.barrier)
         self.current_op: Operation | None = None
         self.pending: list[tuple[int, int, list[tuple[str, str]], Operation]] = []  # open slot loops
-        self.handlers: dict[type, Callable[[Operation], None]] = {
+        # each handler takes an op of its key's class
+        self.handlers: dict[type[Operation], Callable[[Any], None]] = {
             tl.ProgramIdOp: self.op_program_id,
             tl.NumProgramsOp: self.op_num_programs,
             tl.SymValueOp: self.op_symbol,

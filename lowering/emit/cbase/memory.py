@@ -69,17 +69,17 @@ class Memory:
         raise Unsupported(self.current_op, "shared buffers belong to the hardware-explicit level")
 
     def access_shape(self, op: Operation) -> tuple[int, ...]:
-        return tuple(self.static(d, "the access extent") for d in op.shape)  # type: ignore[attr-defined]
+        return tuple(self.static(d, "the access extent") for d in op.shape)
 
     def mask_at(self, op: Operation, shape: tuple[int, ...], layout: object, idx: list[str]) -> str | None:
-        if op.mask is None:  # type: ignore[attr-defined]
+        if op.mask is None:
             return None
-        return self.fetch(op.mask, shape, layout, idx)  # type: ignore[attr-defined]
+        return self.fetch(op.mask, shape, layout, idx)
 
     def memory_operands(self, op: Operation) -> list[SSAValue]:
-        vals = [v for v in op.indices if isinstance(v.type, TileType)]  # type: ignore[attr-defined]
-        if op.mask is not None:  # type: ignore[attr-defined]
-            vals.append(op.mask)  # type: ignore[attr-defined]
+        vals = [v for v in op.indices if isinstance(v.type, TileType)]
+        if op.mask is not None:
+            vals.append(op.mask)
         return vals
 
     def op_load(self, op: tl.LoadOp) -> None:

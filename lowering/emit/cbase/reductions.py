@@ -19,7 +19,7 @@ class Reductions:
         x = self.val(op.operands[0])
         assert isinstance(x, Tile)
         self.require_sync(what)
-        axis = op.axis.data  # type: ignore[attr-defined]
+        axis = op.axis.data
         n = x.shape[axis]
         return x, n, _prod(x.shape[:axis]), _prod(x.shape[axis + 1 :]), axis
 

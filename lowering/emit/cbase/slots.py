@@ -18,6 +18,11 @@ from lowering.emit.cbase.values import Cyclic, Scalar, Tile
 class SlotLoops:
     """The slot loops and exchanges of `KernelGen`."""
 
+    # `KernelGen`'s state that the slot loops keep (set in its __init__)
+    pending: list[tuple[int, int, list[tuple[str, str]], Operation]]
+    scratch_top: int
+    scratch_max: int
+
     # ---- slot loops ---------------------------------------------------------------------------
 
     def open_slots(self, layout: object, shape: tuple[int, ...], op: Operation) -> tuple[list[str], str, int]:
@@ -60,7 +65,7 @@ class SlotLoops:
             return
         at, depth, decls, op = self.pending.pop()
         body = "\n".join(w.lines[at:])
-        texts = []
+        texts: list[str] = []
         for name, text in reversed(decls):  # later declarations use earlier ones
             if re.search(rf"\b{name}\b", body):
                 texts.insert(0, w.indent_unit * depth + text)
@@ -167,7 +172,7 @@ class SlotLoops:
             parts = [at(u) for u in op.operands]
             if any(p is None for p in parts):
                 return None
-            return self.elementwise_expr(op, parts)  # type: ignore[arg-type]
+            return self.elementwise_expr(op, parts)
         if isinstance(op, tl.BroadcastOp | ex.ConvertLayoutOp):
             return at(op.operand)
         if isinstance(op, tl.ExpandDimsOp):

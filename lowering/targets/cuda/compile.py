@@ -107,6 +107,7 @@ def error_diagnostics(lowered: Lowered, log: str, ptx: str | None) -> list[Diagn
     """One `lower.compile` diagnostic per error nvcc (`kernel.cu(12): error`) or ptxas (traced
     back through the PTX's `.loc` records) reports; one at the kernel when none can be read."""
     diags = []
+    line: int | None  # None: a ptxas line the PTX does not trace back
     for raw in log.splitlines():
         m = _NVCC_ERROR.match(raw.strip())
         if m and m.group("file").endswith(SOURCE_NAME):

@@ -42,6 +42,7 @@ The tile level is `cbase.KernelGen`. The hardware-explicit level maps KIR's ops 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -400,7 +401,7 @@ class CudaGen(KernelGen):
         self.plan_accumulators()
         for op in self.kernel.walk():
             if isinstance(op, tl.LoadOp) and isinstance(op.mem.type, SmemType):
-                role = op
+                role: Operation | None = op
                 while role is not None and not isinstance(role, st.RoleOp):
                     role = role.parent_op()
                 self.smem_reading_roles.add(id(role))
@@ -432,7 +433,7 @@ class CudaGen(KernelGen):
                 union(op.acc, op.res)
                 roots.append(op.acc)
             elif isinstance(op, st.ForOp):
-                y = op.body.block.last_op
+                y = cast(st.YieldOp, op.body.block.last_op)  # a verified loop body ends with its yield
                 for init, arg, res, out in zip(op.inits, op.body.block.args[1:], op.res, y.values, strict=True):
                     if isinstance(init.type, TileType):
                         union(init, arg)
@@ -441,7 +442,7 @@ class CudaGen(KernelGen):
             elif isinstance(op, st.IfOp):
                 for region in (op.then_body, op.else_body):
                     if region.blocks:
-                        for r, out in zip(op.res, region.block.last_op.values, strict=True):
+                        for r, out in zip(op.res, cast(st.YieldOp, region.block.last_op).values, strict=True):
                             if isinstance(r.type, TileType):
                                 union(r, out)
             elif isinstance(op, tl.BinaryOp | tl.CompareOp | tl.UnaryOp | tl.WhereOp | tl.CastOp | ex.ConvertLayoutOp):
@@ -919,7 +920,7 @@ class CudaGen(KernelGen):
     def next_to_barrier(op: Operation, before: bool) -> bool:
         """Whether a CTA barrier (or, after `op`, a TMA store, which meets first) is adjacent
         to `op` in its block, fences and scalar arithmetic aside."""
-        ops = list(op.parent_block().ops)
+        ops = list(cast(Block, op.parent_block()).ops)
         k = ops.index(op)
         seq = ops[:k][::-1] if before else ops[k + 1 :]
         for other in seq:
@@ -1121,7 +1122,7 @@ class CudaGen(KernelGen):
             for v, (off, count, size) in self.mbars.items():
                 w.line(
                     f"for (int kir_j = 0; kir_j < {size}; ++kir_j) kir_mbar_init(kir_smem_addr + {off} + 8 * kir_j, {count});",
-                    v.owner,
+                    cast(Operation, v.owner),  # the barriers' allocation
                 )
             w.line("kir_mbar_init_fence();")
             self.close(1)

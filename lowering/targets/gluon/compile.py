@@ -32,7 +32,9 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from importlib.machinery import ModuleSpec
 from pathlib import Path
+from typing import cast
 
 from lowering.emit.base import Lowered
 from lowering.report import (
@@ -55,7 +57,7 @@ from lowering.report import (
 
 ARCH = "sm_90"
 # The Triton driver whose code reads the compiled kernel back (found, not imported: it imports Triton)
-_TRITON_DRIVER = importlib.util.find_spec("lowering.targets.triton.compile").origin
+_TRITON_DRIVER = cast(str, cast(ModuleSpec, importlib.util.find_spec("lowering.targets.triton.compile")).origin)
 
 
 def signature(lowered: Lowered) -> dict[str, str]:
@@ -206,7 +208,7 @@ def _run_child(lowered: Lowered, path: Path, key: str, arch: str, timeout: float
             (err.stderr.decode(errors="replace") if isinstance(err.stderr, bytes) else err.stderr or ""),
             None,
         )
-    result_path = Path(request["result"])
+    result_path = Path(cast(str, request["result"]))
     result = json.loads(result_path.read_text()) if result_path.exists() and code == 0 else None
     request_path.unlink(missing_ok=True)
     result_path.unlink(missing_ok=True)
@@ -295,7 +297,8 @@ def _generated_line(source: str, err: BaseException) -> tuple[int | None, int | 
             if isinstance(node, ast.AST) and hasattr(node, "lineno") and isinstance(fname, str):
                 m = re.search(rf"^def {re.escape(fname.split('.')[-1])}\(", source, re.MULTILINE)
                 if m:
-                    return source[: m.start()].count("\n") + node.lineno, node.col_offset + 1, message
+                    located = cast(ast.stmt | ast.expr, node)  # a node with a line has a column too
+                    return source[: m.start()].count("\n") + located.lineno, located.col_offset + 1, message
     return None, None, message
 
 

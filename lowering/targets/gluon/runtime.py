@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -105,7 +106,7 @@ def row_view(t, name: str = "tensor") -> tuple[list[int], list[int]]:
 @dataclass
 class GluonLaunch:
     lowered: Lowered
-    kernel: object  # the @gluon.jit entry
+    kernel: Any  # the @gluon.jit entry (Triton ships no types)
     args: list
     grid: tuple[int, ...]
     tensors: dict  # KIR argument name -> torch tensor

@@ -43,6 +43,7 @@ import tempfile
 import time
 from functools import lru_cache
 from pathlib import Path
+from typing import cast
 
 from kir.diagnostics import Diagnostic
 from lowering.emit.base import Lowered
@@ -204,8 +205,9 @@ def _compile(lowered: Lowered, flags: tuple[str, ...], folder: Path) -> CompileR
             note_tool_failure(report, "hipcc succeeded but wrote no assembly or code object")
         if not report.ok:
             return report
-        copy_atomic(code_object, folder / "kernel.hsaco")
-        read_amd_asm(report, asm.read_text())
+        # report.ok: hipcc wrote both
+        copy_atomic(cast(Path, code_object), folder / "kernel.hsaco")
+        read_amd_asm(report, cast(Path, asm).read_text())
     report.binary = str(folder / "kernel.hsaco")
     report.dynamic_shared_bytes = int(lowered.options.get("smem_bytes", 0))
     return report

@@ -74,6 +74,8 @@ SFU_BINARY = {"div", "rem", "pow"}  # on floats
 
 
 class MtiaGen(KernelGen):
+    _acc: str | None  # the access being emitted (a store's or an atomic's), for `touch`
+
     def __init__(self, program: Program, params: dict[str, int]):
         super().__init__(program, params, MTIA)
         self.threads = 1
@@ -294,9 +296,9 @@ class MtiaGen(KernelGen):
     # ---- memory ops ---------------------------------------------------------------------------
 
     def index_operands(self, op: Operation) -> list[SSAValue]:
-        vals = list(op.indices)  # type: ignore[attr-defined]
+        vals = list(op.indices)
         if getattr(op, "mask", None) is not None:
-            vals.append(op.mask)  # type: ignore[attr-defined]
+            vals.append(op.mask)
         return vals
 
     def op_load(self, op: tl.LoadOp) -> None:
@@ -347,15 +349,14 @@ class MtiaGen(KernelGen):
                 self.w.line(line, op)
             else:
                 value = self.val(op.value)
-                same = isinstance(value, Tile) and value.shape == shape
-                layout = value.layout if same else Cyclic(1, "0")
+                layout = value.layout if isinstance(value, Tile) and value.shape == shape else Cyclic(1, "0")
                 self.store_tile(op, shape, layout)
         finally:
             self._acc = None
         self.w.line(f"kir_pe.store({acc}, {deps});", op)
 
     def touch(self, op: Operation, ref: str) -> str:
-        size = DTYPES[dtype_of(op.mem.type)].nbytes  # type: ignore[attr-defined]
+        size = DTYPES[dtype_of(op.mem.type)].nbytes
         return f"{self._acc}.touch(&{ref}, {size});"
 
     def store_tile(self, op: tl.StoreOp, shape: tuple[int, ...], layout: object) -> None:
@@ -510,9 +511,9 @@ class MtiaGen(KernelGen):
         grid += ["1"] * (3 - len(grid))
         lines.append(f"    const int kir_grid[3] = {{{', '.join(grid)}}};")
         call_args = []
-        for k, (_name, v) in enumerate(self.kernel.args):
-            g = self.globals[v]
-            const = "" if v.type.is_out else "const "
+        for k, (_name, arg) in enumerate(self.kernel.args):
+            g = self.globals[arg]
+            const = "" if arg.type.is_out else "const "
             call_args.append(f"({const}{self.c.ctype(g.dtype)}*)kir_args[{k}]")
         call_args += [self.symbol_name(s) for s in self.shape_symbols]
         call_args += ["kir_pe", "kir_pid", "kir_grid"]

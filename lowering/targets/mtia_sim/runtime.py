@@ -98,7 +98,7 @@ class MtiaKernel:
             span or self.lowered.program.span(),
             f"mtia-sim runtime: {message}",
             HINTS.get(rule, ""),
-            related=related,
+            related=tuple(related),
             counterexample={"call": call},
         )
 

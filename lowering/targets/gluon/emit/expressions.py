@@ -3,6 +3,8 @@ emitter knows them), arithmetic, comparisons, math functions, `where` and casts.
 
 from __future__ import annotations
 
+from typing import cast
+
 from xdsl.ir import Operation, SSAValue
 
 from kir.diagnostics import KirError
@@ -38,8 +40,8 @@ class Expressions:
             val = Val("True" if number else "False", "scalar")
         elif d.is_int:
             val = static_int(int(number))
-        elif special_float_text(number) is not None:
-            val = Val(special_float_text(number), "scalar")
+        elif (special := special_float_text(number)) is not None:
+            val = Val(special, "scalar")
         else:
             val = Val(repr(float(number)), "scalar", prec=ATOM if float(number) >= 0 else UNARY)
         if op.dtype not in ("i32", "f32", "i1") and val.kind == "scalar":
@@ -52,7 +54,7 @@ class Expressions:
         fnname, dt = op.fn.data, dtype_of(op.res.type)
         d = DTYPES[dt]
         if a.kind == "static" and b.kind == "static" and d.is_int:
-            v = fold_int(fnname, a.static, b.static, dt)
+            v = fold_int(fnname, cast(int, a.static), cast(int, b.static), dt)  # static values hold their integer
             self.define(fn, op.res, static_int(v), op)
             return
         kind = self._kind(op.res, a, b)
@@ -86,7 +88,7 @@ class Expressions:
         kind = self._kind(op.res, x)
         if f == "neg":
             if x.kind == "static":
-                v = wrap_int(-x.static, dtype_of(op.res.type))
+                v = wrap_int(-cast(int, x.static), dtype_of(op.res.type))
                 self.define(fn, op.res, static_int(v), op)
                 return
             val = Val(f"-{x.operand(UNARY)}", kind, prec=UNARY)
@@ -117,7 +119,7 @@ class Expressions:
         x = self.operand(op.operand, op, fn)
         dt = dtype_of(op.res.type)
         if x.kind == "static" and DTYPES[dt].is_int and DTYPES[dt].kind != "bool":
-            v = wrap_int(x.static, dt)
+            v = wrap_int(cast(int, x.static), dt)
             self.define(fn, op.res, static_int(v), op)
             return
         if x.kind in ("static", "constexpr"):

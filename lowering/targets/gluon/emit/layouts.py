@@ -196,6 +196,8 @@ class GluonClasses(LayoutClasses):
 class Layouts:
     """The layouts part of `GluonWriter`."""
 
+    layout_names: dict[str, str]  # the writer's (see GluonWriter.__init__)
+
     def layout_of(self, v: SSAValue, fn: Fn, op: Operation) -> str:
         """The layout constant of a tile: one per layout class, decided by the first member
         asked (its shape and dtype) in the function's warps."""

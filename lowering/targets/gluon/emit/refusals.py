@@ -3,6 +3,8 @@ the parameters; a tile shape that depends on a shape symbol is refused while wri
 
 from __future__ import annotations
 
+from typing import cast
+
 from xdsl.ir import Operation
 
 from kir import symexpr as sx
@@ -119,7 +121,7 @@ def refusals(program: Program) -> list[Diagnostic]:
                         "write the box as a[r0 : r0 + BM, c0 : c0 + BN], or x[b, h, r0 : r0 + BM, c0 : c0 + BN]",
                     )
                 )
-            elif not rows_merge(glob.type):
+            elif not rows_merge(cast(GlobalType, glob.type)):
                 out.append(
                     unsupported(
                         op,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from xdsl.ir import SSAValue
 
 from kir.diagnostics import KirError
@@ -60,7 +62,7 @@ class Sync:
     def _mul_add(a: Val, b: Val, c: Val) -> Val:
         """`a * b + c` as code, folded where the emitter knows the values."""
         if a.kind == "static" and b.kind == "static" and c.kind == "static":
-            return static_int(a.static * b.static + c.static)
+            return static_int(cast(int, a.static) * cast(int, b.static) + cast(int, c.static))  # static: known
         if a.kind == "static" and a.static == 0 or b.kind == "static" and b.static == 0:
             return c
         if b.kind == "static" and b.static == 1:

@@ -121,7 +121,7 @@ class GluonWriter(Layouts, ModuleParts, ControlFlow, Expressions, Tiles, Memory,
         ops = list(block.ops)
         pos = ops.index(at)
         for user in self._effective_users(u):
-            anc = user
+            anc: Operation | None = user
             while anc is not None and anc.parent_block() is not block:
                 anc = anc.parent_op()
             if anc is None or ops.index(anc) > pos:

@@ -4,8 +4,9 @@ results are assigned at the end of each branch."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import cast
 
-from xdsl.ir import Block, Operation, OpResult, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from kir.dialect import structure as st
 from kir.dialect.types import dtype_of
@@ -130,8 +131,13 @@ class ControlFlow:
             # the result its variable.
             through = [
                 self.vals[y].text
-                for y in (op.then_body.block.last_op.operands[k], op.else_body.block.last_op.operands[k])
-                if not op.is_ancestor(y.owner if isinstance(y, OpResult) else y.block.parent_op())
+                for y in (
+                    cast(Operation, op.then_body.block.last_op).operands[k],
+                    cast(Operation, op.else_body.block.last_op).operands[k],
+                )  # each branch ends with its yield
+                if not op.is_ancestor(
+                    y.owner if isinstance(y, OpResult) else cast(Operation, cast(BlockArgument, y).block.parent_op())
+                )
                 and y in self.vals
                 and not self.vals[y].loose
             ]

@@ -3,6 +3,8 @@ the last use of every value (after which its Python name is free)."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
 from kir.dialect import structure as st
@@ -60,20 +62,21 @@ class Liveness:
             return True  # every pure op of the tile level, the only level this backend takes
         if isinstance(op, kt.LoadOp):
             # Moving a load to its user is safe when nothing in between writes memory.
-            block_ops = list(op.parent_block().ops)
+            block_ops = list(cast(Block, op.parent_block()).ops)
             between = block_ops[block_ops.index(op) + 1 : block_ops.index(user)]
             return not any(writes_memory(o) for o in between)
         return False
 
     def defined_in(self, value: SSAValue, loop: st.ForOp) -> bool:
         """Whether a value is made inside the loop (each iteration makes it anew)."""
+        owner: Operation | Block | None
         if isinstance(value, BlockArgument):
             owner = value.block.parent_op()
             if owner is loop:
                 return True
         else:
             owner = value.owner
-        return owner in self.pos and self.pos[loop] < self.pos[owner] <= self.end[loop]
+        return owner in self.pos and self.pos[loop] < self.pos[cast(Operation, owner)] <= self.end[loop]
 
     def consumers(self, value: SSAValue):
         """The ops whose generated line reads the value: its users, and for a user written

@@ -18,12 +18,12 @@ class Memory:
 
     def address(self, op: Operation) -> str:
         """The pointer (or pointer tile) of an access: base + sum of index * stride."""
-        mem: SSAValue = op.mem  # type: ignore[attr-defined]
+        mem: SSAValue = op.mem
         if mem not in self.args:
             raise refuse(op, "lower.unsupported", "the Triton backend accesses global tensors only", "")
         arg = self.args[mem]
-        dims = op.access.data.dims  # type: ignore[attr-defined]
-        indices = list(op.indices)  # type: ignore[attr-defined]
+        dims = op.access.data.dims
+        indices = list(op.indices)
         n_slices = sum(1 for d in dims if d is not None)
         terms = [arg.name]
         k = 0

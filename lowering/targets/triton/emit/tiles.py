@@ -35,7 +35,8 @@ class Tiles:
         n_text = self.statics.static_text(sx.fold(sx.Bin("-", op.end.data, op.start.data)), op, "arange extent")[0]
         text = f"tl.arange(0, {n_text})"
         if start != 0:
-            s_text = paren(*self.statics.render(op.start.data), SUM)
+            start_text, start_prec = self.statics.render(op.start.data)
+            s_text = paren(start_text, start_prec, SUM)
             self.define(op, op.res, Val(f"{s_text} + {text}", "i32", shape, SUM))
         else:
             self.define(op, op.res, Val(text, "i32", shape))

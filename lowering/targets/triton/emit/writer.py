@@ -3,7 +3,9 @@ the module around the kernel (imports, the helpers it uses, the signature)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
 from xdsl.ir import Block, Operation, OpResult, SSAValue
 
@@ -94,7 +96,7 @@ class KernelWriter(Naming, Elementwise, Tiles, Memory, ControlFlow):
     # ---- values ------------------------------------------------------------------------------
 
     def _shape(self, value: SSAValue | None, op: Operation | None, t=None) -> tuple[int, ...]:
-        t = value.type if t is None else t
+        t = cast(SSAValue, value).type if t is None else t  # a value, or its type
         dims = []
         for d in shape_of(t):
             n = self.statics.value(d)
@@ -209,7 +211,7 @@ class KernelWriter(Naming, Elementwise, Tiles, Memory, ControlFlow):
             program=self.program,
             params=dict(self.params),
             args=[
-                ArgInfo(name, dtype_of(a.type), shape_of(a.type), a.type.is_out)  # type: ignore[attr-defined]
+                ArgInfo(name, dtype_of(a.type), shape_of(a.type), cast(GlobalType, a.type).is_out)
                 for name, a in self.kernel.args
             ],
             shape_symbols=list(self.kernel.shape_symbols),
@@ -249,7 +251,8 @@ class KernelWriter(Naming, Elementwise, Tiles, Memory, ControlFlow):
         return helper
 
 
-HANDLERS = {
+# each handler takes an op of its key's class
+HANDLERS: dict[type[Operation], Callable[[KernelWriter, Any], None]] = {
     kt.ProgramIdOp: KernelWriter.op_program_id,
     kt.NumProgramsOp: KernelWriter.op_num_programs,
     kt.SymValueOp: KernelWriter.op_symbol,
