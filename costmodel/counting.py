@@ -43,6 +43,7 @@ apart (`pid * BM + arange(0, BM)` has base `pid * BM`) and to see data-dependent
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -179,7 +180,7 @@ def _cdiv_trunc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where((a >= 0) == (b >= 0), q, -q)
 
 
-_INT_BIN = {
+_INT_BIN: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "add": np.add,
     "sub": np.subtract,
     "mul": np.multiply,
@@ -380,7 +381,7 @@ _INT_WEIGHT_CONST = {"div": 3, "rem": 4}
 
 
 def _is_const(v: SSAValue) -> bool:
-    op = v.owner
+    op: Operation | Block | None = v.owner
     while isinstance(op, tl.BroadcastOp | tl.ExpandDimsOp | tl.FullOp | tl.CastOp):
         op = op.operands[0].owner if op.operands else None
     return isinstance(op, tl.ConstOp)
@@ -661,11 +662,11 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
                 # result element on the integer pipe. A data-dependent index reads the words of
                 # one bank one after another (`_gather_conflicts`).
                 n = _tile_elems(op.res.type, env)
-                b = _dtype_bytes(op.res.type)
-                src = _tile_elems(op.src.type, env)
+                esize = _dtype_bytes(op.res.type)
+                src_elems = _tile_elems(op.src.type, env)
                 data = ev.get(op.index) is None or op.index in ev.upper
-                conflicts = _gather_conflicts(op, src * b) if data else 1.0
-                counts.smem_bytes += (src + n * conflicts) * b * mult
+                bank_conflicts = _gather_conflicts(op, src_elems * esize) if data else 1.0
+                counts.smem_bytes += (src_elems + n * bank_conflicts) * esize * mult
                 work(op, "int", n, dtype_of(op.index.type), "gather", mult)
             elif isinstance(op, tl.TopKOp):
                 n = _tile_elems(op.operand.type, env)
@@ -896,7 +897,7 @@ def _smem_alloc(kernel: st.KernelOp, env: dict[str, int], counts: Counts, dot_lo
     """Bytes of shared memory one block allocates: explicit buffers and mbarriers, the stages of
     pipelined loads, and the staging of dot operands loaded outside a pipelined loop and of
     gather sources."""
-    total = 0
+    total: float = 0  # the stages' bytes per trip are floats
     for op in kernel.walk():
         if isinstance(op, ex.SmemAllocOp):
             t = op.res.type

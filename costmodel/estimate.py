@@ -121,7 +121,7 @@ def _check_shapes(program: Program, env: dict[str, int]) -> None:
             Diagnostic(
                 "cost.shape",
                 "error",
-                program.arg_spans.get(arg) or program.span(),
+                (program.arg_spans.get(arg) if arg is not None else None) or program.span(),
                 f"shape symbol `{name}` = {env[name]}: a size is at least 1",
                 f"give it a positive value: --shape {name}=...",
             )

@@ -512,7 +512,7 @@ def off_target(program: Program, target: str, params: dict[str, int] | None, che
             f"the program is written for {own}; on {target}, {first.message}{more}. The estimate leaves "
             "out what has no counterpart here, or counts it as its nearest equivalent",
             first.hint,
-            tuple(Related(d.span, d.message) for d in rest[:4]),
+            tuple(Related(d.span, d.message) for d in rest[:4] if d.span is not None),
         )
     ]
 

@@ -379,13 +379,13 @@ class _Walk:
             if src in self.carried:
                 self.carried[r] = self.carried[src]
 
-    def memory(self, op: Operation, span: Span_) -> None:
+    def memory(self, op: tl.LoadOp | tl.StoreOp | tl.AtomicOp, span: Span_) -> None:
         pe = self.pe
         span.issue += 1
         mem = op.mem
         if isinstance(mem.type, SmemType):
             t = op.res.type if isinstance(op, tl.LoadOp) else op.value.type
-            nbytes = self.elems(t) * DTYPES[dtype_of(mem.type)].nbytes
+            nbytes: float = self.elems(t) * DTYPES[dtype_of(mem.type)].nbytes
             self._finish(op, span, "vec", math.ceil(nbytes / pe.sram_bytes_per_clk), pe.vec_latency)
             return
         nbytes = self.bursts_bytes(op, mem, list(op.indices), op.access.data)
@@ -413,7 +413,9 @@ def schedule(program: Program, env: dict[str, int], pe: Pe) -> Schedule:
     w.flush(span)
     per_pe = math.ceil(w.programs / pe.pes) if w.programs else 0
     cycles = pe.launch_cycles + per_pe * program_cycles
-    terms = sorted(((str(getattr(op, "name", "")), c, op) for op, c in w.terms.items()), key=lambda t: -t[1])
+    terms: list[tuple[str, float, Operation | None]] = sorted(
+        ((str(getattr(op, "name", "")), c, op) for op, c in w.terms.items()), key=lambda t: -t[1]
+    )
     return Schedule(program_cycles, w.programs, per_pe, cycles, w.rate, w.total_busy, w.total_port, w.total_ctrl, terms)
 
 

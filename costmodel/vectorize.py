@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
@@ -119,7 +119,7 @@ def stride(v: SSAValue, depth: int = 24) -> int | None:
 
 
 def _const(v: SSAValue) -> int | None:
-    op = v.owner
+    op: Operation | Block | None = v.owner
     while isinstance(op, tl.BroadcastOp | tl.ExpandDimsOp | tl.FullOp | tl.CastOp):
         op = op.operands[0].owner if op.operands else None
     if isinstance(op, tl.ConstOp):

@@ -1,6 +1,6 @@
 """The KIR dialect: types, attributes and ops, registered as one xdsl `Dialect`."""
 
-from xdsl.ir import Dialect
+from xdsl.ir import Attribute, Dialect
 
 from kir.dialect import explicit as _explicit
 from kir.dialect import structure as _structure
@@ -26,5 +26,14 @@ def _ops(module) -> list[type]:
 
 
 OPS = [*_ops(_structure), *_ops(_tile), *_ops(_explicit)]
-ATTRIBUTES = [ScalarType, TileType, GlobalType, SmemType, MBarrierType, SymAttr, AccessAttr, LayoutAttr]
+ATTRIBUTES: list[type[Attribute]] = [
+    ScalarType,
+    TileType,
+    GlobalType,
+    SmemType,
+    MBarrierType,
+    SymAttr,
+    AccessAttr,
+    LayoutAttr,
+]
 KIR = Dialect("kir", OPS, ATTRIBUTES)

@@ -390,7 +390,7 @@ class WgmmaOp(IRDLOperation):
     b_access = prop_def(AccessAttr)
     trans_a = opt_prop_def(UnitAttr)
     trans_b = opt_prop_def(UnitAttr)
-    a = operand_def(AnyOf([base(SmemType), base(TileType)]))
+    a = operand_def(AnyOf((base(SmemType), base(TileType))))
     a_indices = var_operand_def()
     b = operand_def(SmemType)
     b_indices = var_operand_def()
@@ -434,8 +434,9 @@ class WgmmaOp(IRDLOperation):
     def is_trans_b(self) -> bool:
         return self.trans_b is not None
 
-    def stored_shapes(self) -> tuple[list[sx.SymExpr], list[sx.SymExpr]]:
+    def stored_shapes(self) -> tuple[Sequence[sx.SymExpr], Sequence[sx.SymExpr]]:
         """The shapes of the two operands as stored (before any `trans`): shared views, or A's tile."""
+        a: Sequence[sx.SymExpr]
         if self.a_in_registers:
             a = list(shape_of(self.a.type))
         else:
@@ -443,7 +444,7 @@ class WgmmaOp(IRDLOperation):
         b = access_shape(self.b.type, self.b_access.data, list(self.b_indices))
         return a, b
 
-    def operand_shapes(self) -> tuple[list[sx.SymExpr], list[sx.SymExpr]]:
+    def operand_shapes(self) -> tuple[Sequence[sx.SymExpr], Sequence[sx.SymExpr]]:
         """The shapes of the operands as multiplied, [M, K] and [K, N] (`trans` applied)."""
         a, b = self.stored_shapes()
         if self.is_trans_a and len(a) == 2:

@@ -48,7 +48,7 @@ def sym(value: sx.SymExpr | int | str) -> SymAttr:
     return SymAttr(value)
 
 
-def syms(values: Sequence[sx.SymExpr | int | str]) -> ArrayAttr:
+def syms(values: Sequence[sx.SymExpr | int | str]) -> ArrayAttr[SymAttr]:
     return ArrayAttr([sym(v) for v in values])
 
 
@@ -217,7 +217,7 @@ def scalar(dtype: str) -> ScalarType:
 
 
 def tile_type(dtype: str, shape: Sequence[sx.SymExpr | int | str], layout: Layout | None = None) -> TileType:
-    lay = ArrayAttr([LayoutAttr(layout)]) if layout is not None else ArrayAttr([])
+    lay: ArrayAttr[LayoutAttr] = ArrayAttr([LayoutAttr(layout)]) if layout is not None else ArrayAttr([])
     return TileType(StringAttr(dtype), syms(shape), lay)
 
 
