@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agent.harness.isolate import run_job
 from costmodel.model import CostModel
@@ -323,6 +323,8 @@ def evaluate(
         return run.record(program)
 
     def compile_stage() -> None:
+        if backend is None:
+            raise KirError(Diagnostic("cli.backend", "error", None, "compiling needs a backend"))
         arch = compile_target(backend, target, declared)
         run.values["target"] = arch
         report = _take_report(run, program, compile_program(program, backend, arch, params, symbols=dict(all_shapes)))
@@ -342,7 +344,7 @@ def compile_target(backend: str, target: str | None, declared: str) -> str:
         raise KirError(Diagnostic("cli.backend", "error", None, f"no compiler for '{backend}'", hint))
     allowed = chosen.archs
     if target is None:
-        return declared if declared in allowed else chosen.default_arch
+        return declared if declared in allowed else cast(str, chosen.default_arch)  # a compiler has its archs
     if target not in allowed:
         raise KirError(
             Diagnostic("cli.target", "error", None, f"{backend} compiles for {', '.join(allowed)}, not {target}")

@@ -87,7 +87,7 @@ def plan(tasks, backends: list[str] | None, programs: list[str] | None) -> list[
     ones through Gluon), or its default ones."""
     from lowering.emit.base import program_level
 
-    rows = []
+    rows: list[tuple[Any, str, str]] = []
     for task in tasks:
         for name, spec in task.programs.items():
             if programs and name not in programs:
@@ -266,8 +266,7 @@ def summary_lines(result: dict[str, Any], program: str = "tuned") -> list[str]:
         if r["program"] == program and r["correct"] and r["ms"]:
             if r["task"] not in best or r["ms"] < best[r["task"]]["ms"]:
                 best[r["task"]] = r
-    ratios = [ratio(r["compile_ms"], r["ms"]) for r in best.values()]
-    ratios = [x for x in ratios if x]
+    ratios = [x for r in best.values() if (x := ratio(r["compile_ms"], r["ms"]))]
     if not ratios:
         return [f"no timed `{program}` rows"]
     geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
