@@ -20,8 +20,9 @@ import dataclasses
 import datetime
 import importlib.util
 import json
+from importlib.machinery import ModuleSpec
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 
@@ -88,7 +89,9 @@ def _vocabulary() -> dict[str, tuple[str, ...]]:
 NAMES = _vocabulary()
 # kir cost's --target also takes a chip table by name (kir/targets/*.toml; kir.targets.TARGET_TABLES
 # maps a KIR target to its own): those that are not a KIR target's spelling.
-_TABLES = Path(importlib.util.find_spec("kir.targets").origin).parent  # found, not imported
+_TABLES = Path(
+    cast(str, cast(ModuleSpec, importlib.util.find_spec("kir.targets")).origin)
+).parent  # found, not imported
 CHIP_TABLES = tuple(sorted(p.stem for p in _TABLES.glob("*.toml") if p.stem.replace("_", "-") not in kcli.TARGETS))
 
 
@@ -316,7 +319,7 @@ app = kcli.new_app()
 RECORD_COMMANDS = ("check", "lower", "compile", "cost", "run")
 for _command in RECORD_COMMANDS:
     _until = "verify" if _command == "check" else _command
-    kcli.USAGE_OBJECTS[_command] = lambda diag, until=_until: usage_record(None, until, [diag]).to_json()
+    kcli.USAGE_OBJECTS[_command] = lambda diag, until=_until: usage_record(None, until, [diag]).to_json()  # type: ignore[misc]  # a lambda binding until
 
 
 def _evaluate(outcome: Outcome, file: str, params: dict[str, int], program=None, **options: Any):

@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from typer import _click
@@ -224,8 +224,8 @@ def _plain_coercion(param) -> Any | None:
     except ImportError:
         return None
     descriptor = getattr(param, "type_descriptor", None)
-    annotation = getattr(descriptor, "annotation", None)
-    item = annotation.__args__[0] if getattr(annotation, "__origin__", None) is list else annotation
+    annotation: Any = getattr(descriptor, "annotation", None)  # typer's internals: untyped here
+    item: Any = annotation.__args__[0] if getattr(annotation, "__origin__", None) is list else annotation
     if descriptor is None or item not in _PLAIN or descriptor.is_ranged or descriptor.is_choice:
         return None
 
@@ -271,7 +271,7 @@ def _without_pydantic(command) -> None:
                 _lighten(option)
             return option
 
-        get_help_option.lightened = True
+        get_help_option.lightened = True  # type: ignore[attr-defined]  # a mark on the function
         command.get_help_option = get_help_option
     for sub in getattr(command, "commands", {}).values():
         _without_pydantic(sub)
@@ -287,7 +287,7 @@ class KirGroup(TyperGroup):
     object when `--json` is on the command line; exit status 2. No command at all prints the
     help (exit status 2, as click has it)."""
 
-    def main(
+    def main(  # type: ignore[override]  # click's other arguments pass through **extra
         self,
         args=None,
         prog_name: str | None = None,
@@ -511,7 +511,7 @@ def parse_param_specs(specs: list[str], flag: str = "--param") -> tuple[dict[str
                 Diagnostic(rule, "error", None, f"bad {flag} '{spec}'", f"write {flag} NAME=VALUE with {kind} value")
             )
             continue
-        name = m.group(1)
+        name = cast(re.Match[str], m).group(1)  # it matched: value is not None
         if name in values:
             diags.append(Diagnostic(rule, "error", None, f"{flag} {name} is given twice"))
             continue
@@ -538,8 +538,9 @@ def _parse(outcome: Outcome) -> Program:
     from kir.check import read_source
     from kir.parser import parse
 
-    outcome.source = read_source(outcome.file)
-    return parse(outcome.source, file=outcome.file)
+    file = cast(str, outcome.file)  # a command that parses reads a file
+    outcome.source = read_source(file)
+    return parse(outcome.source, file=file)
 
 
 def _parse_with_params(outcome: Outcome, overrides: dict[str, int]) -> Program:
@@ -594,9 +595,9 @@ def fmt(
             if not canonical:
                 diff = "".join(
                     difflib.unified_diff(
-                        out.source.splitlines(keepends=True),
+                        cast(str, out.source).splitlines(keepends=True),  # _parse read both
                         text.splitlines(keepends=True),
-                        fromfile=out.file,
+                        fromfile=cast(str, out.file),
                         tofile=f"{out.file} (canonical)",
                     )
                 )
@@ -617,7 +618,7 @@ def fmt(
         elif write:
             if not canonical:
                 try:
-                    with open(out.file, "w", encoding="utf-8", newline="") as f:
+                    with open(cast(str, out.file), "w", encoding="utf-8", newline="") as f:
                         f.write(text)
                 except (OSError, ValueError) as err:
                     reason = getattr(err, "strerror", None) or str(err)
