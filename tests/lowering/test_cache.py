@@ -292,8 +292,8 @@ def test_an_nvcc_that_crashed_is_not_cached_but_its_compile_errors_are(cache, tm
 
 
 def test_a_g_plus_plus_that_crashed_or_is_missing_is_not_cached(cache, tmp_path, monkeypatch):
-    from lowering.targets.mtia_sim import compile as compile_mtia
     from lowering.emit.base import lower
+    from lowering.targets.mtia_sim import compile as compile_mtia
 
     lowered = lower(vector_add(), "mtia-sim")
     with monkeypatch.context() as patch:
@@ -314,9 +314,9 @@ def test_a_g_plus_plus_that_crashed_or_is_missing_is_not_cached(cache, tmp_path,
 def test_a_missing_compiler_is_said_so_not_blamed_on_the_backend(cache, monkeypatch, backend):
     """Without its compiler a backend cannot compile anything: `compile.tool-missing` with the
     way to install it, not a `lower.compile` "bug of the backend" at the kernel."""
+    from lowering.emit.base import lower
     from lowering.targets.cuda import compile as compile_cuda
     from lowering.targets.mtia_sim import compile as compile_mtia
-    from lowering.emit.base import lower
 
     if backend == "cuda":
         monkeypatch.setattr(compile_cuda, "find_tool", lambda name: None)
