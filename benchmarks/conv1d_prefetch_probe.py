@@ -42,7 +42,7 @@ def patched(source: str, level: str, dist: int, lines: int = 3) -> str:
 
 def variants() -> dict:
     from kir.parser import parse_file
-    from lowering.emit.base import lower
+    from lowering.entry import lower
 
     base = lower(parse_file(ROOT / "benchmarks" / "tasks" / "conv1d" / "ws.kir"), "gluon", PARAMS)
     out = {"ws": base}

@@ -128,7 +128,7 @@ def compile_info(lowered) -> dict:
 
 def lower_or_note(program, params: dict, record: dict):
     """Lower at `params`; where the cuda backend refuses them, at the program's defaults."""
-    from lowering.emit.base import lower
+    from lowering.entry import lower
 
     try:
         return lower(program, "cuda", params), params

@@ -63,7 +63,7 @@ def main() -> int:
     import triton
 
     from kir.parser import parse_file
-    from lowering.emit.base import lower
+    from lowering.entry import lower
     from lowering.targets.gluon.runtime import GluonLaunch, time_launch
 
     record: dict = {

@@ -21,5 +21,5 @@ def __getattr__(name: str) -> Any:
     # `lower` and its types load the dialect (xdsl): imported when asked for, so that the
     # registry (`lowering.targets`, which `kir --help` reads) costs no more than itself
     if name in __all__:
-        return getattr(importlib.import_module("lowering.emit.base"), name)
+        return getattr(importlib.import_module("lowering.entry" if name == "lower" else "lowering.emit.base"), name)
     raise AttributeError(f"module 'lowering' has no attribute {name!r}")

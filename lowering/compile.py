@@ -13,7 +13,7 @@ import inspect
 
 from kir.diagnostics import Diagnostic, KirError
 from kir.program import Program
-from lowering.emit.base import lower
+from lowering.entry import lower
 from lowering.report import CompileReport
 from lowering.targets import compiling, target
 

@@ -18,7 +18,7 @@ from costmodel.cli import task_bindings
 from costmodel.model import CostModel
 from kir.diagnostics import KirError
 from kir.parser import parse_file
-from lowering.emit.base import lower
+from lowering.entry import lower
 from lowering.targets import emitting
 from verifier.check import check_program
 

@@ -27,7 +27,7 @@ from kir.diagnostics import Diagnostic, KirError
 from kir.dialect.types import shape_of
 from kir.dtypes import DTYPES
 from kir.program import Program
-from lowering.emit.base import lower
+from lowering.entry import lower
 from lowering.launch import bind_shapes
 from lowering.targets import runtime as runtime_of
 

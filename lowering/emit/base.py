@@ -88,26 +88,6 @@ class Emitter:
         raise NotImplementedError
 
 
-def lower(program: Program, to: str, params: dict[str, int] | None = None) -> Lowered:
-    """Lower a program for a backend, or raise `KirError` with the reasons it cannot."""
-    from lowering.passes.schedule import run_passes  # the passes import emitters, which import this module
-
-    scheduled = run_passes(program, to, params)  # the passes its hints and the backend call for, in order
-    program = scheduled.program
-    emitter = emitter_of(to)
-    unknown = set(params or {}) - set(program.params)
-    if unknown:
-        raise KirError(Diagnostic("lower.param", "error", program.span(), f"no parameter {', '.join(sorted(unknown))}"))
-    # Refusals can depend on parameters (tile sizes): judge the program being lowered.
-    refusals = emitter.accepts(program.with_params(**params) if params else program)
-    if any(d.is_error for d in refusals):
-        raise KirError(refusals + scheduled.diagnostics)
-    values = {**program.params, **(params or {})}
-    lowered = emitter.emit(program, values)
-    lowered.diagnostics = scheduled.diagnostics + lowered.diagnostics
-    return lowered
-
-
 def emitter_of(to: str) -> Emitter:
     """The emitter of the target `to` (lowering.targets), or a `lower.backend` error that
     suggests the nearest name."""

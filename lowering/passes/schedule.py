@@ -1,6 +1,6 @@
 """The passes a program goes through on its way to a backend, in one order: `passes_for(program,
 backend, target)` is the schedule, `run_passes(program, backend, params)` applies it, and
-`lowering.emit.base.lower` calls `run_passes` before it asks the emitter anything.
+`lowering.entry.lower` calls `run_passes` before it asks the emitter anything.
 
 Which hints go through a pass. A tile-level hint is carried out by the backend itself, or by
 the pass that lowers it to the explicit level, or not at all (`THROUGH_PASSES`, `NATIVE_HINTS`):

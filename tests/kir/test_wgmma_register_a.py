@@ -16,7 +16,7 @@ from kir.diagnostics import KirError
 from kir.dialect import explicit as ex
 from kir.parser import parse
 from kir.program import same_ir
-from lowering.emit.base import lower
+from lowering.entry import lower
 from tests.kir.helpers import first_error, only_wgmma
 from verifier.check import check_program
 

@@ -273,7 +273,7 @@ def test_a_report_whose_cuobjdump_failed_is_not_cached(cache, tmp_path, monkeypa
 
 @needs_nvcc
 def test_an_nvcc_that_crashed_is_not_cached_but_its_compile_errors_are(cache, tmp_path, monkeypatch):
-    from lowering.emit.base import lower
+    from lowering.entry import lower
     from lowering.targets.cuda.compile import compile_lowered
 
     lowered = lower(vector_add(), "cuda")
@@ -292,7 +292,7 @@ def test_an_nvcc_that_crashed_is_not_cached_but_its_compile_errors_are(cache, tm
 
 
 def test_a_g_plus_plus_that_crashed_or_is_missing_is_not_cached(cache, tmp_path, monkeypatch):
-    from lowering.emit.base import lower
+    from lowering.entry import lower
     from lowering.targets.mtia_sim import compile as compile_mtia
 
     lowered = lower(vector_add(), "mtia-sim")
@@ -314,7 +314,7 @@ def test_a_g_plus_plus_that_crashed_or_is_missing_is_not_cached(cache, tmp_path,
 def test_a_missing_compiler_is_said_so_not_blamed_on_the_backend(cache, monkeypatch, backend):
     """Without its compiler a backend cannot compile anything: `compile.tool-missing` with the
     way to install it, not a `lower.compile` "bug of the backend" at the kernel."""
-    from lowering.emit.base import lower
+    from lowering.entry import lower
     from lowering.targets.cuda import compile as compile_cuda
     from lowering.targets.mtia_sim import compile as compile_mtia
 
@@ -332,7 +332,7 @@ def test_a_missing_compiler_is_said_so_not_blamed_on_the_backend(cache, monkeypa
 
 
 def test_a_gluon_compile_whose_process_died_is_not_cached(cache):
-    from lowering.emit.base import lower
+    from lowering.entry import lower
     from lowering.targets.gluon.compile import compile_lowered
 
     lowered = lower(parse_file(ROOT / "examples" / "gemm_hopper_ws.kir"), "gluon", {"BN": 128})

@@ -17,8 +17,8 @@ import pytest
 
 from kir.diagnostics import KirError
 from kir.parser import parse, parse_file
-from lowering.emit.base import lower
 from lowering.emit.cbase import CExprs
+from lowering.entry import lower
 from lowering.report import find_tool
 from lowering.targets.cuda.compile import compile_lowered
 from lowering.targets.cuda.emit import CUDA, CudaEmitter

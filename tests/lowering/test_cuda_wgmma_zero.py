@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kir.parser import parse, parse_file
-from lowering.emit.base import lower
+from lowering.entry import lower
 from lowering.report import find_tool
 from lowering.targets.cuda.compile import compile_lowered
 

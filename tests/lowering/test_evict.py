@@ -13,7 +13,7 @@ from kir.diagnostics import KirError
 from kir.interp import run
 from kir.parser import parse
 from kir.printer import print_program
-from lowering.emit.base import lower
+from lowering.entry import lower
 from lowering.report import find_tool
 from tests.lowering.helpers import SOFTSIGN_TEXT
 

@@ -14,7 +14,7 @@ import pytest
 
 from kir.diagnostics import KirError
 from kir.parser import parse
-from lowering.emit.base import lower
+from lowering.entry import lower
 from lowering.targets.gluon.emit import _fold, _mma_layout
 from tests.lowering.helpers import SOFTSIGN_TEXT, TMA_STORE_TEXT, check_snapshot
 

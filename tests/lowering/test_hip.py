@@ -22,7 +22,8 @@ import pytest
 from kir.diagnostics import KirError
 from kir.parser import parse, parse_file
 from lowering.compile import compile_program
-from lowering.emit.base import lower, program_level
+from lowering.emit.base import program_level
+from lowering.entry import lower
 from lowering.targets.hip.compile import compile_lowered, find_hipcc
 from lowering.targets.hip.emit import HIP, HipEmitter, mfma_shape
 from tests.lowering.helpers import check_snapshot, kernel_part

@@ -15,7 +15,7 @@ from kir.dialect.types import TileType
 from kir.interp import run as interp_run
 from kir.parser import parse, parse_file
 from kir.program import same_ir, span_of
-from lowering.emit.base import lower
+from lowering.entry import lower
 from lowering.passes.layouts import MAKERS, LayoutPass
 from lowering.passes.warp_specialize import WarpSpecializePass
 from tests.examples.references import BF16

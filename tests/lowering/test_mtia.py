@@ -13,7 +13,7 @@ import pytest
 from kir.diagnostics import KirError
 from kir.interp import run
 from kir.parser import parse, parse_file
-from lowering.emit.base import lower
+from lowering.entry import lower
 from lowering.targets.mtia_sim.runtime import run_mtia
 
 ROOT = Path(__file__).resolve().parents[2]

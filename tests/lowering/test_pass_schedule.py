@@ -19,7 +19,8 @@ from kir.dialect.explicit import ConvertLayoutOp, TmaLoadOp, WgmmaOp
 from kir.dialect.structure import RoleOp
 from kir.parser import parse, parse_file
 from kir.program import same_ir
-from lowering.emit.base import emitter_of, lower, program_level
+from lowering.emit.base import emitter_of, program_level
+from lowering.entry import lower
 from lowering.passes.layouts import LayoutPass
 from lowering.passes.legalize import LegalizePass
 from lowering.passes.pipeline import PipelinePass

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from kir.parser import parse_file
-from lowering.emit.base import lower
+from lowering.entry import lower
 from lowering.report import (
     PTX_MARKS,
     SASS_MARKS,

@@ -15,7 +15,8 @@ from agent.tasks import load_suite
 from kir.diagnostics import KirError
 from kir.parser import parse_file
 from lowering.compile import compile_program
-from lowering.emit.base import lower, program_level
+from lowering.emit.base import program_level
+from lowering.entry import lower
 from lowering.targets.hip.compile import find_hipcc
 
 ROOT = Path(__file__).resolve().parents[2]

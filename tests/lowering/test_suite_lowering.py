@@ -14,7 +14,8 @@ import pytest
 from agent.tasks import load_suite
 from kir.diagnostics import KirError
 from kir.parser import parse_file
-from lowering.emit.base import lower, program_level
+from lowering.emit.base import program_level
+from lowering.entry import lower
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks"
 PROGRAMS = [(task, name) for task in load_suite(SUITE) for name in task.programs]

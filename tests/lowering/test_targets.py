@@ -20,7 +20,7 @@ import pytest
 from kir.diagnostics import KirError
 from lowering import targets as registry
 from lowering.compile import compile_program
-from lowering.emit.base import lower
+from lowering.entry import lower
 
 ROOT = Path(__file__).resolve().parents[2]
 SOFTMAX = ROOT / "benchmarks" / "tasks" / "softmax"

@@ -15,7 +15,7 @@ from kir.dialect.explicit import SmemAllocOp, TmaLoadOp, WgmmaOp
 from kir.dialect.tile import DotOp, LoadOp
 from kir.parser import parse
 from kir.program import same_ir, span_of
-from lowering.emit.base import lower
+from lowering.entry import lower
 from lowering.passes.warp_specialize import WarpSpecializePass
 from lowering.report import find_tool
 from tests.examples.references import BF16

@@ -29,8 +29,9 @@ import numpy as np
 
 from kir.diagnostics import Diagnostic, KirError
 from kir.dtypes import DTYPES
-from lowering.emit.base import Lowered, lower
+from lowering.emit.base import Lowered
 from lowering.emit.names import CXX_RESERVED, identifier
+from lowering.entry import lower
 from lowering.report import copy_atomic, file_digest, remove_stale_tmp, shared_memory_error, write_atomic
 
 from .compile import FLAGS, SOURCE_NAME, cache_root, error_diagnostics, run_nvcc, source_key

@@ -27,7 +27,8 @@ import numpy as np
 from kir import symexpr as sx
 from kir.diagnostics import KirError
 from kir.program import Program
-from lowering.emit.base import Lowered, lower
+from lowering.emit.base import Lowered
+from lowering.entry import lower
 from lowering.report import shared_memory_diagnostic
 
 # numpy carriers that torch cannot take directly travel as same-width integers.

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from kir.diagnostics import Diagnostic, KirError, Related
-from lowering.emit.base import Lowered, lower
+from lowering.emit.base import Lowered
+from lowering.entry import lower
 
 from .compile import compile_lowered
 

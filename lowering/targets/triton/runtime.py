@@ -57,7 +57,8 @@ from kir.diagnostics import KirError
 from kir.dtypes import DTYPES
 from kir.interp.launch import bind
 from kir.program import Program
-from lowering.emit.base import Lowered, lower
+from lowering.emit.base import Lowered
+from lowering.entry import lower
 from lowering.launch import bind_shapes
 from lowering.report import cache_dir as report_cache_dir
 from lowering.report import write_if_changed
