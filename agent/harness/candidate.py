@@ -35,6 +35,8 @@ from importlib.machinery import ModuleSpec
 from pathlib import Path
 from typing import Any, cast
 
+from agent.harness.sandbox import contain
+
 MAX_TEXT = 4000  # characters of an error message or traceback that cross
 
 
@@ -316,8 +318,6 @@ def main() -> None:
 
 def serve(plan: dict[str, Any]) -> None:
     """Contain, take the clock, then answer the checker until it says quit."""
-    from agent.harness.sandbox import contain
-
     containment = contain(plan)
     from agent.harness import timing, wire
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.harness.candidate import Host, KirRun, ModuleRun, PythonRun
+from agent.harness.failure import CandidateFailed
 from agent.harness.instance import Instance, make_instance, native_outputs, reference_outputs, torch_dtype
 from kir.diagnostics import Diagnostic, KirError, Span
 
@@ -53,15 +54,6 @@ TOLERANCES = {
     "bfloat16": (2e-2, 1e-2),
 }
 MESSAGE_SLACK = 1 << 20
-
-
-class CandidateFailed(Exception):
-    """The candidate could not be judged on its outputs: what stopped it, as diagnostics, and
-    the stage of the record ("load", "lower", "run", "crash", "timeout", "timing")."""
-
-    def __init__(self, stage: str, diagnostics: list[Diagnostic], log_tail: str = ""):
-        super().__init__(diagnostics[0].message if diagnostics else stage)
-        self.stage, self.diagnostics, self.log_tail = stage, diagnostics, log_tail
 
 
 @dataclass

@@ -48,9 +48,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
+
+from agent.harness.failure import CandidateFailed
 
 ROOT = Path(__file__).resolve().parents[2]
 UID_BASE = 1_900_000_000  # job uids: far from any account's, never in /etc/passwd
@@ -141,10 +143,6 @@ def needed_paths() -> list[str]:
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, str(ROOT)}
     paths.add(str(Path(os.path.realpath(sys.executable)).parent))
     paths.update(p for p in sys.path if p and os.path.isdir(p))
-    # the target folders outside the checkout (in the folders $KIR_TARGETS names): the candidate
-    # imports its target's code from there
-    for root in filter(os.path.isdir, os.environ.get("KIR_TARGETS", "").split(os.pathsep)):
-        paths.update(str(p) for p in Path(root).iterdir() if (p / "__init__.py").is_file())
     # the target folders outside the checkout (in the folders $KIR_TARGETS names): the candidate
     # imports its target's code from there
     for root in filter(os.path.isdir, os.environ.get("KIR_TARGETS", "").split(os.pathsep)):
@@ -610,7 +608,7 @@ class _Forked:
         return code
 
 
-def _fork_candidate(plan: dict[str, Any], env: dict[str, str], out_w: int) -> _Forked:
+def _fork_candidate(plan: dict[str, Any], env: dict[str, str], out_w: int, serve: Callable[[dict], None]) -> _Forked:
     """The candidate as a fork of this checker: what `python -I -c boot` would do, without
     importing torch again. In the child, before `serve`: a session of its own, its output on
     the pipe, every other descriptor closed (the record pipe, other candidates' pipes and
@@ -640,8 +638,6 @@ def _fork_candidate(plan: dict[str, Any], env: dict[str, str], out_w: int) -> _F
         os.environ.update(env)
         tempfile.tempdir = None  # computed by the checker: the candidate's is in its folder
         sys.path[0] = str(ROOT)
-        from agent.harness.candidate import serve
-
         serve(plan)
         atexit._run_exitfuncs()  # the candidate's own, as at an interpreter's exit
         sys.stdout.flush()
@@ -659,7 +655,11 @@ def _fork_candidate(plan: dict[str, Any], env: dict[str, str], out_w: int) -> _F
 class CandidateProcess:
     """One candidate in its sandbox, and the checker's end of its two pipes."""
 
-    def __init__(self, *, deadline: float, memory: int | None, env: dict[str, str] | None = None):
+    def __init__(
+        self, *, deadline: float, memory: int | None, serve: Callable[[dict], None], env: dict[str, str] | None = None
+    ):
+        """`serve` is what a forked candidate runs (`agent.harness.candidate.serve`, which a
+        started one reaches through `main`)."""
         self.deadline = deadline
         self.sandbox = Sandbox(memory=memory, env=env)
         req_r, self.req_w = os.pipe()
@@ -670,7 +670,7 @@ class CandidateProcess:
         self.proc: _Forked | subprocess.Popen[bytes]
         try:
             if _fork_ok:
-                self.proc = _fork_candidate(plan, self.sandbox.env, out_w)
+                self.proc = _fork_candidate(plan, self.sandbox.env, out_w, serve)
             else:
                 self.proc = subprocess.Popen(
                     [sys.executable, "-I", "-c", boot, json.dumps(plan)],
@@ -736,7 +736,6 @@ class CandidateProcess:
         )
 
     def _failure(self, stage: str, rule: str, message: str, hint: str = ""):
-        from agent.harness.correctness import CandidateFailed
         from kir.diagnostics import Diagnostic
 
         return CandidateFailed(stage, [Diagnostic(rule, "error", None, message, hint)])

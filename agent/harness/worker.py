@@ -114,6 +114,7 @@ class Candidate:
     """One candidate process of a job: started at once, loaded, then used and finished."""
 
     def __init__(self, job: dict[str, Any], spec: dict[str, Any], deadline: float, announce: Callable[[Any], None]):
+        from agent.harness.candidate import serve
         from agent.harness.sandbox import CandidateProcess
 
         self.spec = spec
@@ -121,7 +122,7 @@ class Candidate:
         self.device = job.get("device", "cpu")
         self.source, self.file = _candidate_source(spec)
         env = {"TRITON_INTERPRET": "1"} if spec.get("backend") == "triton-interp" else {}
-        self.process = CandidateProcess(deadline=deadline, memory=_memory(job), env=env)
+        self.process = CandidateProcess(deadline=deadline, memory=_memory(job), serve=serve, env=env)
         _live.append(self.process)
         announce(self.process)
         load: dict[str, Any] = {"op": "load", "device": self.device}
@@ -202,7 +203,7 @@ def evaluate(job: dict[str, Any], announce: Callable[[Any], None] = lambda proce
         return _record(False, stage, [Diagnostic("io.read", "error", None, f"cannot read the candidate: {err}")])
     finally:
         sandbox.allow_fork(False)  # from here on the checker runs torch
-    from agent.harness.correctness import CandidateFailed
+    from agent.harness.failure import CandidateFailed
 
     log_tail = ""
     try:
@@ -410,7 +411,8 @@ def time_one(runner, ts: _TimingSets, spec: dict[str, Any]) -> dict[str, Any]:
     import math
     import statistics
 
-    from agent.harness.correctness import CandidateFailed, Verdict, _compare, error_of
+    from agent.harness.correctness import Verdict, _compare, error_of
+    from agent.harness.failure import CandidateFailed
     from agent.harness.timing import Timing
     from agent.harness.wire import WireError, decode_tensor
 
@@ -513,7 +515,7 @@ def time_task(job: dict[str, Any], announce: Callable[[Any], None] = lambda proc
     """A job of kind "time": every candidate in `job["candidates"]` (candidate specs as in a
     check job, already checked) timed with the peers, each in its own process."""
     from agent.harness import sandbox
-    from agent.harness.correctness import CandidateFailed
+    from agent.harness.failure import CandidateFailed
     from agent.tasks import TaskError, load_task
     from kir.parser import parse
 
