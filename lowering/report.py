@@ -57,6 +57,7 @@ from typing import Any, TypeVar, cast
 
 from kir.diagnostics import Diagnostic
 from lowering.emit.base import Lowered
+from lowering.targets import targets
 
 TEXTS = ("ptx", "sass", "asm", "log")  # the text artefacts, cut short for display
 T = TypeVar("T")
@@ -275,18 +276,12 @@ def report_files(report: CompileReport) -> list[str]:
     return [f for f in (report.binary, report.source_path) if f is not None]
 
 
-# What an ok report holds, by backend (Triton's by the vendor of its arch): the binary, the texts
-# read from it, and the registers read from the assembler's log (ptxas -v; the AMD metadata).
-_NVIDIA_ARTEFACTS = ("binary", "ptx", "sass", "registers")
-_AMD_ARTEFACTS = ("binary", "asm", "registers")
-ARTEFACTS = {
-    "cuda": _NVIDIA_ARTEFACTS,
-    "gluon": _NVIDIA_ARTEFACTS,
-    "triton": _NVIDIA_ARTEFACTS,
-    "triton-amd": _AMD_ARTEFACTS,
-    "hip": _AMD_ARTEFACTS,
-    "mtia-sim": ("binary",),
-}
+def artefacts(backend: str, arch: str) -> tuple[str, ...]:
+    """What an ok report of `backend` for `arch` holds, as its target declares it (the binary,
+    the texts read from it, the registers read from the assembler's log: ptxas -v, the AMD
+    metadata); none for a backend the registry does not know."""
+    known = targets()
+    return known[backend].artefacts_for(arch) if backend in known else ()
 
 
 def note_tool_failure(report: CompileReport, reason: str) -> None:
@@ -298,14 +293,13 @@ def tool_failure(report: CompileReport) -> str | None:
     """Why `report` is not the toolchain's answer about the code, or None when it is. A compile
     error in the generated code is an answer (the same code fails the same way next time); a
     tool that was not found, timed out or crashed (noted by the driver), an artefact that an ok
-    compile should have made and did not (`ARTEFACTS`: no SASS when cuobjdump failed, no
+    compile should have made and did not (`artefacts`, as the target declares them: no SASS when cuobjdump failed, no
     registers when the ptxas log could not be had), or a file the report names that is not
     there, is not. Such a report goes back to the caller, but is never cached."""
     if noted := report.extra.get(TOOL_FAILURE):
         return str(noted)
     if report.ok:
-        kind = "triton-amd" if report.backend == "triton" and report.arch.startswith("gfx") else report.backend
-        missing = [name for name in ARTEFACTS.get(kind, ()) if getattr(report, name) in (None, "")]
+        missing = [name for name in artefacts(report.backend, report.arch) if getattr(report, name) in (None, "")]
         if missing:
             return f"an ok compile without its {', '.join(missing)}"
     for f in report_files(report):

@@ -50,6 +50,7 @@ from typing import Any
 
 from agent import pipeline
 from kir.diagnostics import Diagnostic, KirError
+from lowering.targets import runtimes
 
 DEFAULT_TIMEOUT = 300.0
 DEVICE_FRACTION = 0.75  # the checker keeps the reference, inputs and peers on the same GPU
@@ -121,7 +122,10 @@ class Candidate:
         self.kind = "module" if spec["kind"] == "python" else "kir"
         self.device = job.get("device", "cpu")
         self.source, self.file = _candidate_source(spec)
-        env = {"TRITON_INTERPRET": "1"} if spec.get("backend") == "triton-interp" else {}
+        # what the backend's runtime needs set in the candidate's process (an unknown backend is
+        # the candidate's load error, later)
+        known = runtimes().get(spec.get("backend", "")) if self.kind == "kir" else None
+        env = dict(known[1].env) if known is not None else {}
         self.process = CandidateProcess(deadline=deadline, memory=_memory(job), serve=serve, env=env)
         _live.append(self.process)
         announce(self.process)

@@ -3,7 +3,7 @@ backend, target)` is the schedule, `run_passes(program, backend, params)` applie
 `lowering.entry.lower` calls `run_passes` before it asks the emitter anything.
 
 Which hints go through a pass. A tile-level hint is carried out by the backend itself, or by
-the pass that lowers it to the explicit level, or not at all (`THROUGH_PASSES`, `NATIVE_HINTS`):
+the pass that lowers it to the explicit level, or not at all (each target's `native_hints` and `hints_through_passes`, lowering.targets):
 
 | backend | `pipeline(stages = S)` | `warp_specialize` |
 | --- | --- | --- |
@@ -57,21 +57,12 @@ from lowering.passes.legalize import LegalizePass
 from lowering.passes.pipeline import PipelinePass
 from lowering.passes.warp_specialize import WarpSpecializePass
 from lowering.targets import emitting
+from lowering.targets import target as target_of
 
 Pass = LegalizePass | WarpSpecializePass | PipelinePass | LayoutPass
 
 HINT_RULE = "lower.hint"
 
-# The hints a backend carries out itself, and those a pass carries out for it (see the table
-# above); any other hint it lowers as a plain loop.
-NATIVE_HINTS: dict[str, frozenset[str]] = {"triton": frozenset({"pipeline", "warp_specialize"})}
-THROUGH_PASSES: dict[str, frozenset[str]] = {
-    "gluon": frozenset({"pipeline", "warp_specialize"}),
-    "cuda": frozenset({"warp_specialize"}),
-}
-
-# The backends whose register layouts `LayoutPass` writes down.
-LAYOUT_BACKENDS = frozenset({"gluon"})
 
 ELSEWHERE = {
     "pipeline": "lower it with triton, which pipelines the loop itself (num_stages), or write the cp.async "
@@ -97,7 +88,8 @@ def passes_for(program: Program, backend: str, target: str) -> list[Pass]:
     emitter = emitter_of(backend)
     if program_level(program) != "tile" or "explicit" not in emitter.levels:
         return []  # the passes lower the tile level to the explicit level, for a backend that takes it
-    present = {h for loop in hinted_loops(program) for h in hints(loop)} & THROUGH_PASSES.get(backend, frozenset())
+    declared = target_of(backend)  # the hints it takes through the passes, its layouts: lowering.targets
+    present = {h for loop in hinted_loops(program) for h in hints(loop)} & declared.hints_through_passes
     if not present:
         return []
     passes: list[Pass] = [LegalizePass(target)]
@@ -105,7 +97,7 @@ def passes_for(program: Program, backend: str, target: str) -> list[Pass]:
         passes.append(WarpSpecializePass())
     if "pipeline" in present:
         passes.append(PipelinePass())
-    if backend in LAYOUT_BACKENDS:
+    if declared.layouts:
         passes.append(LayoutPass(target))
     return passes
 
@@ -164,7 +156,8 @@ def _plain_loops(program: Program, emitter: Emitter, params: dict[str, int] | No
     nor a pass carries it out (none where the backend refuses the program: the refusal says
     what matters)."""
     backend = emitter.name
-    carried = NATIVE_HINTS.get(backend, frozenset()) | THROUGH_PASSES.get(backend, frozenset())
+    declared = target_of(backend)
+    carried = declared.native_hints | declared.hints_through_passes
     plain = [(loop, hint) for loop in hinted_loops(program) for hint in hints(loop) if hint not in carried]
     if not plain or _refusals(emitter, _bound(program, params)):
         return []

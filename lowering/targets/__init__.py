@@ -64,6 +64,7 @@ class Runtime:
     entry: str
     suffix: str = ""
     bench: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()  # what the candidate's process needs set (TRITON_INTERPRET)
     name: str = ""
 
 
@@ -81,8 +82,20 @@ class Target:
     compiler: str | None = None
     runtimes: tuple[Runtime, ...] = ()
     cost_archs: tuple[str, ...] = ()
+    # the loop hints the emitter carries out itself, and those the lowering passes carry out for
+    # it (lowering/passes/schedule.py); any other hint is lowered as a plain loop
+    native_hints: frozenset[str] = frozenset()
+    hints_through_passes: frozenset[str] = frozenset()
+    layouts: bool = False  # the passes write down the register layouts the emitter chooses
+    # what an ok compile report holds (lowering/report.py), per arch ("*": any other)
+    artefacts: tuple[tuple[str, tuple[str, ...]], ...] = ()
     package: str = ""
     folder: str = ""
+
+    def artefacts_for(self, arch: str) -> tuple[str, ...]:
+        """The fields an ok compile report for `arch` must fill."""
+        table = dict(self.artefacts)
+        return table.get(arch, table.get("*", ()))
 
     @property
     def default_arch(self) -> str | None:

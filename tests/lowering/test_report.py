@@ -61,7 +61,7 @@ def test_the_cache_keeps_the_report_but_not_its_diagnostics(tmp_path):
     lowered = vector_add()
     binary = tmp_path / "kernel.cubin"
     binary.write_bytes(b"\x7fELF")
-    # an ok report holds what an ok compile makes (lowering.report.ARTEFACTS), or is not cached
+    # an ok report holds what an ok compile makes (lowering.report.artefacts: what its target declares), or is not cached
     report = CompileReport(
         "triton", "sm_90", ok=True, spill_stores=4, registers=255, binary=str(binary), ptx="ptx", sass="sass"
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from kir.diagnostics import KirError
+from kir.parser import parse_file
 from lowering import targets as registry
 from lowering.compile import compile_program
 from lowering.entry import lower
@@ -216,9 +217,23 @@ def test_the_toy_target_lowers_and_compiles_in_process(extra):
     toy_folder(extra)
     toy = registry.target("toy-sim")
     assert toy.package.startswith("kir_targets_") and toy.folder == str(extra / "toy_sim")
-    from kir.parser import parse_file
-
     program = parse_file(SOFTMAX / "mtia.kir")
     assert lower(program, "toy-sim").source == lower(program, "mtia-sim").source  # the same emitter, copied
     report = compile_program(program, "toy-sim")
     assert report.ok and report.arch == "mtia-sim"
+
+
+def test_what_lies_beyond_the_emitter_is_declared_by_the_target_too():
+    """The hints a backend takes through the passes, the environment a runtime needs and what
+    an ok compile report holds come from the target's folder, not from tables elsewhere."""
+    from lowering.passes.schedule import passes_for
+    from lowering.report import artefacts
+
+    _, interp = registry.runtime("triton-interp")
+    assert dict(interp.env) == {"TRITON_INTERPRET": "1"}
+    assert artefacts("triton", "gfx942") == ("binary", "asm", "registers")
+    assert artefacts("triton", "sm_90") == artefacts("cuda", "sm_90a") == ("binary", "ptx", "sass", "registers")
+    assert registry.target("cuda").hints_through_passes == {"warp_specialize"}
+    program = parse_file(Path(__file__).parent / "programs" / "gemm_ws_tile.kir")
+    assert [type(p).__name__ for p in passes_for(program, "gluon", "sm_90")][-1] == "LayoutPass"
+    assert "LayoutPass" not in [type(p).__name__ for p in passes_for(program, "cuda", "sm_90")]

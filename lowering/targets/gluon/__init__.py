@@ -14,4 +14,7 @@ TARGET = Target(
     compiler=".compile",
     runtimes=(Runtime("cuda", ".runtime:GluonRuntime", bench=("explicit",)),),
     cost_archs=("sm_90",),
+    hints_through_passes=frozenset({"pipeline", "warp_specialize"}),
+    layouts=True,
+    artefacts=(("*", ("binary", "ptx", "sass", "registers")),),
 )

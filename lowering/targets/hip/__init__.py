@@ -13,4 +13,5 @@ TARGET = Target(
     emitter=".emit:HipEmitter",
     compiler=".compile",
     cost_archs=("gfx90a",),
+    artefacts=(("*", ("binary", "asm", "registers")),),
 )

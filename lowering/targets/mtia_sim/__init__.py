@@ -13,4 +13,5 @@ TARGET = Target(
     emitter=".emit:MtiaEmitter",
     compiler=".compile",
     runtimes=(Runtime("cpu", ".runtime:SimulatorRuntime"),),
+    artefacts=(("*", ("binary",)),),
 )

@@ -14,7 +14,9 @@ TARGET = Target(
     compiler=".compile",
     runtimes=(
         Runtime("cuda", ".runtime:TorchRuntime", bench=("tile",)),
-        Runtime("cpu", ".runtime:InterpreterRuntime", suffix="-interp"),
+        Runtime("cpu", ".runtime:InterpreterRuntime", suffix="-interp", env=(("TRITON_INTERPRET", "1"),)),
     ),
     cost_archs=("sm_90", "gfx942"),
+    native_hints=frozenset({"pipeline", "warp_specialize"}),  # tl.range(num_stages=..., warp_specialize=...)
+    artefacts=(("gfx942", ("binary", "asm", "registers")), ("*", ("binary", "ptx", "sass", "registers"))),
 )
