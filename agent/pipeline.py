@@ -40,12 +40,6 @@ from verifier.facts import CHECKS
 STAGES = ("parse", "verify", "cost", "lower", "compile", "run")
 SCHEMA = "kir.record/1"
 
-# The compiler a cost asks for registers and shared memory, per arch: (target for a tile-level
-# program, for an explicit-level one, arch), from what the targets declare (lowering.targets).
-COST_COMPILERS = {
-    arch: (levels.get("tile"), levels.get("explicit"), arch) for arch, levels in targets.cost_compilers().items()
-}
-
 
 @dataclass(frozen=True)
 class Candidate:
@@ -282,14 +276,15 @@ def evaluate(
 
     def compile_for_cost() -> None:
         chosen = target or declared
-        tile, explicit, arch = COST_COMPILERS.get(chosen, (None, None, None))
-        cost_backend = tile if program_level(program) == "tile" else explicit
+        # the target that reports registers and shared memory for this level on this arch, as
+        # the targets declare it (lowering.targets)
+        cost_backend = targets.cost_compiler(chosen, program_level(program))
         if cost_backend is None:
             note = f"--compile: no compiler reports registers for this program on {chosen}; the model's estimates stand"
             run.diagnostics.append(Diagnostic("cost.compile", "hint", program.span(), note))
             return
         compiled["report"] = _take_report(
-            run, program, compile_program(program, cost_backend, arch, params, symbols=cost_shapes)
+            run, program, compile_program(program, cost_backend, chosen, params, symbols=cost_shapes)
         )
 
     def cost_stage() -> None:
