@@ -56,6 +56,7 @@ from kir.cli import (
 )
 from kir.diagnostics import Diagnostic, KirError
 from lowering import targets as registry
+from tactics import cli as tactics_cli
 from verifier import cli as verifier_cli
 
 SUITE = Path(__file__).resolve().parents[1] / "benchmarks" / "tasks"
@@ -660,6 +661,7 @@ def _assemble() -> typer.Typer:
     app.command("run")(run_cmd)
     app.command("bench")(bench_cmd)
     verifier_cli.register(app)
+    tactics_cli.register(app)
     return app
 
 

@@ -145,6 +145,8 @@ SCHEMAS: dict[str, tuple[str, ...]] = {
     "version": ("version",),
     "rules list": ("rules",),
     "rules add": ("rule", "dry_run", "installed"),
+    "tactics list": ("tactics",),
+    "tactics apply": ("kernel", "tactic", "params", "text"),
 }
 
 
@@ -169,8 +171,11 @@ def envelope(command: str, file: str | None, diags: list[Diagnostic], fields: di
 # ---- exit status ---------------------------------------------------------------------------------
 
 # Besides every `cli.*` rule: what means "the command line is wrong" or "this machine cannot do
-# what it asks" rather than "the program is wrong".
-USAGE_RULES = frozenset({"io.read", "io.write", "task.missing", "compile.tool-missing"})
+# what it asks" rather than "the program is wrong" (a tactic's name or parameter value is the
+# command line's: `kir tactics apply`).
+USAGE_RULES = frozenset(
+    {"io.read", "io.write", "task.missing", "compile.tool-missing", "tactic.unknown", "tactic.param"}
+)
 
 
 def is_usage(rule: str) -> bool:

@@ -1,0 +1,206 @@
+"""`kir tactics`: list, explain and apply the tactics.
+
+    kir tactics list [--json]
+    kir tactics explain NAME
+    kir tactics apply FILE NAME --param K=V ... [--target T] [--json]
+
+`apply` prints the new program (canonical text), or the located reasons the tactic does not
+apply (exit status 1). The result is verified before it is printed: a verifier error in it is
+reported with the text, exit status 1. Usage errors (an unknown tactic or parameter, a value
+outside the parameter's domain, an unreadable file) exit 2.
+
+Start-up: this module imports typer, `kir.cli` and the tactics framework only (standard
+library); the tactic modules and the IR load when a command runs, so `kir --help` does not pay
+for them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from kir.cli import (
+    JSON_HELP,
+    FileArg,
+    JsonOpt,
+    Outcome,
+    TargetOpt,
+    _check_target,
+    _emit,
+    _finish,
+    _guarded,
+    _internal,
+    _parse,
+    envelope,
+)
+from kir.diagnostics import Diagnostic, KirError
+
+tactics_app = typer.Typer(
+    name="tactics",
+    help="List, explain and apply the tactics: the typed moves of the search.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+NameArg = Annotated[str, typer.Argument(metavar="NAME", help="A tactic's name, e.g. warps.", show_default=False)]
+TacticParamOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--param",
+        "-p",
+        metavar="NAME=VALUE",
+        help="A value of one of the tactic's parameters: -p warps=16 (repeatable; see `kir tactics explain`).",
+        show_default=False,
+    ),
+]
+
+
+def _registry():
+    """The tactics package with every tactic loaded; a tactic module that does not import is
+    an internal error of the command, not a traceback."""
+    try:
+        import tactics
+
+        tactics.all()
+    except KirError as err:
+        _emit("\n".join(d.render() for d in err.diagnostics))
+        raise typer.Exit(1) from None
+    except Exception as err:
+        _emit(_internal(err, "loading the tactics").render())
+        raise typer.Exit(1) from None
+    return tactics
+
+
+@tactics_app.command("list")
+def tactics_list(
+    json_out: Annotated[
+        bool, typer.Option("--json", help=JSON_HELP + " Its tactics are full records (parameters, explanation).")
+    ] = False,
+) -> None:
+    """List the tactics: name, numerics (exact, reassociates, approximate) and summary."""
+    registry = _registry()
+    found = registry.all()
+    if json_out:
+        records = [t.to_json() for t in found]
+        _emit(json.dumps(envelope("tactics list", None, [], {"ok": True, "tactics": records}), indent=2))
+        return
+    rows = [("NAME", "NUMERICS", "SUMMARY")] + [(t.name, t.numerics, t.summary) for t in found]
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    _emit("\n".join(f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c}" for a, b, c in rows))
+
+
+@tactics_app.command("explain")
+def tactics_explain(name: NameArg) -> None:
+    """Explain a tactic: what it decides, when it applies, its parameters and their domains."""
+    registry = _registry()
+    try:
+        tactic = registry.get(name)
+    except KirError as err:
+        _emit("\n".join(d.render() for d in err.diagnostics))
+        raise typer.Exit(2) from None
+    params = [
+        f"  {p.name}: {p.domain.describe()}; default {p.default if p.default is not None else '(none)'}. {p.doc}"
+        for p in tactic.params
+    ]
+    parts = [
+        f"{tactic.name} ({tactic.numerics}): {tactic.summary}",
+        tactic.explain.strip(),
+        "Parameters:\n" + ("\n".join(params) or "  none"),
+    ]
+    if tactic.examples:
+        parts.append("Example:\n" + "\n".join(f"  {e}" for e in tactic.examples))
+    _emit("\n\n".join(parts))
+
+
+def parse_params(tactic, specs: list[str]) -> dict[str, Any]:
+    """`NAME=VALUE` words as the tactic's typed values; `cli.param` errors for a word that is
+    not `NAME=VALUE`, a name the tactic does not have, a value of the wrong type, a repeat."""
+    values: dict[str, Any] = {}
+    problems: list[Diagnostic] = []
+    for spec in specs:
+        name, eq, text = spec.partition("=")
+        name = name.strip()
+        if not eq or not name or not text.strip():
+            problems.append(Diagnostic("cli.param", "error", None, f"bad --param '{spec}'", "write --param NAME=VALUE"))
+            continue
+        if name not in tactic.param_names:
+            known = ", ".join(tactic.param_names) or "none"
+            from kir.names import suggest
+
+            hint = suggest(name, tactic.param_names) or f"its parameters: {known}"
+            problems.append(
+                Diagnostic("cli.param", "error", None, f"tactic {tactic.name} has no parameter '{name}'", hint)
+            )
+            continue
+        if name in values:
+            problems.append(Diagnostic("cli.param", "error", None, f"--param {name} is given twice"))
+            continue
+        try:
+            values[name] = tactic.param(name).parse(tactic.name, text)
+        except KirError as err:
+            problems += [
+                Diagnostic("cli.param", "error", None, f"bad --param '{spec}': {d.message}", d.hint)
+                for d in err.diagnostics
+            ]
+    if problems:
+        raise KirError(problems)
+    return values
+
+
+@tactics_app.command("apply")
+def tactics_apply(
+    file: FileArg,
+    name: NameArg,
+    param: TacticParamOpt = None,
+    target: TargetOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Apply a tactic to a program and print the new program, or the located reasons the tactic
+    does not apply to it; the result is verified before it is printed."""
+
+    def body(out: Outcome) -> None:
+        _check_target(target)
+        registry = _registry()
+        tactic = registry.get(name)  # tactic.unknown: a usage error
+        out.fields["tactic"] = tactic.name
+        values = parse_params(tactic, param or [])
+        out.fields["params"] = values
+        program = _parse(out)
+        out.fields["kernel"] = program.name
+        reasons = tactic.precondition(program, target)
+        if reasons:
+            out.fail(reasons)
+            return
+        result = tactic.apply(program, target=target, **values)
+        out.fields["params"] = tactic.bind(program, values)
+        text = result.text()
+        from verifier.check import check_program
+
+        found = [d for d in check_program(result, target) if d.is_error]
+        out.fields["text"] = text
+        if found:
+            # the result's diagnostics point into the input's text where its ops survive
+            out.fail(
+                [
+                    Diagnostic(
+                        "tactic.result-invalid",
+                        "error",
+                        program.span(),
+                        f"tactic {tactic.name} gave a program the verifier rejects ({len(found)} errors)",
+                        "this is a bug in the tactic, or the input did not verify either: run `kir check` on it",
+                    ),
+                    *found,
+                ]
+            )
+        if not json_out:
+            out.text = text
+
+    _finish(_guarded(file, body, "applying the tactic"), json_out, "tactics apply")
+
+
+def register(app: typer.Typer) -> None:
+    """Mount `kir tactics` on the `kir` group."""
+    app.add_typer(tactics_app, name="tactics")
