@@ -202,7 +202,7 @@ class Param:
 
 Check = Callable[["Program", str], list[Diagnostic]]
 Rewrite = Callable[..., None]
-DomainsOf = Callable[["Program", str], dict[str, tuple[Value, ...]]]
+DomainsOf = Callable[["Program", str, Mapping[str, int]], dict[str, tuple[Value, ...]]]
 Validate = Callable[["Program", dict[str, Value]], list[Diagnostic]]
 Anchor = Callable[["Program"], Span | None]
 
@@ -219,8 +219,8 @@ class Tactic:
     `check(program, target)` gives the reasons it does not apply (empty: it does);
     `validate(program, values)` the reasons these parameter values do not fit this program (a
     loop index past the last loop, a tile size the `where` clauses forbid); `rewrite(program,
-    **values)` edits a clone in place; `domains_of(program, target)` the values that make sense
-    here; `anchor(program)` where a bad parameter value is reported (the clause or op the
+    **values)` edits a clone in place; `domains_of(program, target, shapes)` the values that
+    make sense here (`shapes`: the shape symbols' values where known, else empty); `anchor(program)` where a bad parameter value is reported (the clause or op the
     parameter sets)."""
 
     name: str
@@ -271,10 +271,14 @@ class Tactic:
         except Exception as err:  # a bug of a tactic is a diagnostic of the caller's, not a crash
             return [_internal(self.name, err, program)]
 
-    def domains(self, program: Program, target: str | None = None) -> dict[str, tuple[Value, ...]]:
+    def domains(
+        self, program: Program, target: str | None = None, shapes: Mapping[str, int] | None = None
+    ) -> dict[str, tuple[Value, ...]]:
         """The values of each parameter that make sense for `program`: the tactic's own choice
-        where it has one, else the parameter's domain when it is finite, else its default."""
-        chosen = self.domains_of(program, target_of(program, target)) if self.domains_of else {}
+        where it has one, else the parameter's domain when it is finite, else its default.
+        `shapes` are the shape symbols' values the program will run at, where the caller knows
+        them (a task's preset): a tactic that fixes a shape offers those."""
+        chosen = self.domains_of(program, target_of(program, target), shapes or {}) if self.domains_of else {}
         out: dict[str, tuple[Value, ...]] = {}
         for p in self.params:
             if p.name in chosen:

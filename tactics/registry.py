@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from kir.diagnostics import Diagnostic, KirError
@@ -76,14 +76,15 @@ def applicable(
     program: Program,
     target: str | None = None,
     numerics: Iterable[Numerics] = NUMERICS,
+    shapes: Mapping[str, int] | None = None,
 ) -> list[tuple[Tactic, dict[str, tuple[Value, ...]]]]:
     """The tactics whose precondition holds for `program` on `target`, each with the parameter
     values that make sense here. `numerics` says which kinds of result change the caller
     accepts: ("exact",) where a task compares bitwise, all three where its tolerance admits an
-    approximation."""
+    approximation. `shapes`: the shape symbols' values the program will run at, where known."""
     allowed = set(numerics)
     out = []
     for tactic in all():
         if tactic.numerics in allowed and not tactic.precondition(program, target):
-            out.append((tactic, tactic.domains(program, target)))
+            out.append((tactic, tactic.domains(program, target, shapes)))
     return out

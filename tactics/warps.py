@@ -8,6 +8,8 @@ many programs fit on an SM, never what is computed. The explicit level names war
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from xdsl.dialects.builtin import IntAttr
 
 from kir.diagnostics import Diagnostic
@@ -47,7 +49,7 @@ def _check(program: Program, target: str) -> list[Diagnostic]:
     return []
 
 
-def _domains(program: Program, target: str) -> dict[str, tuple[int | str, ...]]:
+def _domains(program: Program, target: str, shapes: Mapping[str, int]) -> dict[str, tuple[int | str, ...]]:
     current = program.kernel.num_warps.data
     most = MOST.get(target, 32)
     return {"warps": tuple(v for v in PowersOfTwo(1, most).values() if v != current)}
