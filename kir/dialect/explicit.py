@@ -24,7 +24,6 @@ from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
     base,
-    irdl_op_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -37,6 +36,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from kir import symexpr as sx
 from kir.dialect.errors import RuleViolation
+from kir.dialect.opdef import op_definition
 from kir.dialect.tile import access_shape
 from kir.dialect.traits import BARRIER, GLOBAL, SHARED, Allocates, Async, Explicit, Pure, Reads, Synchronizes, Writes
 from kir.dialect.types import (
@@ -69,7 +69,7 @@ def _index_scalar(v: SSAValue, what: str) -> None:
         )
 
 
-@irdl_op_definition
+@op_definition
 class SmemAllocOp(IRDLOperation):
     """Allocate a shared-memory buffer for the whole CTA; the leading dimension is usually the
     pipeline stage.
@@ -85,7 +85,7 @@ class SmemAllocOp(IRDLOperation):
         super().__init__(result_types=[buffer_type])
 
 
-@irdl_op_definition
+@op_definition
 class MBarrierAllocOp(IRDLOperation):
     """Allocate and initialize an array of mbarriers, each expecting `count` arrivals per phase.
 
@@ -114,7 +114,7 @@ class _BarrierUser:
         _index_scalar(self.bar_index, "the mbarrier index")  # type: ignore[attr-defined]
 
 
-@irdl_op_definition
+@op_definition
 class ExpectOp(IRDLOperation, _BarrierUser):
     """Arrive once on an mbarrier and add expected transaction bytes to its current phase
     (`mbarrier.arrive.expect_tx`).
@@ -136,7 +136,7 @@ class ExpectOp(IRDLOperation, _BarrierUser):
         _index_scalar(self.nbytes, "the byte count")
 
 
-@irdl_op_definition
+@op_definition
 class ArriveOp(IRDLOperation, _BarrierUser):
     """Arrive on an mbarrier (`count` arrivals, one by default): `arrive(empty[s])`."""
 
@@ -155,7 +155,7 @@ class ArriveOp(IRDLOperation, _BarrierUser):
             raise VerifyException("an arrive counts at least one arrival")
 
 
-@irdl_op_definition
+@op_definition
 class WaitOp(IRDLOperation, _BarrierUser):
     """Block until the mbarrier phase of the given parity has completed.
 
@@ -178,7 +178,7 @@ class WaitOp(IRDLOperation, _BarrierUser):
         _index_scalar(self.parity, "the parity")
 
 
-@irdl_op_definition
+@op_definition
 class TmaLoadOp(IRDLOperation, _BarrierUser):
     """Copy a box of a global tensor into a shared buffer with the Tensor Memory Accelerator;
     the copy completes its bytes on the signalled mbarrier. Out-of-bounds elements are zero.
@@ -247,7 +247,7 @@ def _same_box(op, what: str) -> None:
         )
 
 
-@irdl_op_definition
+@op_definition
 class TmaStoreOp(IRDLOperation):
     """Copy a shared buffer to a box of a global tensor with the TMA (bulk async store);
     out-of-bounds elements are not written. The shared data must be fenced first
@@ -276,7 +276,7 @@ class TmaStoreOp(IRDLOperation):
         _same_box(self, "tma.store")
 
 
-@irdl_op_definition
+@op_definition
 class TmaStoreWaitOp(IRDLOperation):
     """Wait until at most `pending` TMA stores of this role are still reading shared memory:
     `tma.store_wait(0)`."""
@@ -289,7 +289,7 @@ class TmaStoreWaitOp(IRDLOperation):
         super().__init__(properties={"pending": IntAttr(pending)})
 
 
-@irdl_op_definition
+@op_definition
 class CpAsyncOp(IRDLOperation):
     """An asynchronous global-to-shared copy (Ampere `cp.async`), completed by
     `cp.async.commit()` then `cp.async.wait(n)`. Masked-off elements are written as zero.
@@ -318,7 +318,7 @@ class CpAsyncOp(IRDLOperation):
         _same_box(self, "cp.async")
 
 
-@irdl_op_definition
+@op_definition
 class CpAsyncCommitOp(IRDLOperation):
     """Close the current group of `cp.async` copies: `cp.async.commit()`."""
 
@@ -329,7 +329,7 @@ class CpAsyncCommitOp(IRDLOperation):
         super().__init__()
 
 
-@irdl_op_definition
+@op_definition
 class CpAsyncWaitOp(IRDLOperation):
     """Wait until at most `pending` committed groups are in flight: `cp.async.wait(0)`."""
 
@@ -341,7 +341,7 @@ class CpAsyncWaitOp(IRDLOperation):
         super().__init__(properties={"pending": IntAttr(pending)})
 
 
-@irdl_op_definition
+@op_definition
 class CtaBarrierOp(IRDLOperation):
     """Every thread of the CTA waits here (`__syncthreads`): `barrier()`. In divergent role code
     it deadlocks."""
@@ -353,7 +353,7 @@ class CtaBarrierOp(IRDLOperation):
         super().__init__()
 
 
-@irdl_op_definition
+@op_definition
 class FenceAsyncOp(IRDLOperation):
     """Order this role's earlier shared-memory writes before later async-proxy reads (TMA
     store, wgmma): `fence.async()` (`fence.proxy.async.shared::cta`)."""
@@ -365,7 +365,7 @@ class FenceAsyncOp(IRDLOperation):
         super().__init__()
 
 
-@irdl_op_definition
+@op_definition
 class WgmmaOp(IRDLOperation):
     """Warpgroup matrix multiply-accumulate from shared buffers (Hopper `wgmma.mma_async`):
     `acc += a @ b`, issued asynchronously. Its shared operands stay in use, and `acc` is not
@@ -487,7 +487,7 @@ class WgmmaOp(IRDLOperation):
             )
 
 
-@irdl_op_definition
+@op_definition
 class WgmmaWaitOp(IRDLOperation):
     """Wait until at most `pending` wgmma groups of this role are in flight: `wgmma.wait(0)`."""
 
@@ -499,7 +499,7 @@ class WgmmaWaitOp(IRDLOperation):
         super().__init__(properties={"pending": IntAttr(pending)})
 
 
-@irdl_op_definition
+@op_definition
 class SizeofOp(IRDLOperation):
     """The size in bytes of a shared buffer or view, as an i32: `sizeof(as[s])`."""
 
@@ -519,7 +519,7 @@ class SizeofOp(IRDLOperation):
         access_shape(self.mem.type, self.access.data, list(self.indices))
 
 
-@irdl_op_definition
+@op_definition
 class ConvertLayoutOp(IRDLOperation):
     """Give a tile a register layout (moving data between threads if needed):
 

@@ -8,7 +8,6 @@ from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
-    irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -23,13 +22,14 @@ from xdsl.utils.exceptions import VerifyException
 
 from kir import symexpr as sx
 from kir.dialect.errors import RuleViolation
+from kir.dialect.opdef import op_definition
 from kir.dialect.traits import Explicit, Pure
 from kir.dialect.types import GlobalType, ScalarType, SymAttr, scalar, sym, syms
 
 TARGETS = ("interp", "sm_80", "sm_90", "gfx90a", "gfx942", "mtia-sim")
 
 
-@irdl_op_definition
+@op_definition
 class KernelOp(IRDLOperation):
     """A kernel: a grid of programs over global tensors.
 
@@ -130,7 +130,7 @@ class KernelOp(IRDLOperation):
                 raise VerifyException("kernel arguments are global tensors")
 
 
-@irdl_op_definition
+@op_definition
 class YieldOp(IRDLOperation):
     """Ends a loop body or a branch, giving the values carried out of it. It is implicit in
     KIR text: the carried variables' last assignments are yielded, as `acc` here:
@@ -146,7 +146,7 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[list(values)])
 
 
-@irdl_op_definition
+@op_definition
 class ForOp(IRDLOperation):
     """A counted loop with carried values and optional scheduling hints.
 
@@ -225,7 +225,7 @@ class ForOp(IRDLOperation):
                 )
 
 
-@irdl_op_definition
+@op_definition
 class IfOp(IRDLOperation):
     """A conditional on a scalar i1; variables assigned in a branch are its results.
 
@@ -261,7 +261,7 @@ class IfOp(IRDLOperation):
                 )
 
 
-@irdl_op_definition
+@op_definition
 class RoleOp(IRDLOperation):
     """A warp role: a body run only by the given warps (or warpgroups), with a register budget.
 
@@ -327,7 +327,7 @@ class RoleOp(IRDLOperation):
             raise VerifyException("a register budget is positive")
 
 
-@irdl_op_definition
+@op_definition
 class RoleRankOp(IRDLOperation):
     """The position of the executing unit in its role's list, as an i32: in
     `role mma warpgroups(1, 2)`, warpgroup 1 has rank 0 and warpgroup 2 rank 1.

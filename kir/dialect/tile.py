@@ -13,7 +13,6 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
-    irdl_op_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -26,6 +25,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from kir import symexpr as sx
 from kir.dialect.errors import RuleViolation
+from kir.dialect.opdef import op_definition
 from kir.dialect.traits import GLOBAL, SHARED, Elementwise, Pure, Reads, Writes
 from kir.dialect.types import (
     Access,
@@ -84,7 +84,7 @@ def _same_dtype(a: SSAValue, b: SSAValue, what: str) -> str:
     return da
 
 
-@irdl_op_definition
+@op_definition
 class ProgramIdOp(IRDLOperation):
     """The index of this program along a grid axis: `pid = program_id(0)`."""
 
@@ -105,7 +105,7 @@ class ProgramIdOp(IRDLOperation):
             )
 
 
-@irdl_op_definition
+@op_definition
 class NumProgramsOp(IRDLOperation):
     """The grid's extent along an axis: `n = num_programs(0)`."""
 
@@ -126,7 +126,7 @@ class NumProgramsOp(IRDLOperation):
             )
 
 
-@irdl_op_definition
+@op_definition
 class SymValueOp(IRDLOperation):
     """The value of a shape symbol or compile-time parameter as an i32 scalar: `M`, `BM`.
 
@@ -144,7 +144,7 @@ class SymValueOp(IRDLOperation):
         super().__init__(properties={"symbol": StringAttr(symbol)}, result_types=[scalar("i32")])
 
 
-@irdl_op_definition
+@op_definition
 class ConstOp(IRDLOperation):
     """A scalar constant. In KIR text a bare literal takes the dtype of the other operand
     (`x * 2.0` with `x: bf16[...]` is a bf16 constant); alone, integers are i32 and reals f32;
@@ -214,7 +214,7 @@ def const_number(text: str, dtype: str) -> int | float | bool:
     return float(text)
 
 
-@irdl_op_definition
+@op_definition
 class ArangeOp(IRDLOperation):
     """The i32 tile `[start, start + 1, ..., end - 1]`; both bounds are static.
 
@@ -235,7 +235,7 @@ class ArangeOp(IRDLOperation):
         super().__init__(properties={"start": s, "end": e}, result_types=[tile_type("i32", [extent])])
 
 
-@irdl_op_definition
+@op_definition
 class ZerosOp(IRDLOperation):
     """A tile of zeros: `acc = zeros(f32[BM, BN])`."""
 
@@ -247,7 +247,7 @@ class ZerosOp(IRDLOperation):
         super().__init__(result_types=[result_type])
 
 
-@irdl_op_definition
+@op_definition
 class FullOp(IRDLOperation):
     """A tile filled with a scalar: `m = full(f32[BM], -inf)`."""
 
@@ -286,7 +286,7 @@ BINARY_FNS = {
 INT_ONLY_FNS = ("and", "or", "xor", "shl", "shr", "rem")
 
 
-@irdl_op_definition
+@op_definition
 class BinaryOp(IRDLOperation):
     """Elementwise binary arithmetic with numpy broadcasting; both operands have one dtype.
 
@@ -333,7 +333,7 @@ class BinaryOp(IRDLOperation):
 CMP_PREDICATES = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
-@irdl_op_definition
+@op_definition
 class CompareOp(IRDLOperation):
     """Elementwise comparison giving i1, with broadcasting: `mask = cols < N`."""
 
@@ -380,7 +380,7 @@ UNARY_FNS = (
 FLOAT_ONLY_UNARY = tuple(f for f in UNARY_FNS if f not in ("neg", "not", "abs"))
 
 
-@irdl_op_definition
+@op_definition
 class UnaryOp(IRDLOperation):
     """Elementwise unary math: `-x` (neg), `~m` (not: bitwise, or logical on i1), and the calls
     abs, exp, exp2, log, log2, sqrt, rsqrt, erf, sigmoid, tanh, sin, cos, floor, ceil.
@@ -423,7 +423,7 @@ class UnaryOp(IRDLOperation):
             )
 
 
-@irdl_op_definition
+@op_definition
 class WhereOp(IRDLOperation):
     """Elementwise select with broadcasting: `y = where(mask, x, 0.0)`."""
 
@@ -459,7 +459,7 @@ class WhereOp(IRDLOperation):
         _same_dtype(self.lhs, self.rhs, "where")
 
 
-@irdl_op_definition
+@op_definition
 class CastOp(IRDLOperation):
     """Convert elementwise to another dtype (round to nearest even; float to int truncates):
     `y = cast<bf16>(acc)`."""
@@ -480,7 +480,7 @@ class CastOp(IRDLOperation):
             raise VerifyException("cast keeps the shape")
 
 
-@irdl_op_definition
+@op_definition
 class ExpandDimsOp(IRDLOperation):
     """Insert a dimension of extent 1, written with `None`: `rows[:, None]` is axis 1."""
 
@@ -507,7 +507,7 @@ class ExpandDimsOp(IRDLOperation):
         )
 
 
-@irdl_op_definition
+@op_definition
 class BroadcastOp(IRDLOperation):
     """Broadcast to a shape: `b = broadcast(bias[None, :], [BM, BN])`."""
 
@@ -528,7 +528,7 @@ class BroadcastOp(IRDLOperation):
         super().__init__(operands=[operand], result_types=[tile_type(dtype_of(operand.type), shape)])
 
 
-@irdl_op_definition
+@op_definition
 class ReshapeOp(IRDLOperation):
     """Reshape a tile, keeping row-major element order: `y = reshape(x, [BM * BN])`."""
 
@@ -562,7 +562,7 @@ def _product(shape: Sequence[sx.SymExpr]) -> int | None:
     return total
 
 
-@irdl_op_definition
+@op_definition
 class TransOp(IRDLOperation):
     """Transpose a 2-D tile: `bt = trans(b)`."""
 
@@ -603,7 +603,7 @@ def _reduced(operand: SSAValue, axis: int, what: str) -> list[sx.SymExpr]:
 REDUCE_FNS = ("sum", "max", "min", "prod")
 
 
-@irdl_op_definition
+@op_definition
 class ReduceOp(IRDLOperation):
     """Reduce a tile along an axis; a 1-D tile reduces to a scalar. fn: sum, max, min, prod.
 
@@ -632,7 +632,7 @@ class ReduceOp(IRDLOperation):
             raise VerifyException(f"unknown reduction '{self.fn.data}'")
 
 
-@irdl_op_definition
+@op_definition
 class ArgReduceOp(IRDLOperation):
     """The i32 index of the largest (argmax) or smallest (argmin) element along an axis; ties
     go to the lowest index.
@@ -663,7 +663,7 @@ class ArgReduceOp(IRDLOperation):
 SCAN_FNS = ("cumsum", "cumprod", "cummax", "cummin")
 
 
-@irdl_op_definition
+@op_definition
 class ScanOp(IRDLOperation):
     """Inclusive scan along an axis. fn: cumsum, cumprod, cummax, cummin.
 
@@ -693,7 +693,7 @@ class ScanOp(IRDLOperation):
             raise VerifyException(f"unknown scan '{self.fn.data}'")
 
 
-@irdl_op_definition
+@op_definition
 class TopKOp(IRDLOperation):
     """The k largest (or smallest) values along the last axis, sorted, with their i32 indices.
 
@@ -735,7 +735,7 @@ class TopKOp(IRDLOperation):
             )
 
 
-@irdl_op_definition
+@op_definition
 class GatherOp(IRDLOperation):
     """Pick elements of a tile along one axis by an integer index tile, as `torch.gather`,
     `numpy.take_along_axis` and Triton's `tl.gather`: `src` and `index` have one rank, the
@@ -812,7 +812,7 @@ def _check_gather(src: Attribute, index: Attribute, axis: int) -> None:
             )
 
 
-@irdl_op_definition
+@op_definition
 class DotOp(IRDLOperation):
     """Matrix product of tiles `[M, K] x [K, N]` accumulated in a stated dtype, optionally into
     an accumulator: `acc = dot<f32>(a, b, acc)`."""
@@ -966,7 +966,7 @@ def _check_mask(mask: SSAValue | None, shape: Sequence[sx.SymExpr], what: str) -
 EVICT_POLICIES = ("first", "last")
 
 
-@irdl_op_definition
+@op_definition
 class LoadOp(IRDLOperation, MemAccess):
     """Read a tile (or a scalar) from a global tensor or a shared buffer. Lanes where the mask
     is false are not read and take `other` (zero when absent). `evict` (global tensors only) is
@@ -1031,7 +1031,7 @@ class LoadOp(IRDLOperation, MemAccess):
             )
 
 
-@irdl_op_definition
+@op_definition
 class StoreOp(IRDLOperation, MemAccess):
     """Write a tile (or scalar, broadcast) to a global tensor or a shared buffer where the mask
     holds.
@@ -1084,7 +1084,7 @@ class StoreOp(IRDLOperation, MemAccess):
 ATOMIC_FNS = ("add", "max", "min", "xchg")
 
 
-@irdl_op_definition
+@op_definition
 class AtomicOp(IRDLOperation, MemAccess):
     """Atomic read-modify-write on a global tensor, returning the old values. Lanes of one op
     that hit the same element are applied one after another. fn: add, max, min, xchg.

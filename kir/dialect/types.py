@@ -14,6 +14,7 @@ over its compile-time parameters and shape symbols until it is run or lowered.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -212,13 +213,23 @@ class MBarrierType(ParametrizedAttribute, TypeAttribute):
 MemoryType = GlobalType | SmemType
 
 
+@functools.lru_cache(maxsize=256)
 def scalar(dtype: str) -> ScalarType:
     return ScalarType(StringAttr(dtype))
 
 
 def tile_type(dtype: str, shape: Sequence[sx.SymExpr | int | str], layout: Layout | None = None) -> TileType:
-    lay: ArrayAttr[LayoutAttr] = ArrayAttr([LayoutAttr(layout)]) if layout is not None else ArrayAttr([])
-    return TileType(StringAttr(dtype), syms(shape), lay)
+    if layout is None:
+        return _plain_tile_type(dtype, tuple(shape))
+    return TileType(StringAttr(dtype), syms(shape), ArrayAttr([LayoutAttr(layout)]))
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain_tile_type(dtype: str, shape: tuple[sx.SymExpr | int | str, ...]) -> TileType:
+    """A tile type without a layout. Types are immutable values, so one instance serves every op
+    of that type: building and verifying a fresh one (xdsl checks each parameter against its
+    declared type) was a tenth of parsing a long program."""
+    return TileType(StringAttr(dtype), syms(shape), ArrayAttr([]))
 
 
 def value_type(dtype: str, shape: Sequence[sx.SymExpr]) -> ScalarType | TileType:
