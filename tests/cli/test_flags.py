@@ -92,8 +92,8 @@ SHARED = {
 
 def test_a_flag_means_one_thing_in_every_command():
     """Each shared flag has the same spellings and (but for --out and --json, whose value or
-    record is the command's) the same help in every command; a short form is never another
-    flag's."""
+    record is the command's, and `kir tactics apply`'s --param, whose names are the tactic's
+    parameters) the same help in every command; a short form is never another flag's."""
     helps: dict[str, set[str]] = {}
     shorts: dict[str, set[str]] = {}
     for command, cmd in leaf_commands():
@@ -103,7 +103,8 @@ def test_a_flag_means_one_thing_in_every_command():
                 shorts.setdefault(short, set()).add(long)
             if long in SHARED and not opt.hidden:
                 assert sorted(opt.opts) == sorted(SHARED[long]), (command, opt.opts)
-                helps.setdefault(long, set()).add(opt.help.removesuffix(" Repeatable."))
+                if (command, long) != ("tactics apply", "--param"):
+                    helps.setdefault(long, set()).add(opt.help.removesuffix(" Repeatable."))
     assert {s: longs for s, longs in shorts.items() if len(longs) > 1} == {}, shorts
     assert shorts["-t"] == {"--target"} and shorts["-b"] == {"--backend"}
     for long in ("--target", "--backend", "--param", "--shape", "--preset", "--timeout"):
@@ -165,6 +166,8 @@ def test_every_command_with_json_prints_its_schema(tmp_path, monkeypatch):
         "cost": ["cost", SOFTMAX, "-t", "sm_90"],
         "run": ["run", SOFTMAX, "--task", "softmax", "-b", "interp"],
         "rules list": ["rules", "list"],
+        "tactics list": ["tactics", "list"],
+        "tactics apply": ["tactics", "apply", SOFTMAX, "warps", "-p", "warps=16"],
     }
     having_json = {c for c, cmd in leaf_commands() if any("--json" in p.opts for p in cmd.params)}
     assert having_json == set(SCHEMAS) | set(RECORD_COMMANDS), "every command with --json has a schema, and only those"
@@ -183,6 +186,10 @@ def test_every_command_with_json_prints_its_schema(tmp_path, monkeypatch):
     for command in RECORD_COMMANDS:  # a Record's JSON reads back as the same Record
         assert Record.from_json(got[command]).to_json() == got[command], command
     assert got["rules list"]["rules"] and got["rules list"]["file"] is None
+    assert "warps" in [t["name"] for t in got["tactics list"]["tactics"]]
+    applied = got["tactics apply"]
+    assert applied["ok"] and (applied["tactic"], applied["params"]) == ("warps", {"warps": 16})
+    assert "warps(16)" in applied["text"] and applied["kernel"] == "softmax"
 
 
 def test_a_usage_error_is_the_commands_object_with_nulls():

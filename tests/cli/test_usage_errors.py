@@ -72,6 +72,9 @@ def base(command: str, f: dict[str, str]) -> list[str]:
         "rules list": [],
         "rules explain": ["sync.parity"],
         "rules add": [f["rule"]],
+        "tactics list": [],
+        "tactics explain": ["warps"],
+        "tactics apply": [SOFTMAX, "warps"],
     }[command]
 
 
@@ -99,6 +102,7 @@ BAD = {
     "--calibration": ["{missing}", "{dir}"],
     "FILE": ["{missing}", "{dir}", "{huge}"],
     "ID": ["nonsense.rule"],
+    "NAME": ["nonsense"],
     "TASK...": ["nonsense"],
 }
 # bench's --out is a folder: a file is what it cannot take
@@ -178,7 +182,7 @@ def test_every_command_and_option_has_cases(files):
     documented = {name for name, _ in COMMANDS}
     assert documented == {
         "check", "fmt", "hash", "version", "interp", "lower", "compile", "cost", "run", "bench",
-        "rules list", "rules explain", "rules add",
+        "rules list", "rules explain", "rules add", "tactics list", "tactics explain", "tactics apply",
     }  # fmt: skip
     for command, cmd in COMMANDS:
         base(command, files)  # raises KeyError for a command without a base line
