@@ -39,7 +39,7 @@ class GiveUp(Exception):
 # patterns are the grammar's NAME, FLOAT (tried before INT, as lark's lexer orders them), INT
 # and _NL; punctuation is tried longest first, as lark tries its string terminals.
 _TOKEN = re.compile(
-    r"""[\t \f]*(?:\#[^\n]*)?(?:
+    r"""(?P<s>[\t \f]*(?:\#[^\n]*)?)(?:
       (?P<n>(?:\r?\n[\t \f]*)+)
     | (?P<w>[A-Za-z_][A-Za-z0-9_]*)
     | (?P<f>[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)
@@ -129,50 +129,56 @@ class _Parser:
         nl_ends: dict[int, tuple[int, int, int]] = {}
         line, line_start, pos = 1, 0, 0
         depth, ended = 0, False
-        for m in _TOKEN.finditer(text):
-            if m.start() != pos:
-                raise GiveUp
-            kind = m.lastgroup
-            pos = m.end()
-            if kind == "p":
-                start = m.start("p")
-                value = m.group("p")
-                ended = value == ";" and depth == 0
-                if value == "(" or value == "[":
+        # findall hands over the matched texts without a match object each; the positions
+        # follow from their lengths, and a character no pattern takes leaves a gap that makes
+        # the sum fall short of the text's length
+        for blank, newline, word, float_, int_, punct, _end in _TOKEN.findall(text):
+            start = pos + len(blank)
+            if word:
+                value = word
+                kind = "w"
+                ended = False
+            elif punct:
+                value = kind = punct
+                ended = punct == ";" and depth == 0
+                if punct == "(" or punct == "[":
                     depth += 1
-                elif (value == ")" or value == "]") and depth:
+                elif (punct == ")" or punct == "]") and depth:
                     depth -= 1
-                kinds.append(value)
-            elif kind == "n":
-                start = m.start("n")
-                value = m.group("n")
+            elif newline:
+                pos = start + len(newline)
                 keep = not (depth or ended)
                 if keep:
                     ended = True
                     kinds.append("n")
-                    values.append(value)
+                    values.append(newline)
                     starts.append(start)
                     lines.append(line)
                     columns.append(start - line_start + 1)
-                line += value.count("\n")
-                line_start = start + value.rindex("\n") + 1
+                line += newline.count("\n")
+                line_start = start + newline.rindex("\n") + 1
                 if keep:
                     nl_ends[len(kinds) - 1] = (line, pos - line_start + 1, pos)
                 continue
-            elif kind == "e":
-                start = pos
-                value = ""
-                kinds.append("$")
-            else:
-                assert kind is not None
-                start = m.start(kind)
-                value = m.group(kind)
+            elif int_:
+                value = int_
+                kind = "i"
                 ended = False
-                kinds.append(kind)
+            elif float_:
+                value = float_
+                kind = "f"
+                ended = False
+            else:  # the end of the text
+                value = ""
+                kind = "$"
+            pos = start + len(value)
+            kinds.append(kind)
             values.append(value)
             starts.append(start)
             lines.append(line)
             columns.append(start - line_start + 1)
+        if pos != len(text):
+            raise GiveUp
         if not kinds or kinds[-1] != "$":
             raise GiveUp
         self.text = text

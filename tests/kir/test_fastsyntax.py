@@ -186,14 +186,14 @@ def test_broken_copies_of_every_program_read_alike():
     seen: dict[str, int] = {}
     for name in SMALL:
         text = TEXTS[name]
-        for _ in range(12):
+        for _ in range(4):
             broken = text
             for _ in range(rng.randrange(1, 4)):
                 broken = mutate(broken, rng)
             outcome = compare(broken)
             seen[outcome] = seen.get(outcome, 0) + 1
     # both kinds were seen: copies that stay valid and copies that lark rejects
-    assert seen.get("same", 0) > 100 and seen.get("both reject", 0) > 100, seen
+    assert seen.get("same", 0) > 50 and seen.get("both reject", 0) > 50, seen
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -260,6 +260,21 @@ def test_expressions_read_alike(pieces, sep):
     kernel = TEXTS["examples/vector_add.kir"]
     at = kernel.index("{") + 1
     compare(kernel[:at] + "\n  q = " + text + "\n" + kernel[at:])
+
+
+def test_too_deep_for_the_fast_parser_is_lark_s_answer():
+    """Nesting past Python's recursion limit is read by lark (a tree, or its too-deep error)."""
+    kernel = TEXTS["examples/vector_add.kir"]
+    at = kernel.index("{") + 1
+    for depth in (50, 5000):
+        text = kernel[:at] + "\n  q = " + "(" * depth + "1" + ")" * depth + "\n" + kernel[at:]
+        try:
+            slow = lark_parser().parse(text, start="start")
+        except RecursionError:
+            with pytest.raises(KirError, match="syntax.too-deep"):
+                parse_tree(text)
+        else:
+            assert differences(parse_tree(text)[0], slow) is None
 
 
 def test_static_text_reads_alike():
