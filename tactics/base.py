@@ -106,7 +106,7 @@ class IntRange:
         step = f" in steps of {self.step}" if self.step != 1 else ""
         return f"an integer in {self.low}..{self.high}{step}"
 
-    def values(self) -> tuple[Value, ...] | None:
+    def values(self) -> tuple[int, ...] | None:
         count = (self.high - self.low) // self.step + 1
         return tuple(range(self.low, self.high + 1, self.step)) if count <= 64 else None
 
@@ -127,7 +127,7 @@ class PowersOfTwo:
     def describe(self) -> str:
         return f"a power of two in {self.low}..{self.high}"
 
-    def values(self) -> tuple[Value, ...]:
+    def values(self) -> tuple[int, ...]:
         out, v = [], 1
         while v <= self.high:
             if v >= self.low:
