@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from xdsl.dialects.builtin import ArrayAttr, IntAttr
+
 from kir.diagnostics import Diagnostic
 from kir.dialect.types import GlobalType, TileType
 from kir.names import suggest
@@ -125,8 +127,8 @@ def _domains(program: Program, target: str, shapes: Mapping[str, int]) -> dict[s
 
 
 def _rewrite(program: Program, *, param: str, value: int) -> None:
-    retiled = program.with_params(**{param: value})
-    program.kernel.param_defaults = retiled.kernel.param_defaults
+    values = {**program.params, param: value}
+    program.kernel.param_defaults = ArrayAttr([IntAttr(values[n]) for n in program.params])
 
 
 RETILE = register(
