@@ -206,6 +206,11 @@ class _Parser:
         tok.end_pos = start + len(value)
         return tok
 
+    def leaf(self, data: str, i: int, type_: str) -> Tree:
+        """A tree of token `i` alone, spanning it (`name`, `int_lit`, `float_lit`)."""
+        tok = self.token(i, type_)
+        return _tree(data, [tok], tok.line, tok.column, tok.start_pos, tok.end_line, tok.end_column, tok.end_pos)  # type: ignore[arg-type]
+
     def expect(self, kind: str) -> int:
         """The index of the next token, which must be of `kind`."""
         i = self.i
@@ -653,7 +658,7 @@ class _Parser:
                 after = self.kinds[i + 1]
                 if after == "(" or after == ".":
                     return self.call(i)
-                return self.tok_tok("name", [self.token(i, "NAME")], i, i)
+                return self.leaf("name", i, "NAME")
             if word in DTYPES:
                 self.i = i + 1
                 dtype = self.token(i, "DTYPE")
@@ -715,9 +720,9 @@ class _Parser:
         kind = self.kinds[i]
         self.i = i + 1
         if kind == "i":
-            return self.tok_tok("int_lit", [self.token(i, "INT")], i, i)
+            return self.leaf("int_lit", i, "INT")
         if kind == "f":
-            return self.tok_tok("float_lit", [self.token(i, "FLOAT")], i, i)
+            return self.leaf("float_lit", i, "FLOAT")
         if kind == "w":
             alias = _LITERAL_WORDS.get(self.values[i])
             if alias is not None:
