@@ -22,7 +22,6 @@ from xdsl.ir import SSAValue
 from xdsl.irdl import (
     AnyOf,
     AttrSizedOperandSegments,
-    IRDLOperation,
     base,
     operand_def,
     opt_operand_def,
@@ -36,7 +35,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from kir import symexpr as sx
 from kir.dialect.errors import RuleViolation
-from kir.dialect.opdef import op_definition
+from kir.dialect.opdef import KirOperation, op_definition
 from kir.dialect.tile import access_shape
 from kir.dialect.traits import BARRIER, GLOBAL, SHARED, Allocates, Async, Explicit, Pure, Reads, Synchronizes, Writes
 from kir.dialect.types import (
@@ -70,7 +69,7 @@ def _index_scalar(v: SSAValue, what: str) -> None:
 
 
 @op_definition
-class SmemAllocOp(IRDLOperation):
+class SmemAllocOp(KirOperation):
     """Allocate a shared-memory buffer for the whole CTA; the leading dimension is usually the
     pipeline stage.
 
@@ -86,7 +85,7 @@ class SmemAllocOp(IRDLOperation):
 
 
 @op_definition
-class MBarrierAllocOp(IRDLOperation):
+class MBarrierAllocOp(KirOperation):
     """Allocate and initialize an array of mbarriers, each expecting `count` arrivals per phase.
 
     In KIR:
@@ -115,7 +114,7 @@ class _BarrierUser:
 
 
 @op_definition
-class ExpectOp(IRDLOperation, _BarrierUser):
+class ExpectOp(KirOperation, _BarrierUser):
     """Arrive once on an mbarrier and add expected transaction bytes to its current phase
     (`mbarrier.arrive.expect_tx`).
 
@@ -137,7 +136,7 @@ class ExpectOp(IRDLOperation, _BarrierUser):
 
 
 @op_definition
-class ArriveOp(IRDLOperation, _BarrierUser):
+class ArriveOp(KirOperation, _BarrierUser):
     """Arrive on an mbarrier (`count` arrivals, one by default): `arrive(empty[s])`."""
 
     name = "kir.arrive"
@@ -156,7 +155,7 @@ class ArriveOp(IRDLOperation, _BarrierUser):
 
 
 @op_definition
-class WaitOp(IRDLOperation, _BarrierUser):
+class WaitOp(KirOperation, _BarrierUser):
     """Block until the mbarrier phase of the given parity has completed.
 
     In KIR:
@@ -179,7 +178,7 @@ class WaitOp(IRDLOperation, _BarrierUser):
 
 
 @op_definition
-class TmaLoadOp(IRDLOperation, _BarrierUser):
+class TmaLoadOp(KirOperation, _BarrierUser):
     """Copy a box of a global tensor into a shared buffer with the Tensor Memory Accelerator;
     the copy completes its bytes on the signalled mbarrier. Out-of-bounds elements are zero.
 
@@ -248,7 +247,7 @@ def _same_box(op, what: str) -> None:
 
 
 @op_definition
-class TmaStoreOp(IRDLOperation):
+class TmaStoreOp(KirOperation):
     """Copy a shared buffer to a box of a global tensor with the TMA (bulk async store);
     out-of-bounds elements are not written. The shared data must be fenced first
     (`fence.async`) and not overwritten before `tma.store_wait`.
@@ -277,7 +276,7 @@ class TmaStoreOp(IRDLOperation):
 
 
 @op_definition
-class TmaStoreWaitOp(IRDLOperation):
+class TmaStoreWaitOp(KirOperation):
     """Wait until at most `pending` TMA stores of this role are still reading shared memory:
     `tma.store_wait(0)`."""
 
@@ -290,7 +289,7 @@ class TmaStoreWaitOp(IRDLOperation):
 
 
 @op_definition
-class CpAsyncOp(IRDLOperation):
+class CpAsyncOp(KirOperation):
     """An asynchronous global-to-shared copy (Ampere `cp.async`), completed by
     `cp.async.commit()` then `cp.async.wait(n)`. Masked-off elements are written as zero.
 
@@ -319,7 +318,7 @@ class CpAsyncOp(IRDLOperation):
 
 
 @op_definition
-class CpAsyncCommitOp(IRDLOperation):
+class CpAsyncCommitOp(KirOperation):
     """Close the current group of `cp.async` copies: `cp.async.commit()`."""
 
     name = "kir.cp_async_commit"
@@ -330,7 +329,7 @@ class CpAsyncCommitOp(IRDLOperation):
 
 
 @op_definition
-class CpAsyncWaitOp(IRDLOperation):
+class CpAsyncWaitOp(KirOperation):
     """Wait until at most `pending` committed groups are in flight: `cp.async.wait(0)`."""
 
     name = "kir.cp_async_wait"
@@ -342,7 +341,7 @@ class CpAsyncWaitOp(IRDLOperation):
 
 
 @op_definition
-class CtaBarrierOp(IRDLOperation):
+class CtaBarrierOp(KirOperation):
     """Every thread of the CTA waits here (`__syncthreads`): `barrier()`. In divergent role code
     it deadlocks."""
 
@@ -354,7 +353,7 @@ class CtaBarrierOp(IRDLOperation):
 
 
 @op_definition
-class FenceAsyncOp(IRDLOperation):
+class FenceAsyncOp(KirOperation):
     """Order this role's earlier shared-memory writes before later async-proxy reads (TMA
     store, wgmma): `fence.async()` (`fence.proxy.async.shared::cta`)."""
 
@@ -366,7 +365,7 @@ class FenceAsyncOp(IRDLOperation):
 
 
 @op_definition
-class WgmmaOp(IRDLOperation):
+class WgmmaOp(KirOperation):
     """Warpgroup matrix multiply-accumulate from shared buffers (Hopper `wgmma.mma_async`):
     `acc += a @ b`, issued asynchronously. Its shared operands stay in use, and `acc` is not
     ready, until `wgmma.wait`.
@@ -488,7 +487,7 @@ class WgmmaOp(IRDLOperation):
 
 
 @op_definition
-class WgmmaWaitOp(IRDLOperation):
+class WgmmaWaitOp(KirOperation):
     """Wait until at most `pending` wgmma groups of this role are in flight: `wgmma.wait(0)`."""
 
     name = "kir.wgmma_wait"
@@ -500,7 +499,7 @@ class WgmmaWaitOp(IRDLOperation):
 
 
 @op_definition
-class SizeofOp(IRDLOperation):
+class SizeofOp(KirOperation):
     """The size in bytes of a shared buffer or view, as an i32: `sizeof(as[s])`."""
 
     name = "kir.sizeof"
@@ -520,7 +519,7 @@ class SizeofOp(IRDLOperation):
 
 
 @op_definition
-class ConvertLayoutOp(IRDLOperation):
+class ConvertLayoutOp(KirOperation):
     """Give a tile a register layout (moving data between threads if needed):
 
     In KIR:

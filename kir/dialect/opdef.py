@@ -19,12 +19,23 @@ results and regions, the properties present, the constraint on each) and then th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from xdsl.dialects.builtin import DenseArrayBase, i32
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition
 from xdsl.irdl.constraints import AnyAttr, BaseAttr, EqIntConstraint, RangeLengthConstraint, RangeOf, SingleOf
-from xdsl.irdl.operations import OpDef, OperandDef, OptPropertyDef, PropertyDef, ResultDef
+from xdsl.irdl.operations import (
+    AttrSizedOperandSegments,
+    OpDef,
+    OperandDef,
+    OptOperandDef,
+    OptPropertyDef,
+    PropertyDef,
+    ResultDef,
+    VarOperandDef,
+)
 
 OpT = TypeVar("OpT", bound=IRDLOperation)
 
@@ -60,14 +71,22 @@ def _range_check(constr: Any) -> tuple[bool, Check]:
     return False, None
 
 
+_SEGMENTS = AttrSizedOperandSegments.attribute_name
+
+
 class _SimpleDef:
-    """The generic checks of a definition that holds nothing but fixed operands and results and
-    properties, each constrained to any attribute or to instances of one class."""
+    """The generic checks of a simple definition: operands and results and properties, each
+    constrained to any attribute or to instances of one class. The results are fixed; the
+    operands are fixed (`kinds` None) or have optional and variadic slots (`kinds`: "one",
+    "opt" or "var" per slot), whose sizes the op's segment-size property gives (`sized`) or,
+    for a single such slot, the number of operands implies."""
 
-    __slots__ = ("operands", "results", "required", "optional", "traits")
+    __slots__ = ("operands", "kinds", "sized", "results", "required", "optional", "traits")
 
-    def __init__(self, operands, results, required, optional, traits) -> None:
+    def __init__(self, operands, kinds, sized, results, required, optional, traits) -> None:
         self.operands: tuple[Check, ...] = operands
+        self.kinds: tuple[str, ...] | None = kinds
+        self.sized: bool = sized
         self.results: tuple[Check, ...] = results
         self.required: dict[str, Check] = required
         self.optional: dict[str, Check] = optional
@@ -75,13 +94,16 @@ class _SimpleDef:
 
     def holds(self, op: IRDLOperation) -> bool:
         operands, results = op.operands, op.results
-        if len(operands) != len(self.operands) or len(results) != len(self.results):
+        if len(results) != len(self.results) or op.regions or op.successors:
             return False
-        if op.regions or op.successors:
-            return False
-        for value, check in zip(operands, self.operands, strict=True):
-            if check is not None and not isinstance(value.type, check):
+        if self.kinds is None:
+            if len(operands) != len(self.operands):
                 return False
+            for value, check in zip(operands, self.operands, strict=True):
+                if check is not None and not isinstance(value.type, check):
+                    return False
+        elif not self._segments_hold(op, operands):
+            return False
         for value, check in zip(results, self.results, strict=True):
             if check is not None and not isinstance(value.type, check):
                 return False
@@ -101,17 +123,58 @@ class _SimpleDef:
                     return False
         return True
 
+    def _segments_hold(self, op: IRDLOperation, operands) -> bool:
+        kinds = self.kinds
+        assert kinds is not None
+        if self.sized:
+            attr = op.properties.get(_SEGMENTS)
+            if not isinstance(attr, DenseArrayBase) or attr.elt_type != i32:
+                return False
+            sizes = attr.get_values()
+        else:  # one optional or variadic slot: it holds what the fixed ones leave
+            rest = len(operands) - (len(kinds) - 1)
+            sizes = tuple(rest if k != "one" else 1 for k in kinds)
+        if len(sizes) != len(kinds) or sum(sizes) != len(operands):
+            return False
+        at = 0
+        for kind, size, check in zip(kinds, sizes, self.operands, strict=True):
+            if size < 0 or (kind == "one" and size != 1) or (kind == "opt" and size > 1):
+                return False
+            if check is not None:
+                for k in range(at, at + size):
+                    if not isinstance(operands[k].type, check):
+                        return False
+            at += size
+        return True
+
 
 def _simple(op_def: OpDef) -> _SimpleDef | None:
     """The definition as a `_SimpleDef`, or None when it holds more than simple checks."""
-    if op_def.regions or op_def.successors or op_def.options or op_def.attributes:
+    if op_def.regions or op_def.successors or op_def.attributes:
         return None
+    sized = False
+    for option in op_def.options:
+        if type(option) is AttrSizedOperandSegments and option.as_property:
+            sized = True
+        else:
+            return None
     operands: list[Check] = []
+    kinds: list[str] = []
     for _, d in op_def.operands:
-        ok, check = _range_check(d.constr) if type(d) is OperandDef else (False, None)
+        if type(d) is OperandDef:
+            ok, check = _range_check(d.constr)
+            kinds.append("one")
+        elif type(d) in (VarOperandDef, OptOperandDef) and type(d.constr) is RangeOf:
+            ok, check = _attr_check(d.constr.constr)
+            kinds.append("opt" if type(d) is OptOperandDef else "var")
+        else:
+            return None
         if not ok:
             return None
         operands.append(check)
+    variable = sum(k != "one" for k in kinds)
+    if variable > 1 and not sized or sized and not variable:
+        return None  # (sizes xdsl would take as equal, or a segment property for nothing)
     results: list[Check] = []
     for _, d in op_def.results:
         ok, check = _range_check(d.constr) if type(d) is ResultDef else (False, None)
@@ -127,7 +190,17 @@ def _simple(op_def: OpDef) -> _SimpleDef | None:
         if not ok:
             return None
         (optional if type(d) is OptPropertyDef else required)[name] = check
-    return _SimpleDef(tuple(operands), tuple(results), required, optional, tuple(op_def.traits))
+    if sized:
+        required[_SEGMENTS] = None  # (its type and values: `_segments_hold`)
+    return _SimpleDef(
+        tuple(operands),
+        tuple(kinds) if variable else None,
+        sized,
+        tuple(results),
+        required,
+        optional,
+        tuple(op_def.traits),
+    )
 
 
 def _verifier(op_def: OpDef, own: Callable[[Any], None]) -> Callable[[Any], None]:
@@ -151,12 +224,79 @@ def _verifier(op_def: OpDef, own: Callable[[Any], None]) -> Callable[[Any], None
     return verify_simple
 
 
+# (op class, trait class or trait) -> the op's trait that matches, or None
+_TRAITS: dict[tuple[type, Any], Any] = {}
+
+
+def _get_trait(cls, trait):
+    """xdsl's `get_trait`, remembered per class: an op's traits belong to its class, and the
+    verifier's rules ask about them at every op (a search through the traits each time, with an
+    isinstance test per trait, was a tenth of checking a long program)."""
+    key = (cls, trait)
+    try:
+        return _TRAITS[key]
+    except KeyError:
+        found = _TRAITS[key] = IRDLOperation.get_trait.__func__(cls, trait)  # type: ignore[attr-defined]
+        return found
+    except TypeError:  # an unhashable trait value: asked directly
+        return IRDLOperation.get_trait.__func__(cls, trait)  # type: ignore[attr-defined]
+
+
+class KirOperation(IRDLOperation):
+    """The base of every KIR op. Its constructor builds an op of a simple definition (see the
+    module's docstring) directly: xdsl's generic builder sorts each argument into its
+    definition's slots (optional, variadic, segment sizes), which for an op of fixed operands
+    and results is a third of building it. Anything else, and any call that does not fit the
+    definition's counts, goes through xdsl's builder, which also says what does not fit."""
+
+    def __init__(
+        self,
+        *,
+        operands: Sequence[Any] | None = None,
+        result_types: Sequence[Any] | None = None,
+        properties: Mapping[str, Attribute | None] | None = None,
+        attributes: Mapping[str, Attribute | None] | None = None,
+        successors: Sequence[Any] | None = None,
+        regions: Sequence[Any] | None = None,
+    ) -> None:
+        counts = type(self).__dict__.get("_fixed_counts")
+        if (
+            counts is not None
+            and not attributes
+            and not successors
+            and not regions
+            and len(operands or ()) == counts[0]
+            and len(result_types or ()) == counts[1]
+            and all(isinstance(v, SSAValue) for v in operands or ())
+            and all(isinstance(t, Attribute) for t in result_types or ())
+        ):
+            Operation.__init__(
+                self,
+                operands=operands or (),
+                result_types=result_types or (),
+                properties={k: v for k, v in properties.items() if v is not None} if properties else {},
+            )
+            return
+        super().__init__(
+            operands=operands,
+            result_types=result_types,
+            properties=properties,
+            attributes=attributes,
+            successors=successors,
+            regions=regions,
+        )
+
+
 def op_definition(cls: type[OpT]) -> type[OpT]:
-    """`irdl_op_definition`, with the class's own `verify_` kept as `own_verify` and the
-    generic checks run directly where they are simple."""
+    """`irdl_op_definition`, with the class's own `verify_` kept as `own_verify`, the generic
+    checks run directly where they are simple, and trait lookups remembered."""
     own = getattr(cls, "verify_", None) or _no_checks
     defined = irdl_op_definition(cls)
+    defined.get_trait = classmethod(_get_trait)  # type: ignore[method-assign, assignment]
     defined.own_verify = own  # type: ignore[attr-defined]
     defined.verify_ = _verifier(defined.get_irdl_definition(), own)  # type: ignore[method-assign]
-    defined.simple_definition = _simple(defined.get_irdl_definition()) is not None  # type: ignore[attr-defined]
+    simple = _simple(defined.get_irdl_definition())
+    defined.simple_definition = simple is not None  # type: ignore[attr-defined]
+    if simple is not None and simple.kinds is None:
+        defined._fixed_counts = (len(simple.operands), len(simple.results))  # type: ignore[attr-defined]
     return defined

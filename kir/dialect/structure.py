@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (
-    IRDLOperation,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -22,7 +21,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from kir import symexpr as sx
 from kir.dialect.errors import RuleViolation
-from kir.dialect.opdef import op_definition
+from kir.dialect.opdef import KirOperation, op_definition
 from kir.dialect.traits import Explicit, Pure
 from kir.dialect.types import GlobalType, ScalarType, SymAttr, scalar, sym, syms
 
@@ -30,7 +29,7 @@ TARGETS = ("interp", "sm_80", "sm_90", "gfx90a", "gfx942", "mtia-sim")
 
 
 @op_definition
-class KernelOp(IRDLOperation):
+class KernelOp(KirOperation):
     """A kernel: a grid of programs over global tensors.
 
         kernel vadd<BLOCK = 1024>(x: global f32[N], y: global f32[N], z: out global f32[N])
@@ -131,7 +130,7 @@ class KernelOp(IRDLOperation):
 
 
 @op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(KirOperation):
     """Ends a loop body or a branch, giving the values carried out of it. It is implicit in
     KIR text: the carried variables' last assignments are yielded, as `acc` here:
 
@@ -147,7 +146,7 @@ class YieldOp(IRDLOperation):
 
 
 @op_definition
-class ForOp(IRDLOperation):
+class ForOp(KirOperation):
     """A counted loop with carried values and optional scheduling hints.
 
         acc = zeros(f32[BM, BN])
@@ -226,7 +225,7 @@ class ForOp(IRDLOperation):
 
 
 @op_definition
-class IfOp(IRDLOperation):
+class IfOp(KirOperation):
     """A conditional on a scalar i1; variables assigned in a branch are its results.
 
     In KIR:
@@ -262,7 +261,7 @@ class IfOp(IRDLOperation):
 
 
 @op_definition
-class RoleOp(IRDLOperation):
+class RoleOp(KirOperation):
     """A warp role: a body run only by the given warps (or warpgroups), with a register budget.
 
         role load warpgroups(0) regs(40) { ... }
@@ -328,7 +327,7 @@ class RoleOp(IRDLOperation):
 
 
 @op_definition
-class RoleRankOp(IRDLOperation):
+class RoleRankOp(KirOperation):
     """The position of the executing unit in its role's list, as an i32: in
     `role mma warpgroups(1, 2)`, warpgroup 1 has rank 0 and warpgroup 2 rank 1.
 

@@ -12,7 +12,6 @@ from xdsl.dialects.builtin import IntAttr, StringAttr
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
-    IRDLOperation,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -25,7 +24,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from kir import symexpr as sx
 from kir.dialect.errors import RuleViolation
-from kir.dialect.opdef import op_definition
+from kir.dialect.opdef import KirOperation, op_definition
 from kir.dialect.traits import GLOBAL, SHARED, Elementwise, Pure, Reads, Writes
 from kir.dialect.types import (
     Access,
@@ -85,7 +84,7 @@ def _same_dtype(a: SSAValue, b: SSAValue, what: str) -> str:
 
 
 @op_definition
-class ProgramIdOp(IRDLOperation):
+class ProgramIdOp(KirOperation):
     """The index of this program along a grid axis: `pid = program_id(0)`."""
 
     name = "kir.program_id"
@@ -106,7 +105,7 @@ class ProgramIdOp(IRDLOperation):
 
 
 @op_definition
-class NumProgramsOp(IRDLOperation):
+class NumProgramsOp(KirOperation):
     """The grid's extent along an axis: `n = num_programs(0)`."""
 
     name = "kir.num_programs"
@@ -127,7 +126,7 @@ class NumProgramsOp(IRDLOperation):
 
 
 @op_definition
-class SymValueOp(IRDLOperation):
+class SymValueOp(KirOperation):
     """The value of a shape symbol or compile-time parameter as an i32 scalar: `M`, `BM`.
 
     In KIR:
@@ -145,7 +144,7 @@ class SymValueOp(IRDLOperation):
 
 
 @op_definition
-class ConstOp(IRDLOperation):
+class ConstOp(KirOperation):
     """A scalar constant. In KIR text a bare literal takes the dtype of the other operand
     (`x * 2.0` with `x: bf16[...]` is a bf16 constant); alone, integers are i32 and reals f32;
     `bf16(0.5)` states the dtype. Values are kept as canonical text so that `inf` and `nan`
@@ -215,7 +214,7 @@ def const_number(text: str, dtype: str) -> int | float | bool:
 
 
 @op_definition
-class ArangeOp(IRDLOperation):
+class ArangeOp(KirOperation):
     """The i32 tile `[start, start + 1, ..., end - 1]`; both bounds are static.
 
     In KIR:
@@ -236,7 +235,7 @@ class ArangeOp(IRDLOperation):
 
 
 @op_definition
-class ZerosOp(IRDLOperation):
+class ZerosOp(KirOperation):
     """A tile of zeros: `acc = zeros(f32[BM, BN])`."""
 
     name = "kir.zeros"
@@ -248,7 +247,7 @@ class ZerosOp(IRDLOperation):
 
 
 @op_definition
-class FullOp(IRDLOperation):
+class FullOp(KirOperation):
     """A tile filled with a scalar: `m = full(f32[BM], -inf)`."""
 
     name = "kir.full"
@@ -287,7 +286,7 @@ INT_ONLY_FNS = ("and", "or", "xor", "shl", "shr", "rem")
 
 
 @op_definition
-class BinaryOp(IRDLOperation):
+class BinaryOp(KirOperation):
     """Elementwise binary arithmetic with numpy broadcasting; both operands have one dtype.
 
     fn: add `+`, sub `-`, mul `*`, div `/` (integers truncate toward zero), rem `%`, and `&`,
@@ -334,7 +333,7 @@ CMP_PREDICATES = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne"
 
 
 @op_definition
-class CompareOp(IRDLOperation):
+class CompareOp(KirOperation):
     """Elementwise comparison giving i1, with broadcasting: `mask = cols < N`."""
 
     name = "kir.cmp"
@@ -381,7 +380,7 @@ FLOAT_ONLY_UNARY = tuple(f for f in UNARY_FNS if f not in ("neg", "not", "abs"))
 
 
 @op_definition
-class UnaryOp(IRDLOperation):
+class UnaryOp(KirOperation):
     """Elementwise unary math: `-x` (neg), `~m` (not: bitwise, or logical on i1), and the calls
     abs, exp, exp2, log, log2, sqrt, rsqrt, erf, sigmoid, tanh, sin, cos, floor, ceil.
 
@@ -424,7 +423,7 @@ class UnaryOp(IRDLOperation):
 
 
 @op_definition
-class WhereOp(IRDLOperation):
+class WhereOp(KirOperation):
     """Elementwise select with broadcasting: `y = where(mask, x, 0.0)`."""
 
     name = "kir.where"
@@ -460,7 +459,7 @@ class WhereOp(IRDLOperation):
 
 
 @op_definition
-class CastOp(IRDLOperation):
+class CastOp(KirOperation):
     """Convert elementwise to another dtype (round to nearest even; float to int truncates):
     `y = cast<bf16>(acc)`."""
 
@@ -481,7 +480,7 @@ class CastOp(IRDLOperation):
 
 
 @op_definition
-class ExpandDimsOp(IRDLOperation):
+class ExpandDimsOp(KirOperation):
     """Insert a dimension of extent 1, written with `None`: `rows[:, None]` is axis 1."""
 
     name = "kir.expand_dims"
@@ -508,7 +507,7 @@ class ExpandDimsOp(IRDLOperation):
 
 
 @op_definition
-class BroadcastOp(IRDLOperation):
+class BroadcastOp(KirOperation):
     """Broadcast to a shape: `b = broadcast(bias[None, :], [BM, BN])`."""
 
     name = "kir.broadcast"
@@ -529,7 +528,7 @@ class BroadcastOp(IRDLOperation):
 
 
 @op_definition
-class ReshapeOp(IRDLOperation):
+class ReshapeOp(KirOperation):
     """Reshape a tile, keeping row-major element order: `y = reshape(x, [BM * BN])`."""
 
     name = "kir.reshape"
@@ -563,7 +562,7 @@ def _product(shape: Sequence[sx.SymExpr]) -> int | None:
 
 
 @op_definition
-class TransOp(IRDLOperation):
+class TransOp(KirOperation):
     """Transpose a 2-D tile: `bt = trans(b)`."""
 
     name = "kir.trans"
@@ -604,7 +603,7 @@ REDUCE_FNS = ("sum", "max", "min", "prod")
 
 
 @op_definition
-class ReduceOp(IRDLOperation):
+class ReduceOp(KirOperation):
     """Reduce a tile along an axis; a 1-D tile reduces to a scalar. fn: sum, max, min, prod.
 
     In KIR:
@@ -633,7 +632,7 @@ class ReduceOp(IRDLOperation):
 
 
 @op_definition
-class ArgReduceOp(IRDLOperation):
+class ArgReduceOp(KirOperation):
     """The i32 index of the largest (argmax) or smallest (argmin) element along an axis; ties
     go to the lowest index.
 
@@ -664,7 +663,7 @@ SCAN_FNS = ("cumsum", "cumprod", "cummax", "cummin")
 
 
 @op_definition
-class ScanOp(IRDLOperation):
+class ScanOp(KirOperation):
     """Inclusive scan along an axis. fn: cumsum, cumprod, cummax, cummin.
 
     In KIR:
@@ -694,7 +693,7 @@ class ScanOp(IRDLOperation):
 
 
 @op_definition
-class TopKOp(IRDLOperation):
+class TopKOp(KirOperation):
     """The k largest (or smallest) values along the last axis, sorted, with their i32 indices.
 
     In KIR:
@@ -736,7 +735,7 @@ class TopKOp(IRDLOperation):
 
 
 @op_definition
-class GatherOp(IRDLOperation):
+class GatherOp(KirOperation):
     """Pick elements of a tile along one axis by an integer index tile, as `torch.gather`,
     `numpy.take_along_axis` and Triton's `tl.gather`: `src` and `index` have one rank, the
     result has `index`'s shape and `src`'s dtype, and
@@ -813,7 +812,7 @@ def _check_gather(src: Attribute, index: Attribute, axis: int) -> None:
 
 
 @op_definition
-class DotOp(IRDLOperation):
+class DotOp(KirOperation):
     """Matrix product of tiles `[M, K] x [K, N]` accumulated in a stated dtype, optionally into
     an accumulator: `acc = dot<f32>(a, b, acc)`."""
 
@@ -967,7 +966,7 @@ EVICT_POLICIES = ("first", "last")
 
 
 @op_definition
-class LoadOp(IRDLOperation, MemAccess):
+class LoadOp(KirOperation, MemAccess):
     """Read a tile (or a scalar) from a global tensor or a shared buffer. Lanes where the mask
     is false are not read and take `other` (zero when absent). `evict` (global tensors only) is
     the caches' eviction priority for the lines read: `first` for data read once (streamed),
@@ -1032,7 +1031,7 @@ class LoadOp(IRDLOperation, MemAccess):
 
 
 @op_definition
-class StoreOp(IRDLOperation, MemAccess):
+class StoreOp(KirOperation, MemAccess):
     """Write a tile (or scalar, broadcast) to a global tensor or a shared buffer where the mask
     holds.
 
@@ -1085,7 +1084,7 @@ ATOMIC_FNS = ("add", "max", "min", "xchg")
 
 
 @op_definition
-class AtomicOp(IRDLOperation, MemAccess):
+class AtomicOp(KirOperation, MemAccess):
     """Atomic read-modify-write on a global tensor, returning the old values. Lanes of one op
     that hit the same element are applied one after another. fn: add, max, min, xchg.
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from xdsl.dialects.builtin import IntAttr, StringAttr
+from xdsl.dialects.builtin import DenseArrayBase, IntAttr, StringAttr, i32
 from xdsl.utils.exceptions import VerifyException
 
 import kir.dialect as d
@@ -29,7 +29,7 @@ def _ops():
 
 def test_most_ops_take_the_direct_checks():
     simple = [op for op in d.OPS if op.simple_definition]
-    assert len(simple) >= 30, [op.__name__ for op in d.OPS if not op.simple_definition]
+    assert len(simple) >= 40, [op.__name__ for op in d.OPS if not op.simple_definition]
 
 
 def test_direct_checks_agree_with_xdsl_on_every_program():
@@ -62,6 +62,20 @@ def _broken(op, how: str):
     elif how == "wrong-property-type":
         name, pdef = next(iter(op.get_irdl_definition().properties.items()))
         op.properties[name] = IntAttr(3) if isinstance(op.properties[name], StringAttr) else StringAttr("x")
+    elif how == "segments-sum":  # one more operand than the segment sizes account for
+        sizes = list(op.properties["operandSegmentSizes"].get_values())
+        sizes[0] += 1
+        op.properties["operandSegmentSizes"] = DenseArrayBase.from_list(i32, sizes)
+    elif how == "segments-missing":
+        del op.properties["operandSegmentSizes"]
+    elif how == "segments-optional-twice":  # an optional slot given two operands
+        kinds = _simple(op.get_irdl_definition()).kinds
+        sizes = list(op.properties["operandSegmentSizes"].get_values())
+        opt = kinds.index("opt")
+        var = kinds.index("var")
+        sizes[opt] += 1
+        sizes[var] -= 1
+        op.properties["operandSegmentSizes"] = DenseArrayBase.from_list(i32, sizes)
     elif how == "wrong-result-type":
         op.results[0]._type = StringAttr("not a type")  # noqa: SLF001 - the point is to break it
     return op
@@ -97,3 +111,13 @@ def test_the_builder_runs_the_own_checks_and_the_checker_all_of_them():
     with pytest.raises(KirError) as err:
         parse(bad)
     assert err.value.diagnostics[0].rule == "types.float-only"
+
+
+@pytest.mark.parametrize("how", ["segments-sum", "segments-missing", "segments-optional-twice"])
+def test_segment_sizes_are_checked(how):
+    op = _first(d.LoadOp)  # mem, indices (variadic), mask and other (optional)
+    assert len(op.indices) >= 1
+    _broken(op, how)
+    assert not _simple(op.get_irdl_definition()).holds(op)
+    with pytest.raises(VerifyException):
+        op.verify_()

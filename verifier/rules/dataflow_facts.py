@@ -39,37 +39,43 @@ class Ref:
         return any(isinstance(v.type, TileType) for v in self.indices)
 
 
+_WRITES = {
+    tl.StoreOp: lambda op: [Ref(op, op.mem, op.access.data, tuple(op.indices), op.mask, "store to")],
+    tl.AtomicOp: lambda op: [Ref(op, op.mem, op.access.data, tuple(op.indices), op.mask, f"atomic_{op.fn.data} on")],
+    ex.TmaStoreOp: lambda op: [Ref(op, op.dst, op.dst_access.data, tuple(op.dst_indices), None, "tma.store to")],
+    ex.TmaLoadOp: lambda op: [Ref(op, op.dst, op.dst_access.data, tuple(op.dst_indices), None, "tma.load into")],
+    ex.CpAsyncOp: lambda op: [Ref(op, op.dst, op.dst_access.data, tuple(op.dst_indices), op.mask, "cp.async into")],
+}
+
+
+def _wgmma_reads(op: ex.WgmmaOp) -> list[Ref]:
+    a = [] if op.a_in_registers else [Ref(op, op.a, op.a_access.data, tuple(op.a_indices), None, "wgmma reading")]
+    return [*a, Ref(op, op.b, op.b_access.data, tuple(op.b_indices), None, "wgmma reading")]
+
+
+_READS = {
+    tl.LoadOp: lambda op: [Ref(op, op.mem, op.access.data, tuple(op.indices), op.mask, "load from")],
+    tl.AtomicOp: _WRITES[tl.AtomicOp],
+    ex.TmaLoadOp: lambda op: [Ref(op, op.src, op.src_access.data, tuple(op.src_indices), None, "tma.load from")],
+    ex.CpAsyncOp: lambda op: [Ref(op, op.src, op.src_access.data, tuple(op.src_indices), op.mask, "cp.async from")],
+    ex.TmaStoreOp: lambda op: [Ref(op, op.src, op.src_access.data, tuple(op.src_indices), None, "tma.store from")],
+    ex.WgmmaOp: _wgmma_reads,
+}
+
+# Looked up by the op's exact class (KIR's op classes are final): the rules ask at every op, and
+# most ops touch no memory.
+
+
 def writes(op: Operation) -> list[Ref]:
     """The memory an op writes (global tensors and shared buffers)."""
-    if isinstance(op, tl.StoreOp):
-        return [Ref(op, op.mem, op.access.data, tuple(op.indices), op.mask, "store to")]
-    if isinstance(op, tl.AtomicOp):
-        return [Ref(op, op.mem, op.access.data, tuple(op.indices), op.mask, f"atomic_{op.fn.data} on")]
-    if isinstance(op, ex.TmaStoreOp):
-        return [Ref(op, op.dst, op.dst_access.data, tuple(op.dst_indices), None, "tma.store to")]
-    if isinstance(op, ex.TmaLoadOp):
-        return [Ref(op, op.dst, op.dst_access.data, tuple(op.dst_indices), None, "tma.load into")]
-    if isinstance(op, ex.CpAsyncOp):
-        return [Ref(op, op.dst, op.dst_access.data, tuple(op.dst_indices), op.mask, "cp.async into")]
-    return []
+    found = _WRITES.get(type(op))
+    return found(op) if found is not None else []
 
 
 def reads(op: Operation) -> list[Ref]:
     """The memory an op reads."""
-    if isinstance(op, tl.LoadOp):
-        return [Ref(op, op.mem, op.access.data, tuple(op.indices), op.mask, "load from")]
-    if isinstance(op, tl.AtomicOp):
-        return [Ref(op, op.mem, op.access.data, tuple(op.indices), op.mask, f"atomic_{op.fn.data} on")]
-    if isinstance(op, ex.TmaLoadOp):
-        return [Ref(op, op.src, op.src_access.data, tuple(op.src_indices), None, "tma.load from")]
-    if isinstance(op, ex.CpAsyncOp):
-        return [Ref(op, op.src, op.src_access.data, tuple(op.src_indices), op.mask, "cp.async from")]
-    if isinstance(op, ex.TmaStoreOp):
-        return [Ref(op, op.src, op.src_access.data, tuple(op.src_indices), None, "tma.store from")]
-    if isinstance(op, ex.WgmmaOp):
-        a = [] if op.a_in_registers else [Ref(op, op.a, op.a_access.data, tuple(op.a_indices), None, "wgmma reading")]
-        return [*a, Ref(op, op.b, op.b_access.data, tuple(op.b_indices), None, "wgmma reading")]
-    return []
+    found = _READS.get(type(op))
+    return found(op) if found is not None else []
 
 
 def arg_name(ctx: Context, mem: SSAValue) -> str | None:
