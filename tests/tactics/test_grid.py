@@ -1,0 +1,72 @@
+"""The grid and GEMM-loop tactics' precondition pairs: a program each applies to (and what it
+writes), and a near twin it refuses with its rule id at the line it looked at; and the
+rewrites checked on the interpreter where the property test's corpus says little."""
+
+from __future__ import annotations
+
+import pytest
+
+import tactics
+from kir.diagnostics import KirError
+from tests.tactics.test_preconditions import line_of, program, twin
+
+GEMM = """
+kernel gemm<BM = 16, BN = 16, BK = 16>(
+    a: global f32[M, K],
+    b: global f32[K, N],
+    c: out global f32[M, N],
+)
+  where K % BK == 0
+  target sm_90 grid(cdiv(M, BM), cdiv(N, BN)) warps(4)
+{
+  rows = program_id(0) * BM + arange(0, BM)
+  cols = program_id(1) * BN + arange(0, BN)
+  rmask = rows < M
+  cmask = cols < N
+  acc = zeros(f32[BM, BN])
+  for k in 0 .. K / BK pipeline(stages = 2) {
+    ks = k * BK + arange(0, BK)
+    at = load(a[rows[:, None], ks[None, :]], mask = rmask[:, None])
+    bt = load(b[ks[:, None], cols[None, :]], mask = cmask[None, :])
+    acc = dot<f32>(at, bt, acc)
+  }
+  store(c[rows[:, None], cols[None, :]], acc, mask = rmask[:, None] & cmask[None, :])
+}
+"""
+
+# tactic: (the program it applies to, its parameters, a fragment of the result; the twin, the
+# rule it is refused with, a fragment of the line the reason points at)
+PAIRS = {
+    "warp-specialize": (
+        GEMM, {}, "pipeline(stages = 2) warp_specialize {",
+        twin(GEMM, "target sm_90", "target sm_80"), "tactic.warp-specialize.target", "target sm_80",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_applies_to_one_and_refuses_its_twin(name):
+    tactic = tactics.get(name)
+    good, params, wrote, bad, rule, fragment = PAIRS[name]
+    accepted = program(good)
+    assert tactic.precondition(accepted) == []
+    before = accepted.text()
+    result = tactic.apply(accepted, **params)
+    assert accepted.text() == before
+    assert wrote in result.text(), result.text()
+    refused = program(bad)
+    reasons = tactic.precondition(refused)
+    assert [d.rule for d in reasons] == [rule], reasons
+    assert reasons[0].span is not None and reasons[0].span.line == line_of(bad, fragment), reasons[0]
+    with pytest.raises(KirError) as err:
+        tactic.apply(refused, **params)
+    assert [d.rule for d in err.value.diagnostics] == [rule]
+
+
+def test_warp_specialize_wants_a_dot_in_the_loop():
+    rowsum = twin(
+        GEMM, "acc = dot<f32>(at, bt, acc)", "acc = acc + sum(at, axis = 1)[:, None] * sum(bt, axis = 0)[None, :]"
+    )
+    reasons = tactics.get("warp-specialize").precondition(program(rowsum))
+    assert [d.rule for d in reasons] == ["tactic.warp-specialize.no-loop"]
+    assert reasons[0].span.line == line_of(rowsum, "for k in")
