@@ -1,0 +1,82 @@
+"""The elementwise, reduction and memory-layout tactics' precondition pairs: a program each
+applies to (and what it writes), and a near twin it refuses with its rule id at the line it
+looked at; and the rewrites checked on the interpreter where the property test's corpus says
+little (the corpus has few programs of each shape these tactics look for)."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tactics
+from kir.diagnostics import KirError
+from kir.interp import run
+from tests.tactics.test_preconditions import line_of, program, twin
+
+STAGE = """
+kernel stage<BM = 64, BK = 32>(x: global bf16[M, K] align(16), y: out global bf16[M, K] align(16))
+  where M % BM == 0, K % BK == 0
+  target sm_90 grid(M / BM, K / BK) warps(4)
+{
+  buf = smem(bf16[BM, BK])
+  m0 = program_id(0) * BM
+  k0 = program_id(1) * BK
+  store(buf[0 : BM], load(x[m0 : m0 + BM, k0 : k0 + BK]))
+  barrier()
+  store(y[m0 : m0 + BM, k0 : k0 + BK], load(buf[0 : BM]))
+}
+"""
+
+# tactic: (the program it applies to, its parameters, a fragment of the result; the twin, the
+# rule it is refused with, a fragment of the line the reason points at)
+PAIRS = {
+    "smem-layout": (
+        STAGE, {"swizzle": 64}, "smem(bf16[BM, BK], swizzle = 64)",
+        twin(STAGE, "BK = 32>", "BK = 8>"), "tactic.smem-layout.no-choice", "buf = smem",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_applies_to_one_and_refuses_its_twin(name):
+    tactic = tactics.get(name)
+    good, params, wrote, bad, rule, fragment = PAIRS[name]
+    accepted = program(good)
+    assert tactic.precondition(accepted) == []
+    before = accepted.text()
+    result = tactic.apply(accepted, **params)
+    assert accepted.text() == before
+    assert wrote in result.text(), result.text()
+    refused = program(bad)
+    reasons = tactic.precondition(refused)
+    assert [d.rule for d in reasons] == [rule], reasons
+    assert reasons[0].span is not None and reasons[0].span.line == line_of(bad, fragment), reasons[0]
+    with pytest.raises(KirError) as err:
+        tactic.apply(refused, **params)
+    assert [d.rule for d in err.value.diagnostics] == [rule]
+
+
+def same_on(before, after, inputs: dict[str, np.ndarray]) -> None:
+    """Both programs give bitwise the same outputs on `inputs`."""
+    want = run(before, {k: v.copy() for k, v in inputs.items()})
+    got = run(after, {k: v.copy() for k, v in inputs.items()})
+    assert set(got) == set(want)
+    for name in want:
+        assert np.array_equal(got[name], want[name], equal_nan=True), name
+
+
+def test_smem_layout_refuses_a_swizzle_wider_than_the_rows_and_other_targets():
+    stage = program(STAGE)  # rows of 32 bf16: 64 bytes
+    with pytest.raises(KirError) as err:
+        tactics.get("smem-layout").apply(stage, swizzle=128)
+    (d,) = err.value.diagnostics
+    assert d.rule == "tactic.smem-layout.width" and d.span.line == line_of(STAGE, "buf = smem") and "64" in d.hint
+    assert tactics.get("smem-layout").domains(stage) == {"buffer": (0,), "swizzle": (0, 32, 64)}
+    reasons = tactics.get("smem-layout").precondition(stage, "gfx942")
+    assert [r.rule for r in reasons] == ["tactic.smem-layout.target"]
+    swizzled = tactics.get("smem-layout").apply(stage, swizzle=32)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((128, 64)).astype(np.float32)
+    inputs = {"x": x.astype(ml_dtypes.bfloat16), "y": np.zeros((128, 64), ml_dtypes.bfloat16)}
+    same_on(stage, swizzled, inputs)
