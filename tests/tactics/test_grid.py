@@ -4,9 +4,11 @@ rewrites checked on the interpreter where the property test's corpus says little
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import tactics
+from kir import interp
 from kir.diagnostics import KirError
 from tests.tactics.test_preconditions import line_of, program, twin
 
@@ -34,12 +36,18 @@ kernel gemm<BM = 16, BN = 16, BK = 16>(
 }
 """
 
+ROWSUMS = "acc = acc + sum(at, axis = 1)[:, None] * sum(bt, axis = 0)[None, :]"
+
 # tactic: (the program it applies to, its parameters, a fragment of the result; the twin, the
 # rule it is refused with, a fragment of the line the reason points at)
 PAIRS = {
     "warp-specialize": (
         GEMM, {}, "pipeline(stages = 2) warp_specialize {",
         twin(GEMM, "target sm_90", "target sm_80"), "tactic.warp-specialize.target", "target sm_80",
+    ),
+    "grouped-order": (
+        GEMM, {"group": 4}, "grid(cdiv(M, BM) * cdiv(N, BN))",
+        twin(GEMM, "acc = dot<f32>(at, bt, acc)", ROWSUMS), "tactic.grouped-order.no-dot", "grid(",
     ),
 }  # fmt: skip
 
@@ -70,3 +78,23 @@ def test_warp_specialize_wants_a_dot_in_the_loop():
     reasons = tactics.get("warp-specialize").precondition(program(rowsum))
     assert [d.rule for d in reasons] == ["tactic.warp-specialize.no-loop"]
     assert reasons[0].span.line == line_of(rowsum, "for k in")
+
+
+def run(text: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return interp.run(program(text) if isinstance(text, str) else text, {k: v.copy() for k, v in inputs.items()})
+
+
+def gemm_inputs(m: int, n: int, k: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return {
+        "a": rng.standard_normal((m, k), dtype=np.float32),
+        "b": rng.standard_normal((k, n), dtype=np.float32),
+        "c": np.full((m, n), np.nan, dtype=np.float32),
+    }
+
+
+@pytest.mark.parametrize("group", [1, 2, 4])
+def test_grouped_order_computes_every_tile_once_with_a_short_last_group(group):
+    inputs = gemm_inputs(80, 48, 32)  # 5 x 3 tiles: the last group of 2 or 4 rows is short
+    grouped = tactics.get("grouped-order").apply(program(GEMM), group=group)
+    assert run(grouped, inputs)["c"].tobytes() == run(GEMM, inputs)["c"].tobytes()

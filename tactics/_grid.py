@@ -1,0 +1,151 @@
+"""What the grid tactics (grouped-order, persistent, reverse-order) share: a program's grid and
+program ids, static expressions written as run-time ops, and fresh names.
+
+A grid tactic changes which program computes which tile: it rewrites the `grid(...)` clause and
+stands new scalar ops in for the `program_id(a)` (and `num_programs(a)`) ops of the body. The
+new ops take the span of the first `program_id` op they stand for, so that a diagnostic about
+them points at the line that read the program id. The module's name starts with `_`: it is not a
+tactic, and the registry does not import it as one.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.ir import Block, Operation, SSAValue
+
+from kir import symexpr as sx
+from kir.diagnostics import Diagnostic, Span
+from kir.dialect.tile import BinaryOp, ConstOp, DotOp, NumProgramsOp, ProgramIdOp, SymValueOp
+from kir.dialect.types import syms
+from kir.program import Program, set_span
+from tactics import ir
+from tactics.base import not_applicable
+
+
+class Emitter:
+    """Inserts new ops before one op of a block (or at its end), each with one span."""
+
+    def __init__(self, block: Block, before: Operation | None, span: Span | None):
+        self.block, self.before, self.span = block, before, span
+
+    def __call__(self, op: Operation, name: str | None = None) -> SSAValue:
+        set_span(op, self.span)
+        if self.before is None:
+            self.block.add_op(op)
+        else:
+            self.block.insert_op_before(op, self.before)
+        result = op.results[0]
+        if name is not None:
+            result.name_hint = name
+        return result
+
+    def binary(self, fn: str, lhs: SSAValue, rhs: SSAValue, name: str | None = None) -> SSAValue:
+        return self(BinaryOp(fn, lhs, rhs), name)
+
+    def const(self, value: int) -> SSAValue:
+        return self(ConstOp(value, "i32"))
+
+    def static(self, expr: sx.SymExpr, name: str | None = None) -> SSAValue:
+        """A static expression (shape symbols, parameters, integers) as i32 run-time ops:
+        `cdiv(a, b)` is `(a + b - 1) / b`, as the grid clause means it (sizes are positive)."""
+        expr = sx.fold(expr)
+        if isinstance(expr, sx.Int):
+            return self(ConstOp(expr.value, "i32"), name)
+        if isinstance(expr, sx.Sym):
+            return self(SymValueOp(expr.name), name)
+        assert isinstance(expr, sx.Bin), expr
+        if expr.op == "cdiv":
+            top = self.binary("sub", self.binary("add", self.static(expr.lhs), self.static(expr.rhs)), self.const(1))
+            return self.binary("div", top, self.static(expr.rhs), name)
+        fn = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "rem", "min": "minimum", "max": "maximum"}[expr.op]
+        return self.binary(fn, self.static(expr.lhs), self.static(expr.rhs), name)
+
+
+def grid(program: Program) -> list[sx.SymExpr]:
+    return [a.data for a in program.kernel.grid.data]
+
+
+def set_grid(program: Program, extents: list[sx.SymExpr]) -> None:
+    program.kernel.grid = syms(extents)
+
+
+def program_ids(program: Program) -> list[ProgramIdOp]:
+    """Every `program_id(a)` op of the body, in the order of the text."""
+    return [op for op in program.kernel.walk() if isinstance(op, ProgramIdOp)]
+
+
+def num_programs(program: Program) -> list[NumProgramsOp]:
+    return [op for op in program.kernel.walk() if isinstance(op, NumProgramsOp)]
+
+
+def has_dot(program: Program) -> bool:
+    return any(isinstance(op, DotOp) for op in program.kernel.walk())
+
+
+def taken_names(program: Program) -> set[str]:
+    """Every name the program uses: parameters, shape symbols, arguments, values."""
+    kernel = program.kernel
+    names = set(kernel.params) | set(kernel.shape_symbols) | {n for n, _ in kernel.args}
+    for op in kernel.walk():
+        for result in op.results:
+            if result.name_hint:
+                names.add(result.name_hint)
+        for region in op.regions:
+            for block in region.blocks:
+                names |= {a.name_hint for a in block.args if a.name_hint}
+    return names
+
+
+def fresh(base: str, taken: set[str]) -> str:
+    """`base`, or `base_1`, `base_2`... the first that `taken` lacks (added to it)."""
+    name, i = base, 0
+    while name in taken:
+        i += 1
+        name = f"{base}_{i}"
+    taken.add(name)
+    return name
+
+
+def add_param(program: Program, base: str, value: int) -> str:
+    """A new compile-time parameter with a name the program does not use yet; its name."""
+    name = fresh(base, taken_names(program))
+    kernel = program.kernel
+    kernel.param_names = ArrayAttr([*kernel.param_names.data, StringAttr(name)])
+    kernel.param_defaults = ArrayAttr([*kernel.param_defaults.data, IntAttr(value)])
+    return name
+
+
+def stand_in(program: Program, axis_values: dict[int, SSAValue], keep: Operation | None = None) -> None:
+    """Every `program_id(a)` op of the body (but `keep`, the one the new values are computed
+    from) replaced by `axis_values[a]`, and every `num_programs(a)` by the old grid's extent
+    `a` (computed where it was read). Call it before the grid clause is rewritten."""
+    extents = grid(program)
+    for op in program_ids(program):
+        if op is not keep and op.axis.data in axis_values:
+            op.res.replace_all_uses_with(axis_values[op.axis.data])
+            block = op.parent_block()
+            assert block is not None
+            block.erase_op(op)
+    for op in num_programs(program):
+        block = op.parent_block()
+        assert block is not None
+        value = Emitter(block, op, ir.span(program, op)).static(extents[op.axis.data])
+        op.res.replace_all_uses_with(value)
+        block.erase_op(op)
+
+
+def explicit_reason(tactic: str, program: Program) -> list[Diagnostic]:
+    """A `tactic.<name>.explicit` reason when the program is at the explicit level (its roles
+    and barriers are written for the grid it has), else nothing."""
+    explicit = ir.first_explicit(program)
+    if explicit is None:
+        return []
+    return [
+        not_applicable(
+            tactic,
+            "explicit",
+            ir.span(program, explicit),
+            "the program is at the explicit level, where its roles and rings are written for its grid",
+            f"apply {tactic} to the tile-level program it came from",
+        )
+    ]
