@@ -126,12 +126,12 @@ def stand_in(program: Program, axis_values: dict[int, SSAValue], keep: Operation
             block = op.parent_block()
             assert block is not None
             block.erase_op(op)
-    for op in num_programs(program):
-        block = op.parent_block()
+    for count in num_programs(program):
+        block = count.parent_block()
         assert block is not None
-        value = Emitter(block, op, ir.span(program, op)).static(extents[op.axis.data])
-        op.res.replace_all_uses_with(value)
-        block.erase_op(op)
+        value = Emitter(block, count, ir.span(program, count)).static(extents[count.axis.data])
+        count.res.replace_all_uses_with(value)
+        block.erase_op(count)
 
 
 def explicit_reason(tactic: str, program: Program) -> list[Diagnostic]:

@@ -74,7 +74,8 @@ def _rewrite(program: Program, *, group: int) -> None:
     body = program.kernel.body.block
     taken = _grid.taken_names(program)
     emit = _grid.Emitter(body, body.first_op, ir.span(program, ids[0] if ids else None))
-    pid = emit(ProgramIdOp(0), _grid.fresh("pid", taken))
+    pid_op = ProgramIdOp(0)
+    pid = emit(pid_op, _grid.fresh("pid", taken))
     group_rows = emit.static(sx.Sym(gm))
     width = emit.binary("mul", group_rows, emit.static(g1), _grid.fresh("width", taken))
     first = emit.binary("mul", emit.binary("div", pid, width), emit.static(sx.Sym(gm)), _grid.fresh("first", taken))
@@ -83,7 +84,7 @@ def _rewrite(program: Program, *, group: int) -> None:
     within = emit.binary("rem", emit.binary("rem", pid, width), height)
     pid_m = emit.binary("add", first, within, _grid.fresh("pid_m", taken))
     pid_n = emit.binary("div", emit.binary("rem", pid, width), height, _grid.fresh("pid_n", taken))
-    _grid.stand_in(program, {0: pid_m, 1: pid_n}, keep=pid.owner)
+    _grid.stand_in(program, {0: pid_m, 1: pid_n}, keep=pid_op)
     _grid.set_grid(program, [sx.Bin("*", g0, g1)])
 
 

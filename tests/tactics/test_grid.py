@@ -9,6 +9,7 @@ import pytest
 
 import tactics
 from kir import interp
+from kir import symexpr as sx
 from kir.diagnostics import KirError
 from tests.tactics.test_preconditions import line_of, program, twin
 
@@ -48,6 +49,11 @@ PAIRS = {
     "grouped-order": (
         GEMM, {"group": 4}, "grid(cdiv(M, BM) * cdiv(N, BN))",
         twin(GEMM, "acc = dot<f32>(at, bt, acc)", ROWSUMS), "tactic.grouped-order.no-dot", "grid(",
+    ),
+    "persistent": (
+        GEMM, {"programs": 132}, "for tile in program_id(0) .. tiles step NSM {",
+        twin(GEMM, "  for k in 0 .. K / BK pipeline(stages = 2) {\n", "  k = 0\n  if K > 0 {\n"),
+        "tactic.persistent.no-loop", "grid(",
     ),
 }  # fmt: skip
 
@@ -98,3 +104,26 @@ def test_grouped_order_computes_every_tile_once_with_a_short_last_group(group):
     inputs = gemm_inputs(80, 48, 32)  # 5 x 3 tiles: the last group of 2 or 4 rows is short
     grouped = tactics.get("grouped-order").apply(program(GEMM), group=group)
     assert run(grouped, inputs)["c"].tobytes() == run(GEMM, inputs)["c"].tobytes()
+
+
+@pytest.mark.parametrize("programs", [1, 2, 4, 64])
+def test_persistent_programs_walk_every_tile_once(programs):
+    inputs = gemm_inputs(80, 48, 32)  # 15 tiles: some programs take one more tile than others
+    walked = tactics.get("persistent").apply(program(GEMM), programs=programs)
+    assert walked.kernel.grid.data[0].data == sx.Sym("NSM")
+    assert run(walked, inputs)["c"].tobytes() == run(GEMM, inputs)["c"].tobytes()
+
+
+def test_persistent_over_a_grouped_order_and_a_three_axis_grid():
+    inputs = gemm_inputs(80, 48, 32)
+    grouped = tactics.get("grouped-order").apply(program(GEMM), group=2)
+    walked = tactics.get("persistent").apply(grouped, programs=3)
+    assert "for tile in program_id(0) .. tiles step NSM" in walked.text()
+    assert run(walked, inputs)["c"].tobytes() == run(GEMM, inputs)["c"].tobytes()
+    batched = twin(
+        twin(twin(GEMM, "grid(cdiv(M, BM), cdiv(N, BN))", "grid(cdiv(M, BM), cdiv(N, BN), 2)"),
+             "store(c[rows", "bump = cast<f32>(program_id(2) * num_programs(1))\n  store(c[rows"),
+        ", acc, mask", ", acc + bump, mask",
+    )  # fmt: skip
+    walked = tactics.get("persistent").apply(program(batched), programs=5)
+    assert run(walked, inputs)["c"].tobytes() == run(batched, inputs)["c"].tobytes()
