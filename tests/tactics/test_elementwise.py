@@ -28,12 +28,30 @@ kernel stage<BM = 64, BK = 32>(x: global bf16[M, K] align(16), y: out global bf1
 }
 """
 
+ROW = """
+kernel row<BLOCK = 256>(x: global f32[M, N], w: global f32[N], y: out global f32[M, N])
+  where N <= BLOCK
+  target sm_90 grid(M) warps(4)
+{
+  row = program_id(0)
+  cols = arange(0, BLOCK)
+  mask = cols < N
+  v = load(x[row, cols], mask = mask, other = -inf)
+  d = where(mask, v - max(v, axis = 0), 0.0)
+  store(y[row, cols], d * load(w[cols], mask = mask), mask = mask)
+}
+"""
+
 # tactic: (the program it applies to, its parameters, a fragment of the result; the twin, the
 # rule it is refused with, a fragment of the line the reason points at)
 PAIRS = {
     "smem-layout": (
         STAGE, {"swizzle": 64}, "smem(bf16[BM, BK], swizzle = 64)",
         twin(STAGE, "BK = 32>", "BK = 8>"), "tactic.smem-layout.no-choice", "buf = smem",
+    ),
+    "specialize-where": (
+        ROW, {"symbol": "N", "by": "BLOCK"}, "  v = load(x[row, 0 : BLOCK])\n  d = v - max(v, axis = 0)\n",
+        twin(ROW, "mask = cols < N", "mask = cols < 100"), "tactic.specialize-where.no-mask", "  v = load(",
     ),
 }  # fmt: skip
 
@@ -80,3 +98,34 @@ def test_smem_layout_refuses_a_swizzle_wider_than_the_rows_and_other_targets():
     x = rng.standard_normal((128, 64)).astype(np.float32)
     inputs = {"x": x.astype(ml_dtypes.bfloat16), "y": np.zeros((128, 64), ml_dtypes.bfloat16)}
     same_on(stage, swizzled, inputs)
+
+
+def test_specialize_where_keeps_the_masks_it_cannot_prove_and_the_results():
+    block = twin(ROW, "where N <= BLOCK", "where N <= 2 * BLOCK")  # N == BLOCK no longer follows
+    with pytest.raises(KirError) as err:
+        tactics.get("specialize-where").apply(program(block), symbol="M", by="BLOCK")
+    (d,) = err.value.diagnostics
+    assert d.rule == "tactic.specialize-where.nothing" and d.span.line == line_of(block, "where")
+    with pytest.raises(KirError) as err:
+        tactics.get("specialize-where").apply(program(ROW), symbol="N", by="BLOK")
+    assert [d.rule for d in err.value.diagnostics] == ["tactic.specialize-where.by"]
+    assert "'BLOCK'" in err.value.diagnostics[0].hint
+    offsets = """
+kernel scale<BLOCK = 64>(x: global f32[N], y: out global f32[N])
+  target sm_90 grid(cdiv(N, BLOCK)) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  mask = offs < N
+  store(y[offs], load(x[offs], mask = mask) * 2.0, mask = mask)
+}
+"""
+    before = program(offsets)
+    after = tactics.get("specialize-where").apply(before, symbol="N", by="BLOCK")
+    text = after.text()
+    assert "where N % BLOCK == 0" in text and "mask" not in text, text
+    assert "store(y[offs : offs + BLOCK], load(x[offs : offs + BLOCK]) * 2.0)" in text, text
+    x = np.random.default_rng(1).standard_normal(256).astype(np.float32)
+    same_on(before, after, {"x": x, "y": np.zeros(256, np.float32)})
+    # a clause the others imply is not written twice
+    fixed = twin(offsets, "  target", "  where N == 4 * BLOCK\n  target")
+    assert "N % BLOCK" not in tactics.get("specialize-where").apply(program(fixed), symbol="N", by="BLOCK").text()
