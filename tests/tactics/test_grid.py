@@ -55,6 +55,11 @@ PAIRS = {
         twin(GEMM, "  for k in 0 .. K / BK pipeline(stages = 2) {\n", "  k = 0\n  if K > 0 {\n"),
         "tactic.persistent.no-loop", "grid(",
     ),
+    "split-dot": (
+        GEMM, {}, "acc = dot<f32>(at_lo, bt_hi, acc)",
+        GEMM.replace("f32[M, K]", "bf16[M, K]").replace("f32[K, N]", "bf16[K, N]"),
+        "tactic.split-dot.no-f32-dot", "acc = dot<f32>",
+    ),
 }  # fmt: skip
 
 
@@ -127,3 +132,14 @@ def test_persistent_over_a_grouped_order_and_a_three_axis_grid():
     )  # fmt: skip
     walked = tactics.get("persistent").apply(program(batched), programs=5)
     assert run(walked, inputs)["c"].tobytes() == run(batched, inputs)["c"].tobytes()
+
+
+def test_split_dot_is_within_bf16x3_error_of_the_f32_product():
+    inputs = gemm_inputs(32, 32, 128)
+    split = tactics.get("split-dot").apply(program(GEMM))
+    text = split.text()
+    assert "at_hi = cast<bf16>(at)" in text and "bt_lo = cast<bf16>(bt - cast<f32>(bt_hi))" in text
+    got, want = run(split, inputs)["c"], run(GEMM, inputs)["c"]
+    scale = np.abs(inputs["a"]) @ np.abs(inputs["b"])  # the sum of |a_k b_k|: what the error scales with
+    error = np.abs(got - want) / scale
+    assert error.max() < 2.0**-14 and error.max() > 0  # changed, and by about 2^-16 a product
