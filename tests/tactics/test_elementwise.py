@@ -42,6 +42,19 @@ kernel row<BLOCK = 256>(x: global f32[M, N], w: global f32[N], y: out global f32
 }
 """
 
+GATE = """
+kernel gate<BLOCK = 128>(a: global f32[M, N], b: global f32[M, N], y: out global f32[M, N])
+  where N <= BLOCK
+  target sm_90 grid(M) warps(4)
+{
+  row = program_id(0)
+  cols = arange(0, BLOCK)
+  mask = cols < N
+  av = load(a[row, cols], mask = mask)
+  store(y[row, cols], av * sigmoid(av) * load(b[row, cols], mask = mask), mask = mask)
+}
+"""
+
 # tactic: (the program it applies to, its parameters, a fragment of the result; the twin, the
 # rule it is refused with, a fragment of the line the reason points at)
 PAIRS = {
@@ -52,6 +65,10 @@ PAIRS = {
     "specialize-where": (
         ROW, {"symbol": "N", "by": "BLOCK"}, "  v = load(x[row, 0 : BLOCK])\n  d = v - max(v, axis = 0)\n",
         twin(ROW, "mask = cols < N", "mask = cols < 100"), "tactic.specialize-where.no-mask", "  v = load(",
+    ),
+    "split-row": (
+        GATE, {}, "grid(cdiv(N, BLOCK), M) warps(4)\n{\n  row = program_id(1)\n  cols = program_id(0) * BLOCK + arange(0, BLOCK)",
+        twin(GATE, "av * sigmoid(av)", "av * max(av, axis = 0)"), "tactic.split-row.mixes", "store(y",
     ),
 }  # fmt: skip
 
@@ -129,3 +146,21 @@ kernel scale<BLOCK = 64>(x: global f32[N], y: out global f32[N])
     # a clause the others imply is not written twice
     fixed = twin(offsets, "  target", "  where N == 4 * BLOCK\n  target")
     assert "N % BLOCK" not in tactics.get("specialize-where").apply(program(fixed), symbol="N", by="BLOCK").text()
+
+
+def test_split_row_computes_each_column_block_as_the_row_did():
+    before = program(GATE)
+    split = tactics.get("split-row").apply(before)
+    smaller = tactics.get("retile").apply(split, param="BLOCK", value=32)  # 3 blocks a row, the last partial
+    rng = np.random.default_rng(2)
+    a, b = (rng.standard_normal((5, 70)).astype(np.float32) for _ in range(2))
+    same_on(before, smaller, {"a": a, "b": b, "y": np.zeros((5, 70), np.float32)})
+    unmasked = twin(
+        GATE,
+        "store(y[row, cols], av * sigmoid(av) * load(b[row, cols], mask = mask), mask = mask)",
+        "store(y[row, cols], av * sigmoid(av) * load(b[row, cols], mask = mask))",
+    )
+    reasons = tactics.get("split-row").precondition(program(unmasked))
+    assert [r.rule for r in reasons] == ["tactic.split-row.unmasked"] and reasons[0].span.line == line_of(
+        unmasked, "store(y"
+    )
