@@ -252,7 +252,7 @@ def bench_usage(
             preset_of(task, preset)
         except KirError as err:
             diags += err.diagnostics
-    known = {name for task in tasks for name in task.programs}
+    known = {name for task in tasks for name in [*task.programs, *task.replays]}
     for name in programs or []:
         if known and name not in known:
             hint = ", ".join(sorted(known))

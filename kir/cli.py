@@ -147,6 +147,7 @@ SCHEMAS: dict[str, tuple[str, ...]] = {
     "rules add": ("rule", "dry_run", "installed"),
     "tactics list": ("tactics",),
     "tactics apply": ("kernel", "tactic", "params", "text"),
+    "tactics replay": ("task", "program", "from", "steps", "kernel", "params", "same_ir_as", "text"),
 }
 
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from kir.program import Program
 
 # The package's modules that are not tactics.
-FRAMEWORK = frozenset({"base", "registry", "cli", "ir"})
+FRAMEWORK = frozenset({"base", "registry", "cli", "ir", "replay"})
 
 _TACTICS: dict[str, Tactic] = {}
 _loaded = False

@@ -34,6 +34,7 @@ from agent.harness.timing import floor_ms
 from agent.pipeline import Candidate, Record, evaluate
 from kir.diagnostics import Diagnostic, KirError
 from kir.parser import parse_file
+from kir.program import Program
 
 
 @dataclass
@@ -58,7 +59,7 @@ class Row:
         return {k: v for k, v in self.__dict__.items() if k != "record"}
 
 
-def default_backends(program_file: Path) -> list[str]:
+def default_backends(program_file: Path | Program) -> list[str]:
     """The GPU backends that time a program of its level by default (each runtime says which
     levels it times, lowering.targets: tile: triton; explicit: gluon, cuda). A program written
     for mtia-sim has none: the simulator's cycles are its measure (benchmarks/mtia_speedups.py),
@@ -66,7 +67,7 @@ def default_backends(program_file: Path) -> list[str]:
     from lowering.emit.base import program_level
     from lowering.targets import runtimes
 
-    program = parse_file(program_file)
+    program = program_file if isinstance(program_file, Program) else parse_file(program_file)
     if program.kernel.target.data == "mtia-sim":
         return []
     level = program_level(program)
@@ -85,20 +86,24 @@ def plan(tasks, backends: list[str] | None, programs: list[str] | None) -> list[
     """(task, program, backend) to check and time: each program through the backends asked for
     that its level takes (`-b triton -b gluon` times tile programs through Triton and explicit
     ones through Gluon), or its default ones."""
+    from agent.tasks.replay import backends_of, names, program_of
     from lowering.emit.base import program_level
 
     rows: list[tuple[Any, str, str]] = []
     for task in tasks:
-        for name, spec in task.programs.items():
+        for name in names(task):  # those with a file, then the replayed ones
             if programs and name not in programs:
                 continue
-            program = parse_file(spec.file)
+            try:
+                program = program_of(task, name)
+            except KirError:  # a step that does not apply: the row says so (check_row)
+                program = program_of(task, task.replays[name].base)
             if backends and program.kernel.target.data != "mtia-sim":
                 chosen = [b for b in backends if b in level_backends(program_level(program))]
             else:
-                chosen = default_backends(spec.file)
-            if spec.backends:  # the program says which backends of its level lower it
-                chosen = [b for b in chosen if b in spec.backends]
+                chosen = default_backends(program)
+            if only := backends_of(task, name):  # the program says which backends of its level lower it
+                chosen = [b for b in chosen if b in only]
             rows.extend((task, name, backend) for backend in chosen)
     return rows
 
@@ -110,16 +115,36 @@ def check_row(
     `preset`, verified, costed at the preset's shapes (the prediction goes beside the measured
     time), then the harness's correctness protocol (two rounds; `warm` also runs torch.compile
     once, filling its caches before the timing)."""
-    spec = task.programs[name]
-    candidate = Candidate.from_file(spec.file, spec.params_for(preset))
+    try:
+        candidate = _candidate(task, name, preset)
+    except KirError as err:  # a replayed program whose sequence does not replay
+        return Record(
+            candidate="", file=f"<{task.name}.{name}>", stage="parse", ok=False, until="run", backend=backend,
+            task=task.name, preset=preset, diagnostics=tuple(err.diagnostics),
+        )  # fmt: skip
     return evaluate(
         candidate, until="run", backend=backend, task=task, preset=preset, device=device, timeout=timeout,
         with_cost=True, harness={"rounds": 2, "warm": warm},
     )  # fmt: skip
 
 
+def _candidate(task, name: str, preset: str) -> Candidate:
+    """A row's candidate: the program's file, or the program its recorded tactic sequence
+    makes (agent.tasks.replay), with its parameters for `preset`."""
+    if name in task.replays:
+        from agent.tasks.replay import params_for, replay
+
+        return Candidate.from_program(replay(task, name), params_for(task, name, preset))
+    spec = task.programs[name]
+    return Candidate.from_file(spec.file, spec.params_for(preset))
+
+
 def _spec(task, name: str, backend: str, preset: str) -> dict[str, Any]:
-    """The harness's candidate of a row, for the timing job."""
+    """The harness's candidate of a row, for the timing job (a replayed program as its text)."""
+    if name in task.replays:
+        candidate = _candidate(task, name, preset)
+        return {"kind": "kir", "text": candidate.text, "file": f"<{task.name}.{name}>", "backend": backend,
+                "params": candidate.param_values}  # fmt: skip
     spec = task.programs[name]
     return {"kind": "kir", "file": str(spec.file), "backend": backend, "params": spec.params_for(preset)}
 

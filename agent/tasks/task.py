@@ -27,6 +27,7 @@ from typing import Any
 
 from kir.diagnostics import Diagnostic, KirError, Span
 from lowering import targets as lowering_targets
+from tactics.replay import Step, read_entry
 
 DTYPES = ("f16", "bf16", "f32", "f64")
 PRECISIONS = ("f32", "f64")
@@ -64,6 +65,20 @@ class Program:
 
 
 @dataclass(frozen=True)
+class Replayed:
+    """A program of the task made by replaying a recorded tactic sequence on another of its
+    programs, `base` (tactics.replay: the format, and how its parameters are derived).
+    `params`: the entry's own per preset, over the derived ones; `backends` as a `Program`'s
+    (empty: the base's)."""
+
+    name: str
+    base: str
+    steps: tuple[Step, ...]
+    params: dict[str, dict[str, int]] = field(default_factory=dict)
+    backends: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Binding:
     """Where one kernel argument's tensor comes from: ("inputs", i), ("outputs", i) or
     ("model", "weight.path")."""
@@ -87,10 +102,13 @@ class Task:
     bind: dict[str, Binding] = field(default_factory=dict)
     compare: dict[str, str] = field(default_factory=dict)  # output name -> how
     programs: dict[str, Program] = field(default_factory=dict)
+    # the programs made by a recorded tactic sequence from one of `programs` (agent.tasks.replay)
+    replays: dict[str, Replayed] = field(default_factory=dict)
     # variable -> (lowest, highest, step): the shapes a seed of the protocol may draw instead
     # of the preset's (a kernel right only for the preset's shapes is found out)
     vary: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     _module: ModuleType | None = field(default=None, repr=False)
+    _traces: dict[str, list[Any]] = field(default_factory=dict, repr=False)  # agent.tasks.replay's
     _module_error: TaskError | None = field(default=None, repr=False)
 
     @property
@@ -370,7 +388,8 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
 
     for name, spec in meta.get("programs", {}).items():
         file = spec.get("file") if isinstance(spec, dict) else None
-        if not isinstance(file, str) or not (task.folder / file).is_file():
+        recorded = _recorded(name, spec, toml) if isinstance(spec, dict) and "replay" in spec else None
+        if recorded is None and (not isinstance(file, str) or not (task.folder / file).is_file()):
             raise _error(
                 "task.program",
                 f"program `{name}`: no file {file!r} in the task folder",
@@ -406,9 +425,34 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
                 _line_of(toml, f"programs.{name}"),
                 f"backends: {', '.join(backend_names)}",
             )
+        if recorded is not None:
+            task.replays[name] = Replayed(
+                name, recorded.base, recorded.steps, {k: dict(v) for k, v in params.items()}, tuple(backends)
+            )
+            continue
+        assert isinstance(file, str)  # checked above
         task.programs[name] = Program(
             name, task.folder / file, {k: dict(v) for k, v in params.items()}, tuple(backends)
         )
+    for name, replayed in task.replays.items():
+        if replayed.base not in task.programs:
+            with_file = ", ".join(task.programs) or "none"
+            raise _error(
+                "task.replay",
+                f"program `{name}` is replayed from `{replayed.base}`, which is not a program of the task with a file",
+                toml,
+                _line_of(toml, f"programs.{name}"),
+                f"programs with a file: {with_file}",
+            )
+
+
+def _recorded(name: str, spec: dict, toml: Path):
+    """The recorded sequence of a `[programs.NAME]` entry with a `replay` key (tactics.replay),
+    each step checked against its tactic: a `TaskError` at the step's line otherwise."""
+    try:
+        return read_entry(name, spec, toml)
+    except KirError as err:
+        raise TaskError(list(err.diagnostics)) from None
 
 
 def _check_module(task: Task, module: ModuleType) -> None:

@@ -168,6 +168,7 @@ def test_every_command_with_json_prints_its_schema(tmp_path, monkeypatch):
         "rules list": ["rules", "list"],
         "tactics list": ["tactics", "list"],
         "tactics apply": ["tactics", "apply", SOFTMAX, "warps", "-p", "warps=16"],
+        "tactics replay": ["tactics", "replay", Path(SOFTMAX).parent],
     }
     having_json = {c for c, cmd in leaf_commands() if any("--json" in p.opts for p in cmd.params)}
     assert having_json == set(SCHEMAS) | set(RECORD_COMMANDS), "every command with --json has a schema, and only those"
@@ -190,6 +191,8 @@ def test_every_command_with_json_prints_its_schema(tmp_path, monkeypatch):
     applied = got["tactics apply"]
     assert applied["ok"] and (applied["tactic"], applied["params"]) == ("warps", {"warps": 16})
     assert "warps(16)" in applied["text"] and applied["kernel"] == "softmax"
+    replayed = got["tactics replay"]
+    assert replayed["ok"] and replayed["program"] == "replayed" and "warps(16)" in replayed["text"]
 
 
 def test_a_usage_error_is_the_commands_object_with_nulls():
