@@ -60,6 +60,11 @@ PAIRS = {
         GEMM.replace("f32[M, K]", "bf16[M, K]").replace("f32[K, N]", "bf16[K, N]"),
         "tactic.split-dot.no-f32-dot", "acc = dot<f32>",
     ),
+    "reverse-order": (
+        GEMM, {"axis": 1}, "cols = ((N + BN - 1) / BN - 1 - program_id(1)) * BN",
+        twin(GEMM, "  for k in 0 .. K / BK pipeline(stages = 2) {\n", "  k = 0\n  if K > 0 {\n"),
+        "tactic.reverse-order.no-loop", "grid(",
+    ),
 }  # fmt: skip
 
 
@@ -143,3 +148,13 @@ def test_split_dot_is_within_bf16x3_error_of_the_f32_product():
     scale = np.abs(inputs["a"]) @ np.abs(inputs["b"])  # the sum of |a_k b_k|: what the error scales with
     error = np.abs(got - want) / scale
     assert error.max() < 2.0**-14 and error.max() > 0  # changed, and by about 2^-16 a product
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_reverse_order_computes_every_tile_once(axis):
+    inputs = gemm_inputs(80, 48, 32)
+    reversed_ = tactics.get("reverse-order").apply(program(GEMM), axis=axis)
+    assert run(reversed_, inputs)["c"].tobytes() == run(GEMM, inputs)["c"].tobytes()
+    with pytest.raises(KirError) as err:
+        tactics.get("reverse-order").apply(program(GEMM), axis=2)
+    assert [d.rule for d in err.value.diagnostics] == ["tactic.reverse-order.axis"]
