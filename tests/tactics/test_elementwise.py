@@ -55,6 +55,21 @@ kernel gate<BLOCK = 128>(a: global f32[M, N], b: global f32[M, N], y: out global
 }
 """
 
+NORM = """
+kernel norm<BLOCK = 128>(x: global f32[M, N], y: out global f32[M, N])
+  where N <= BLOCK
+  target sm_90 grid(M) warps(4)
+{
+  row = program_id(0)
+  cols = arange(0, BLOCK)
+  mask = cols < N
+  v = load(x[row, cols], mask = mask)
+  mean = sum(v, axis = 0) / cast<f32>(N)
+  d = where(mask, v - mean, 0.0)
+  store(y[row, cols], d * rsqrt(sum(d * d, axis = 0) / cast<f32>(N) + 1e-05), mask = mask)
+}
+"""
+
 # tactic: (the program it applies to, its parameters, a fragment of the result; the twin, the
 # rule it is refused with, a fragment of the line the reason points at)
 PAIRS = {
@@ -69,6 +84,11 @@ PAIRS = {
     "split-row": (
         GATE, {}, "grid(cdiv(N, BLOCK), M) warps(4)\n{\n  row = program_id(1)\n  cols = program_id(0) * BLOCK + arange(0, BLOCK)",
         twin(GATE, "av * sigmoid(av)", "av * max(av, axis = 0)"), "tactic.split-row.mixes", "store(y",
+    ),
+    "one-pass": (
+        NORM, {}, "rsqrt((sum(v * v, axis = 0) - mean * row_sum) / cast<f32>(N) + 1e-05)",
+        twin(NORM, "v = load(x[row, cols], mask = mask)", "v = load(x[row, cols], mask = mask, other = 1.0)"),
+        "tactic.one-pass.no-variance", "mean = sum(v",
     ),
 }  # fmt: skip
 
@@ -164,3 +184,14 @@ def test_split_row_computes_each_column_block_as_the_row_did():
     assert [r.rule for r in reasons] == ["tactic.split-row.unmasked"] and reasons[0].span.line == line_of(
         unmasked, "store(y"
     )
+
+
+def test_one_pass_variance_is_within_tolerance_of_the_centred_one():
+    before = program(NORM)
+    after = tactics.get("one-pass").apply(before)
+    assert tactics.get("one-pass").numerics == "reassociates"
+    x = np.random.default_rng(3).standard_normal((6, 100)).astype(np.float32) + 0.5
+    inputs = {"x": x, "y": np.zeros((6, 100), np.float32)}
+    want = run(before, {k: v.copy() for k, v in inputs.items()})["y"]
+    got = run(after, {k: v.copy() for k, v in inputs.items()})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
