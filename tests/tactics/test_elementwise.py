@@ -90,6 +90,10 @@ PAIRS = {
         twin(NORM, "v = load(x[row, cols], mask = mask)", "v = load(x[row, cols], mask = mask, other = 1.0)"),
         "tactic.one-pass.no-variance", "mean = sum(v",
     ),
+    "align": (
+        GATE, {"arg": "b"}, "b: global f32[M, N] align(16)",
+        GATE.replace("global f32[M, N]", "global f32[M, N] align(16)"), "tactic.align.aligned", "kernel gate",
+    ),
 }  # fmt: skip
 
 
@@ -195,3 +199,12 @@ def test_one_pass_variance_is_within_tolerance_of_the_centred_one():
     want = run(before, {k: v.copy() for k, v in inputs.items()})["y"]
     got = run(after, {k: v.copy() for k, v in inputs.items()})["y"]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_align_refuses_what_is_aligned_already_at_the_argument():
+    aligned = twin(GATE, "b: global f32[M, N]", "b: global f32[M, N] align(64)")
+    with pytest.raises(KirError) as err:
+        tactics.get("align").apply(program(aligned), arg="b", bytes=32)
+    (d,) = err.value.diagnostics
+    assert d.rule == "tactic.align.aligned" and d.span.line == line_of(aligned, "align(64)")
+    assert "align(128)" in tactics.get("align").apply(program(aligned), arg="b", bytes=128).text()
