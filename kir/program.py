@@ -10,6 +10,7 @@ import hashlib
 from dataclasses import dataclass, field, replace
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr
+from xdsl.ir import Operation
 
 from kir.diagnostics import Span
 from kir.dialect.structure import KernelOp
@@ -73,7 +74,7 @@ class Program:
     def clone(self) -> Program:
         """A deep copy: new ops (spans and comments kept), so the copy can be changed freely."""
         kernel = self.kernel.clone()
-        for old, new in zip(self.kernel.walk(), kernel.walk(), strict=True):
+        for old, new in zip(_preorder(self.kernel), _preorder(kernel), strict=True):
             copy_source_notes(old, new)
         return replace(
             self,
@@ -94,6 +95,19 @@ class Program:
         values = {**self.params, **overrides}
         copy.kernel.param_defaults = ArrayAttr([IntAttr(values[n]) for n in self.params])
         return copy
+
+
+def _preorder(op: Operation) -> list[Operation]:
+    """`op` and every op nested in it, in the order of xdsl's `walk`, as one list (xdsl's walk
+    is a generator per region, block and op: a third of cloning a program)."""
+    out: list[Operation] = []
+    stack = [op]
+    while stack:
+        top = stack.pop()
+        out.append(top)
+        nested = [inner for region in top.regions for block in region.blocks for inner in block.ops]
+        stack.extend(reversed(nested))
+    return out
 
 
 def same_ir(a: Program | KernelOp, b: Program | KernelOp) -> bool:

@@ -19,6 +19,8 @@ results and regions, the properties present, the constraint on each) and then th
 
 from __future__ import annotations
 
+import functools
+from abc import ABCMeta
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -28,12 +30,14 @@ from xdsl.irdl import IRDLOperation, irdl_op_definition
 from xdsl.irdl.constraints import AnyAttr, BaseAttr, EqIntConstraint, RangeLengthConstraint, RangeOf, SingleOf
 from xdsl.irdl.operations import (
     AttrSizedOperandSegments,
+    BaseAttrAccessor,
     OpDef,
     OperandDef,
     OptOperandDef,
     OptPropertyDef,
     PropertyDef,
     ResultDef,
+    VarIRConstruct,
     VarOperandDef,
 )
 
@@ -176,20 +180,20 @@ def _simple(op_def: OpDef) -> _SimpleDef | None:
     if variable > 1 and not sized or sized and not variable:
         return None  # (sizes xdsl would take as equal, or a segment property for nothing)
     results: list[Check] = []
-    for _, d in op_def.results:
-        ok, check = _range_check(d.constr) if type(d) is ResultDef else (False, None)
+    for _, rd in op_def.results:
+        ok, check = _range_check(rd.constr) if type(rd) is ResultDef else (False, None)
         if not ok:
             return None
         results.append(check)
     required: dict[str, Check] = {}
     optional: dict[str, Check] = {}
-    for name, d in op_def.properties.items():
-        if type(d) not in (PropertyDef, OptPropertyDef):
+    for name, pd in op_def.properties.items():
+        if type(pd) not in (PropertyDef, OptPropertyDef):
             return None
-        ok, check = _attr_check(d.constr)
+        ok, check = _attr_check(pd.constr)
         if not ok:
             return None
-        (optional if type(d) is OptPropertyDef else required)[name] = check
+        (optional if type(pd) is OptPropertyDef else required)[name] = check
     if sized:
         required[_SEGMENTS] = None  # (its type and values: `_segments_hold`)
     return _SimpleDef(
@@ -236,13 +240,59 @@ def _get_trait(cls, trait):
     try:
         return _TRAITS[key]
     except KeyError:
-        found = _TRAITS[key] = IRDLOperation.get_trait.__func__(cls, trait)  # type: ignore[attr-defined]
+        found = _TRAITS[key] = IRDLOperation.get_trait.__func__(cls, trait)
         return found
     except TypeError:  # an unhashable trait value: asked directly
-        return IRDLOperation.get_trait.__func__(cls, trait)  # type: ignore[attr-defined]
+        return IRDLOperation.get_trait.__func__(cls, trait)
 
 
-class KirOperation(IRDLOperation):
+@functools.lru_cache(maxsize=1024)
+def _segment_sizes(sizes: tuple[int, ...]) -> DenseArrayBase:
+    """The segment-size property for these sizes (an immutable attribute: one per sizes)."""
+    return DenseArrayBase.from_list(i32, sizes)
+
+
+def _segmented(kinds: tuple[str, ...], args: Sequence[Any]) -> tuple[list[SSAValue], tuple[int, ...]] | None:
+    """The operands of a segmented definition as one list with each slot's size, or None when
+    an argument does not fit its slot (xdsl's builder then says how)."""
+    if len(args) != len(kinds):
+        return None
+    built: list[SSAValue] = []
+    sizes: list[int] = []
+    for kind, arg in zip(kinds, args, strict=True):
+        if arg is None:
+            if kind == "one":
+                return None
+            sizes.append(0)
+        elif isinstance(arg, SSAValue):
+            built.append(arg)
+            sizes.append(1)
+        elif isinstance(arg, list | tuple):
+            if kind == "one" and len(arg) != 1 or kind == "opt" and len(arg) > 1:
+                return None
+            for v in arg:
+                if not isinstance(v, SSAValue):
+                    return None
+            built.extend(arg)
+            sizes.append(len(arg))
+        else:
+            return None
+    return built, tuple(sizes)
+
+
+class _KirOpMeta(ABCMeta):
+    """The class of KIR's op classes: isinstance and issubclass as for ordinary classes.
+
+    xdsl's ops are abstract base classes, whose isinstance test runs Python code to consult
+    virtual subclasses, a few times slower than an ordinary class's; the verifier's rules ask
+    "is this op a load?" of every op, for most of which the answer is no. No KIR op class has
+    virtual subclasses (nothing registers one), so the ordinary test gives the same answers."""
+
+    __instancecheck__ = type.__instancecheck__
+    __subclasscheck__ = type.__subclasscheck__
+
+
+class KirOperation(IRDLOperation, metaclass=_KirOpMeta):
     """The base of every KIR op. Its constructor builds an op of a simple definition (see the
     module's docstring) directly: xdsl's generic builder sorts each argument into its
     definition's slots (optional, variadic, segment sizes), which for an op of fixed operands
@@ -259,7 +309,18 @@ class KirOperation(IRDLOperation):
         successors: Sequence[Any] | None = None,
         regions: Sequence[Any] | None = None,
     ) -> None:
-        counts = type(self).__dict__.get("_fixed_counts")
+        cls = type(self)
+        kinds = cls.__dict__.get("_operand_kinds")
+        if kinds is not None and operands is not None and not attributes and not successors and not regions:
+            flat = _segmented(kinds, operands)
+            if flat is not None and len(result_types or ()) == cls.__dict__["_result_count"]:
+                built, sizes = flat
+                props = {k: v for k, v in properties.items() if v is not None} if properties else {}
+                props[_SEGMENTS] = _segment_sizes(sizes)
+                if all(isinstance(t, Attribute) for t in result_types or ()):
+                    Operation.__init__(self, operands=built, result_types=result_types or (), properties=props)
+                    return
+        counts = cls.__dict__.get("_fixed_counts")
         if (
             counts is not None
             and not attributes
@@ -287,6 +348,40 @@ class KirOperation(IRDLOperation):
         )
 
 
+# segment-size attribute (by identity, kept alive with its values) -> its values
+_SIZES: dict[int, tuple[Any, tuple[int, ...]]] = {}
+
+
+def _sizes(attr: Any) -> tuple[int, ...]:
+    found = _SIZES.get(id(attr))
+    if found is not None and found[0] is attr:
+        return found[1]
+    if len(_SIZES) >= 4096:
+        _SIZES.clear()
+    values = tuple(attr.get_values())
+    _SIZES[id(attr)] = (attr, values)
+    return values
+
+
+class _SegmentAccessor:
+    """xdsl's accessor of a named operand in a segmented definition (`load.mask`), with the
+    segment sizes read from the attribute once: xdsl unpacks its bytes at every access, and the
+    rules read an access's operands at every op (a tenth of checking a long program)."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return self.inner.index(_sizes(obj.properties[_SEGMENTS]), obj.operands)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        self.inner.__set__(obj, value)
+
+
 def op_definition(cls: type[OpT]) -> type[OpT]:
     """`irdl_op_definition`, with the class's own `verify_` kept as `own_verify`, the generic
     checks run directly where they are simple, and trait lookups remembered."""
@@ -294,9 +389,20 @@ def op_definition(cls: type[OpT]) -> type[OpT]:
     defined = irdl_op_definition(cls)
     defined.get_trait = classmethod(_get_trait)  # type: ignore[method-assign, assignment]
     defined.own_verify = own  # type: ignore[attr-defined]
-    defined.verify_ = _verifier(defined.get_irdl_definition(), own)  # type: ignore[method-assign]
+    defined.verify_ = _verifier(defined.get_irdl_definition(), own)  # type: ignore[method-assign, assignment]
+    for name, value in list(vars(defined).items()):
+        if (
+            isinstance(value, BaseAttrAccessor)
+            and value.construct == VarIRConstruct.OPERAND
+            and type(value.option) is AttrSizedOperandSegments
+            and value.option.as_property
+        ):
+            setattr(defined, name, _SegmentAccessor(value))
     simple = _simple(defined.get_irdl_definition())
     defined.simple_definition = simple is not None  # type: ignore[attr-defined]
+    if simple is not None and simple.kinds is not None and simple.sized:
+        defined._operand_kinds = simple.kinds  # type: ignore[attr-defined]
+        defined._result_count = len(simple.results)  # type: ignore[attr-defined]
     if simple is not None and simple.kinds is None:
         defined._fixed_counts = (len(simple.operands), len(simple.results))  # type: ignore[attr-defined]
     return defined

@@ -121,3 +121,40 @@ def test_segment_sizes_are_checked(how):
     assert not _simple(op.get_irdl_definition()).holds(op)
     with pytest.raises(VerifyException):
         op.verify_()
+
+
+def test_fast_construction_builds_what_xdsl_builds():
+    """Ops built directly (fixed and segmented definitions) equal the ones xdsl's builder makes."""
+    from xdsl.irdl import IRDLOperation
+
+    from kir.dialect.opdef import KirOperation
+
+    checked = set()
+    for op in _ops():
+        cls = type(op)
+        if cls in checked or not op.simple_definition or op.regions:
+            continue
+        checked.add(cls)
+        kinds = _simple(op.get_irdl_definition()).kinds
+        if kinds is None:
+            args = list(op.operands)
+        else:
+            if "operandSegmentSizes" in op.properties:
+                sizes = op.properties["operandSegmentSizes"].get_values()
+            else:  # one variadic slot holds what the fixed ones leave
+                rest = len(op.operands) - (len(kinds) - 1)
+                sizes = [1 if k == "one" else rest for k in kinds]
+            args, at = [], 0
+            for size in sizes:
+                args.append(list(op.operands[at : at + size]))
+                at += size
+        props = {k: v for k, v in op.properties.items() if k != "operandSegmentSizes"}
+        results = [r.type for r in op.results]
+        fast = cls.__new__(cls)
+        KirOperation.__init__(fast, operands=args, result_types=results, properties=props)
+        slow = cls.__new__(cls)
+        IRDLOperation.__init__(slow, operands=args, result_types=results, properties=props)
+        assert list(fast.operands) == list(slow.operands)
+        assert fast.properties == slow.properties, cls
+        assert [r.type for r in fast.results] == [r.type for r in slow.results]
+    assert {d.LoadOp, d.StoreOp, d.BinaryOp} <= checked

@@ -4,7 +4,9 @@ an access. A helper of the `dataflow_*` rule modules: it registers no rule."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
@@ -39,7 +41,7 @@ class Ref:
         return any(isinstance(v.type, TileType) for v in self.indices)
 
 
-_WRITES = {
+_WRITES: dict[type, Callable[[Any], list[Ref]]] = {
     tl.StoreOp: lambda op: [Ref(op, op.mem, op.access.data, tuple(op.indices), op.mask, "store to")],
     tl.AtomicOp: lambda op: [Ref(op, op.mem, op.access.data, tuple(op.indices), op.mask, f"atomic_{op.fn.data} on")],
     ex.TmaStoreOp: lambda op: [Ref(op, op.dst, op.dst_access.data, tuple(op.dst_indices), None, "tma.store to")],
@@ -53,7 +55,7 @@ def _wgmma_reads(op: ex.WgmmaOp) -> list[Ref]:
     return [*a, Ref(op, op.b, op.b_access.data, tuple(op.b_indices), None, "wgmma reading")]
 
 
-_READS = {
+_READS: dict[type, Callable[[Any], list[Ref]]] = {
     tl.LoadOp: lambda op: [Ref(op, op.mem, op.access.data, tuple(op.indices), op.mask, "load from")],
     tl.AtomicOp: _WRITES[tl.AtomicOp],
     ex.TmaLoadOp: lambda op: [Ref(op, op.src, op.src_access.data, tuple(op.src_indices), None, "tma.load from")],
