@@ -86,7 +86,7 @@ class Recorded:
 # ---- reading the entry ---------------------------------------------------------------------------
 
 
-def _error(rule: str, span: Span, message: str, hint: str = "") -> KirError:
+def _error(rule: str, span: Span | None, message: str, hint: str = "") -> KirError:
     return KirError(Diagnostic(rule, "error", span, message, hint))
 
 
@@ -254,10 +254,14 @@ def read_task(folder: str | Path) -> tuple[dict[str, Any], dict[str, Recorded]]:
     program name. The rest of task.toml is the task loader's to check (`agent.tasks`); what
     this reads of it is the `programs` table."""
     toml = Path(folder) / "task.toml"
+    if not Path(folder).is_dir():  # nothing to point at: a usage error
+        raise _error("task.missing", None, f"no task folder at {folder}", "a folder with a task.toml")
     try:
         text = toml.read_text()
     except OSError as err:
-        raise _error("task.missing", _line_span(toml, 1), f"cannot read {toml}: {err.strerror or err}") from None
+        raise _error(
+            "task.missing", None, f"cannot read {toml}: {err.strerror or err}", "a folder with a task.toml"
+        ) from None
     try:
         meta = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

@@ -75,6 +75,7 @@ def base(command: str, f: dict[str, str]) -> list[str]:
         "tactics list": [],
         "tactics explain": ["warps"],
         "tactics apply": [SOFTMAX, "warps"],
+        "tactics replay": [str(ROOT / "benchmarks" / "tasks" / "softmax")],
     }[command]
 
 
@@ -104,9 +105,14 @@ BAD = {
     "ID": ["nonsense.rule"],
     "NAME": ["nonsense"],
     "TASK...": ["nonsense"],
+    "TASK_DIR": ["{missing}", "{rule}"],
 }
 # bench's --out is a folder: a file is what it cannot take
-BAD_FOR = {("bench", "--out"): ["{rule}"], ("rules add", "FILE"): ["{missing}", "{dir}"]}
+BAD_FOR = {
+    ("bench", "--out"): ["{rule}"],
+    ("rules add", "FILE"): ["{missing}", "{dir}"],
+    ("tactics replay", "TASK_DIR"): ["{missing}", "{rule}"],
+}
 
 
 def commands():
@@ -183,6 +189,7 @@ def test_every_command_and_option_has_cases(files):
     assert documented == {
         "check", "fmt", "hash", "version", "interp", "lower", "compile", "cost", "run", "bench",
         "rules list", "rules explain", "rules add", "tactics list", "tactics explain", "tactics apply",
+        "tactics replay",
     }  # fmt: skip
     for command, cmd in COMMANDS:
         base(command, files)  # raises KeyError for a command without a base line
