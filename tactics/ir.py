@@ -3,9 +3,11 @@ written, where its clauses are, and whether it is at the hardware-explicit level
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from xdsl.ir import Operation
 
-from kir.diagnostics import Span
+from kir.diagnostics import Diagnostic, Span
 from kir.dialect.structure import ForOp, RoleOp
 from kir.dialect.tile import LoadOp
 from kir.dialect.traits import is_explicit
@@ -52,3 +54,29 @@ def clause(program: Program, name: str) -> Span | None:
 def param_span(program: Program, name: str) -> Span | None:
     """The span of a compile-time parameter's declaration (`BM = 64`), else the kernel's."""
     return program.param_spans.get(name) or program.span()
+
+
+def site_choice(tactic: str, what: str, sites, op_of=lambda site: site):
+    """The `validate` and `domains_of` of a tactic whose `site` parameter picks one of the
+    places it applies (`sites(program)`, in the order of the text): the value must name one of
+    them, located at the last one (or the kernel) when it does not; the domain is every index.
+    `what` names the places in the message ("such divisions"); `op_of` gives a site's op."""
+
+    def validate(program: Program, values: dict) -> list[Diagnostic]:
+        found = sites(program)
+        if int(values["site"]) < len(found):
+            return []
+        return [
+            Diagnostic(
+                f"tactic.{tactic}.site",
+                "error",
+                span(program, op_of(found[-1])) if found else program.span(),
+                f"tactic {tactic}: site = {values['site']}, but the kernel has {len(found)} {what}",
+                f"site is 0 .. {len(found) - 1}, in the order of the text",
+            )
+        ]
+
+    def domains_of(program: Program, target: str, shapes: Mapping[str, int]) -> dict[str, tuple]:
+        return {"site": tuple(range(len(sites(program))))}
+
+    return validate, domains_of

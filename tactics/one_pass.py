@@ -19,7 +19,6 @@ same as v's own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
@@ -30,7 +29,7 @@ from kir.dialect.types import ScalarType, TileType, shape_of
 from kir.program import Program
 from kir.spans import copy_source_notes
 from tactics import ir
-from tactics.base import IntRange, Param, Tactic, Value, not_applicable
+from tactics.base import IntRange, Param, Tactic, not_applicable
 from tactics.registry import register
 
 NAME = "one-pass"
@@ -120,23 +119,7 @@ def _check(program: Program, target: str) -> list[Diagnostic]:
     ]
 
 
-def _validate(program: Program, values: dict[str, Value]) -> list[Diagnostic]:
-    found = sites(program)
-    if int(values["site"]) < len(found):
-        return []
-    return [
-        Diagnostic(
-            "tactic.one-pass.site",
-            "error",
-            ir.span(program, found[-1].total) if found else program.span(),
-            f"tactic one-pass: site = {values['site']}, but the kernel has {len(found)} centred sums of squares",
-            f"site is 0 .. {len(found) - 1}, in the order of the text",
-        )
-    ]
-
-
-def _domains(program: Program, target: str, shapes: Mapping[str, int]) -> dict[str, tuple[Value, ...]]:
-    return {"site": tuple(range(len(sites(program))))}
+_validate, _domains = ir.site_choice("one-pass", "centred sums of squares", sites, op_of=lambda site: site.total)
 
 
 def _rewrite(program: Program, *, site: int) -> None:

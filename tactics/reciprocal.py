@@ -10,15 +10,13 @@ the task's tolerance admits it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from kir.diagnostics import Diagnostic
 from kir.dialect.tile import BinaryOp, ConstOp
 from kir.dialect.types import dtype_of, shape_of
 from kir.dtypes import DTYPES
 from kir.program import Program, set_span, span_of
 from tactics import ir
-from tactics.base import IntRange, Param, Tactic, Value, not_applicable
+from tactics.base import IntRange, Param, Tactic, not_applicable
 from tactics.registry import register
 
 NAME = "reciprocal"
@@ -64,23 +62,7 @@ def _check(program: Program, target: str) -> list[Diagnostic]:
     ]
 
 
-def _validate(program: Program, values: dict[str, Value]) -> list[Diagnostic]:
-    found = sites(program)
-    if int(values["site"]) < len(found):
-        return []
-    return [
-        Diagnostic(
-            "tactic.reciprocal.site",
-            "error",
-            ir.span(program, found[-1]) if found else program.span(),
-            f"tactic reciprocal: site = {values['site']}, but the kernel has {len(found)} such divisions",
-            f"site is 0 .. {len(found) - 1}, in the order of the text",
-        )
-    ]
-
-
-def _domains(program: Program, target: str, shapes: Mapping[str, int]) -> dict[str, tuple[Value, ...]]:
-    return {"site": tuple(range(len(sites(program))))}
+_validate, _domains = ir.site_choice("reciprocal", "such divisions", sites)
 
 
 def _rewrite(program: Program, *, site: int) -> None:

@@ -19,8 +19,6 @@ Offered for a `dot<f32>` of two f32 tiles; `site` counts them in the order of th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from xdsl.ir import Block, Operation, OpResult, SSAValue
 
 from kir.diagnostics import Diagnostic, Span
@@ -28,7 +26,7 @@ from kir.dialect.tile import BinaryOp, CastOp, DotOp, TransOp
 from kir.dialect.types import dtype_of
 from kir.program import Program, set_span, span_of
 from tactics import _grid, ir
-from tactics.base import IntRange, Param, Tactic, Value, not_applicable
+from tactics.base import IntRange, Param, Tactic, not_applicable
 from tactics.registry import register
 
 NAME = "split-dot"
@@ -61,23 +59,7 @@ def _check(program: Program, target: str) -> list[Diagnostic]:
     ]
 
 
-def _validate(program: Program, values: dict[str, Value]) -> list[Diagnostic]:
-    found = sites(program)
-    if int(values["site"]) < len(found):
-        return []
-    return [
-        Diagnostic(
-            "tactic.split-dot.site",
-            "error",
-            ir.span(program, found[-1]) if found else program.span(),
-            f"tactic split-dot: site = {values['site']}, but the kernel has {len(found)} f32 dots of f32 tiles",
-            f"site is 0 .. {len(found) - 1}, in the order of the text",
-        )
-    ]
-
-
-def _domains(program: Program, target: str, shapes: Mapping[str, int]) -> dict[str, tuple[Value, ...]]:
-    return {"site": tuple(range(len(sites(program))))}
+_validate, _domains = ir.site_choice("split-dot", "f32 dots of f32 tiles", sites)
 
 
 class _After:
