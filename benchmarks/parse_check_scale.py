@@ -20,6 +20,7 @@ when it does not (or when a generated program is not valid).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
@@ -118,6 +119,7 @@ def generate(size: int) -> str:
 
 def measure(size: int) -> dict:
     text = generate(size)
+    gc.collect()  # each size starts from a clean heap: no garbage of the size before it
     start, start_cpu = time.perf_counter(), time.process_time()
     program = parse(text, file=f"<scale {size}>")
     parsed, parsed_cpu = time.perf_counter(), time.process_time()

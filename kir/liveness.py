@@ -38,7 +38,7 @@ def holder_index(op: Operation | None, block: Block, index: dict[Operation, int]
 
 
 def live_ranges(block: Block) -> LiveRanges:
-    ops = list(block.ops)
+    ops = list(iter(block.ops))  # (a block's ops have a len, which walks them: list would ask it)
     index = {op: i for i, op in enumerate(ops)}
     defs: dict[SSAValue, int] = {a: -1 for a in block.args}
     for i, op in enumerate(ops):
@@ -47,13 +47,20 @@ def live_ranges(block: Block) -> LiveRanges:
     last: dict[SSAValue, int] = {}
     nested: dict[int, set[SSAValue]] = {}
     for v in defs:
+        latest = -1
         for use in v.uses:
-            j = holder_index(use.operation, block, index)
+            user = use.operation
+            # the op of this block that is the user or holds it (`holder_index`, inlined: this
+            # runs for every use of every value of every block)
+            j = index.get(user) if user.parent is block else holder_index(user, block, index)
             if j is None:
                 continue
-            last[v] = max(last.get(v, -1), j)
-            if use.operation is not ops[j]:
+            if j > latest:
+                latest = j
+            if user is not ops[j]:
                 nested.setdefault(j, set()).add(v)
+        if latest >= 0:
+            last[v] = latest
     return LiveRanges(ops, defs, last, nested)
 
 
@@ -63,40 +70,40 @@ def fused(v: SSAValue) -> bool:
     The compiler computes such a chain element by element (`0.5 * h * (1.0 + erf(h * c))` needs
     h and the result, not a tile per step), so the value takes no tile of registers of its own."""
     owner = v.owner
-    if not isinstance(owner, Operation) or not is_elementwise(owner) or not v.uses:
+    if not isinstance(owner, Operation) or not is_elementwise(owner):
         return False
-    if any(u.operation.parent_block() is not owner.parent_block() for u in v.uses):
+    users = [u.operation for u in v.uses]
+    if not users:
+        return False
+    block = owner.parent
+    if any(op.parent is not block for op in users):
         return False
     # reductions alone take the chain element by element too (`sum(cast<f32>(vals))` holds the
     # loaded bf16 tile and running sums, never the f32 tile); a value also used after a
     # reduction (softmax's exp, divided by its sum) is held whole until then
-    if all(isinstance(u.operation, tl.ReduceOp) for u in v.uses):
+    if all(isinstance(op, tl.ReduceOp) for op in users):
         return True
-    if not all(
-        is_elementwise(u.operation)
-        and cast(TileType, u.operation.results[0].type).shape == cast(TileType, v.type).shape
-        for u in v.uses
-    ):
+    shape = cast(TileType, v.type).shape
+    if not all(is_elementwise(op) and cast(TileType, op.results[0].type).shape == shape for op in users):
         return False
     # a value that feeds a reduction and is read again after it (one-pass rmsnorm's v: the sum
-    # of v * v, then v * rstd) is held whole across the reduction
-    reductions = _reductions_fed(v)
-    if not reductions:
+    # of v * v, then v * rstd) is held whole across the reduction. With one user there is no
+    # "again": every reduction it feeds is reached through that user, so comes after it.
+    if all(op is users[0] for op in users):
         return True
-    block = owner.parent_block()
-    reduced = {r for r in reductions if r.parent_block() is block}
+    reduced = {r for r in _reductions_fed(v) if r.parent is block}
     if not reduced:
         return True
     # Are all the uses before the first of those reductions? Both follow `owner` in the block,
     # so a walk from it answers by the last use or the first reduction, whichever comes first
     # (numbering the whole block for each value made a long block quadratic).
-    users = {u.operation for u in v.uses}
+    pending = set(users)
     op = owner.next_op
     while op is not None:
         if op in reduced:
             return False
-        users.discard(op)
-        if not users:
+        pending.discard(op)
+        if not pending:
             return True
         op = op.next_op
     return True

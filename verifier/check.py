@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from kir.check import internal_error, unique_sorted, verify_ops
 from kir.diagnostics import Diagnostic, KirError
+from kir.parser import collections_paused
 from kir.program import Program
 from verifier.engine import verify
 
@@ -13,6 +14,11 @@ from verifier.engine import verify
 def check_program(program: Program, target: str | None = None) -> list[Diagnostic]:
     """Every diagnostic for a parsed program: op-level verification of each op, then the rules
     for `target` (the kernel's declared target when None). Sorted and without duplicates."""
+    with collections_paused():
+        return _check(program, target)
+
+
+def _check(program: Program, target: str | None) -> list[Diagnostic]:
     diags = verify_ops(program)
     if any(d.is_error for d in diags):
         return unique_sorted(diags)  # the rules assume well-formed IR

@@ -7,7 +7,7 @@ import pkgutil
 
 import verifier.rules
 from kir.diagnostics import Diagnostic, Span
-from kir.parser import fewer_collections
+from kir.parser import collections_paused
 from kir.program import Program
 from verifier.context import Context
 from verifier.registry import CHECKS
@@ -36,7 +36,7 @@ def verify(
 ) -> list[Diagnostic]:
     """Every diagnostic of every rule (or of the given rule ids), errors first, in a
     deterministic order. A rule that crashes becomes an `internal.error` diagnostic."""
-    with fewer_collections():
+    with collections_paused():
         return _verify(program, target, params, rules)
 
 

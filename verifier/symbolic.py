@@ -298,6 +298,9 @@ class Symbolic:
         self._vars_ids = _TERMS.variable_ids
         self._sexpr_memo = _TERMS.sexpr
         self._queries: dict[str, dict | None] = {}
+        # (claim, assumptions, evaluated terms, facts) by their ids -> the answer and the terms
+        # (the facts are kept alive by `self.facts`)
+        self._asked: dict[tuple, tuple[dict | None, tuple]] = {}
         self.solver_calls = 0
         for name in self.kernel.shape_symbols:
             self.sym_var(name)
@@ -807,9 +810,26 @@ class Symbolic:
         (`program_id(0)`), loop variables (by name), role ranks (`role_rank(mma)`) and lanes
         (`lane0@tag`), plus the value of each expression in `evaluate` under that assignment.
         `{"unknown": ...}` when the solver gives up."""
-        parts = [*assume, z3.Not(claim)]
         extra = list((evaluate or {}).items())
-        relevant = self._relevant(parts + [e for _, e in extra])
+        relevant = self._relevant([*assume, claim] + [e for _, e in extra])  # Not(c) has c's variables
+        # The same terms under the same facts have the same answer: asked again in this
+        # kernel (a long program's accesses repeat their claims), it is found by the terms' ids
+        # before the query's text is made (the text, for the cache across programs, cost more
+        # than the rest of the query).
+        asked = (
+            claim.get_id(),
+            tuple(a.get_id() for a in assume),
+            tuple((n, e.get_id()) for n, e in extra),
+            tuple(id(f) for f in relevant),
+        )
+        hit = self._asked.get(asked)
+        if hit is None:
+            # the terms are kept with the answer: a freed term's id could be reused by another
+            hit = self._asked[asked] = (self._counterexample(claim, assume, extra, relevant), (claim, assume, extra))
+        return None if hit[0] is None else dict(hit[0])
+
+    def _counterexample(self, claim, assume, extra, relevant) -> dict | None:
+        parts = [*assume, z3.Not(claim)]
         key, rename = self._key(relevant, parts, extra)
         if key in self._queries:
             return _rename(self._queries[key], rename)

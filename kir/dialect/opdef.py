@@ -24,8 +24,9 @@ from abc import ABCMeta
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from xdsl.dialects.builtin import DenseArrayBase, i32
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import UNKNOWN_LOC, DenseArrayBase, i32
+from xdsl.ir import Attribute, OpResult, SSAValue, Use
+from xdsl.ir.core import SSAValues
 from xdsl.irdl import IRDLOperation, irdl_op_definition
 from xdsl.irdl.constraints import AnyAttr, BaseAttr, EqIntConstraint, RangeLengthConstraint, RangeOf, SingleOf
 from xdsl.irdl.operations import (
@@ -33,6 +34,7 @@ from xdsl.irdl.operations import (
     BaseAttrAccessor,
     OpDef,
     OperandDef,
+    OptionalDef,
     OptOperandDef,
     OptPropertyDef,
     PropertyDef,
@@ -292,6 +294,49 @@ class _KirOpMeta(ABCMeta):
     __subclasscheck__ = type.__subclasscheck__
 
 
+def _init_plain(
+    op: IRDLOperation, operands: Sequence[SSAValue], result_types: Sequence[Attribute], properties: dict
+) -> None:
+    """`Operation.__init__` for an op without attributes, successors or regions, then the
+    definition's default properties: the fields it sets, set directly (its generic path, with an
+    import at each call for the default location, was a fifth of building an op). The fields
+    not set here (parent, neighbours, successors, regions) keep their class defaults."""
+    values = SSAValues(operands)
+    uses = tuple(Use(op, i) for i in range(len(values)))
+    for value, use in zip(values, uses, strict=True):
+        value.add_use(use)
+    op._operands = values
+    op._operand_uses = uses
+    op.results = SSAValues(OpResult(t, op, i) for i, t in enumerate(result_types))
+    op.properties = properties
+    op.attributes = attributes = {}
+    op.location = UNKNOWN_LOC
+    defaults = type(op).__dict__.get("_defaults")
+    if defaults is None:
+        defaults = _defaults(type(op))
+    for name, default in defaults[0]:
+        properties.setdefault(name, default)
+    for name, default in defaults[1]:
+        attributes[name] = default
+
+
+def _defaults(cls: type) -> tuple[tuple[tuple[str, Attribute], ...], tuple[tuple[str, Attribute], ...]]:
+    """The properties and the attributes an op of `cls` takes when not given (those that
+    `IRDLOperation.__post_init__` fills in), worked out once per class."""
+    op_def = cls.get_irdl_definition()  # type: ignore[attr-defined]
+
+    def of(defs: Mapping[str, Any]) -> tuple[tuple[str, Attribute], ...]:
+        return tuple(
+            (name, d.default_value)
+            for name, d in defs.items()
+            if not isinstance(d, OptionalDef) and d.default_value is not None
+        )
+
+    found = (of(op_def.properties), of(op_def.attributes))
+    cls._defaults = found  # type: ignore[attr-defined]
+    return found
+
+
 class KirOperation(IRDLOperation, metaclass=_KirOpMeta):
     """The base of every KIR op. Its constructor builds an op of a simple definition (see the
     module's docstring) directly: xdsl's generic builder sorts each argument into its
@@ -318,7 +363,7 @@ class KirOperation(IRDLOperation, metaclass=_KirOpMeta):
                 props = {k: v for k, v in properties.items() if v is not None} if properties else {}
                 props[_SEGMENTS] = _segment_sizes(sizes)
                 if all(isinstance(t, Attribute) for t in result_types or ()):
-                    Operation.__init__(self, operands=built, result_types=result_types or (), properties=props)
+                    _init_plain(self, built, result_types or (), props)
                     return
         counts = cls.__dict__.get("_fixed_counts")
         if (
@@ -331,11 +376,11 @@ class KirOperation(IRDLOperation, metaclass=_KirOpMeta):
             and all(isinstance(v, SSAValue) for v in operands or ())
             and all(isinstance(t, Attribute) for t in result_types or ())
         ):
-            Operation.__init__(
+            _init_plain(
                 self,
-                operands=operands or (),
-                result_types=result_types or (),
-                properties={k: v for k, v in properties.items() if v is not None} if properties else {},
+                operands or (),
+                result_types or (),
+                {k: v for k, v in properties.items() if v is not None} if properties else {},
             )
             return
         super().__init__(

@@ -83,7 +83,7 @@ class Launch:
     def ops_of(self, block: Block) -> list[Operation]:
         ops = self._ops.get(id(block))
         if ops is None:
-            ops = self._ops[id(block)] = list(block.ops)
+            ops = self._ops[id(block)] = list(iter(block.ops))  # (its len is another walk)
         return ops
 
     def cached(self, op: Operation, make: Callable[[], Any], tag: str = "") -> Any:

@@ -38,6 +38,10 @@ from verifier.registry import rule
 from verifier.symbolic import Term, format_counterexample, made_once, readable
 
 UNPROVEN = "bounds.unproven"
+# `true` is one AST of the context: a condition is trivially true when it is that AST (z3's
+# `is_true` asks the same through several wrappers, a tenth of this rule on a long kernel)
+_TRUE = z3.BoolVal(True)
+_TRUE_ID = _TRUE.get_id()
 
 
 # ---- accesses -----------------------------------------------------------------------------------
@@ -119,6 +123,7 @@ class Bounds:
 
     ctx: Context
     done: dict[str, list[Diagnostic]] = field(default_factory=dict)
+    _inside: dict[tuple[int, int], bool] = field(default_factory=dict)  # see `_evidently_inside`
 
     @property
     def sym(self):
@@ -165,7 +170,7 @@ class Bounds:
         conds = [self.sym.path(ref.op)]
         if ref.mask is not None:
             conds.append(self.sym.at(ref.mask, lanes))
-        return [c for c in conds if not z3.is_true(c.expr)]
+        return [c for c in conds if c.expr.get_id() != _TRUE_ID]
 
     def cex(self, claim, assume, evaluate=None) -> dict | None:
         return self.sym.counterexample(claim, assume, evaluate)
@@ -245,10 +250,17 @@ class Bounds:
     def _evidently_inside(self, d: Dim) -> bool:
         """0 <= index < extent for every assignment, from the bounds of the index's constants
         and lanes (`Symbolic.interval`) and a constant extent."""
-        if not z3.is_int_value(d.extent):
+        key = (d.index.expr.get_id(), d.extent.get_id())  # both kept alive by the symbolic memos
+        inside = self._inside.get(key)
+        if inside is None:
+            inside = self._inside[key] = self._inside_of(d.index.expr, d.extent)
+        return inside
+
+    def _inside_of(self, index: z3.ArithRef, extent: z3.ArithRef) -> bool:
+        if not z3.is_int_value(extent):
             return False
-        bounds = self.sym.interval(d.index.expr)
-        return bounds is not None and 0 <= bounds[0] and bounds[1] < d.extent.as_long()
+        bounds = self.sym.interval(index)
+        return bounds is not None and 0 <= bounds[0] and bounds[1] < extent.as_long()
 
     # ---- the checks ---------------------------------------------------------------------------
 

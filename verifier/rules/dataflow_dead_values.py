@@ -277,7 +277,7 @@ class _Touches:
 
     @staticmethod
     def of(block: Block) -> _Touches:
-        ops = list(block.ops)
+        ops = list(iter(block.ops))  # (list would ask the len of a block's ops: another walk)
         stops: list[int] = []
         memory: dict[SSAValue, list[int]] = {}
         for i, op in enumerate(ops):
