@@ -12,6 +12,12 @@ parameters' values) shows it true under the `where` clauses with the new one; a 
 prove true stays. With `N <= BLOCK`, `N % BLOCK == 0` means `N == BLOCK`: a program whose row is
 one tile then has no masks at all.
 
+A mask written as a conjunction (`rmask[:, None] & dmask[None, :]`, the `&` inline in the load,
+store or select) is taken term by term: the terms proven true everywhere are dropped and the
+rest kept (`mask = rmask[:, None]`), so that a mask over a dimension the clause makes whole
+goes even where another dimension still needs one. A named conjunction (`mask = a & b`, used
+by name) is one term: it may guard other accesses where the proof does not hold.
+
 The clause is an assumption the interpreter and the harness check at launch (as fix-shape's):
 on shapes that satisfy it the program computes bitwise what it did, where a lane that was
 masked off did not exist; on others it refuses to run (`interp.where-violated`). A clause the
@@ -26,7 +32,7 @@ contiguous without looking through the index arithmetic. The tiles read are the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import ArrayAttr
 from xdsl.ir import Operation, SSAValue
@@ -45,7 +51,7 @@ from kir.dialect.tile import (
     WhereOp,
 )
 from kir.dialect.traits import is_pure
-from kir.dialect.types import Access, GlobalType, SymAttr, TileType, shape_of
+from kir.dialect.types import Access, GlobalType, SymAttr, TileType, broadcast_shapes, dtype_of, shape_of
 from kir.names import suggest
 from kir.program import Program
 from kir.spans import copy_source_notes
@@ -73,6 +79,21 @@ def condition(op: Operation) -> SSAValue:
         return op.cond
     assert op.mask is not None
     return op.mask
+
+
+def conjuncts(cond: SSAValue) -> list[SSAValue]:
+    """The terms of a conjunction written inline (`a & b & c`: unnamed `&` ops of i1 used
+    once), in the order of the text; `[cond]` for anything else."""
+    owner = cond.owner
+    if (
+        isinstance(owner, BinaryOp)
+        and owner.fn.data == "and"
+        and dtype_of(cond.type) == "i1"
+        and cond.name_hint is None
+        and cond.has_one_use()
+    ):
+        return conjuncts(owner.lhs) + conjuncts(owner.rhs)
+    return [cond]
 
 
 def names_in(value: SSAValue, seen: set[int] | None = None) -> set[str]:
@@ -153,6 +174,7 @@ class Plan:
     unmask: list[int]  # loads and stores whose mask is true everywhere
     select: list[int]  # selects whose condition is true everywhere
     slices: list[int]  # gathers of contiguous index tiles
+    narrow: dict[int, list[SSAValue]] = field(default_factory=dict)  # masks and selects: terms true everywhere
 
 
 def plan(program: Program, symbol: str, by: str) -> Plan:
@@ -169,22 +191,36 @@ def plan(program: Program, symbol: str, by: str) -> Plan:
     ops = list(program.kernel.walk())
     unmask: list[int] = []
     select: list[int] = []
+    narrow: dict[int, list[SSAValue]] = {}
     for i, op in enumerate(ops):
         if isinstance(op, Masked) and op.mask is not None:
             shape = op.shape
-        elif isinstance(op, WhereOp) and op.lhs.type == op.res.type:
+        elif isinstance(op, WhereOp):
             shape = tuple(shape_of(op.res.type))
         else:
             continue
         lanes = sym.lanes(shape, f"specialize{i}")  # lanes of one name have one extent
-        cond = sym.at(condition(op), lanes)
-        if cond.tainted:
+        assume = [clause, sym.path(op).expr]
+        terms = conjuncts(condition(op))
+        true = []
+        for term in terms:
+            value = sym.at(term, lanes)
+            if not value.tainted and sym.holds(value.expr, assume):
+                true.append(term)
+        if not true:
             continue
-        path = sym.path(op)
-        if sym.holds(cond.expr, [clause, path.expr]):
-            (select if isinstance(op, WhereOp) else unmask).append(i)
+        if isinstance(op, Masked):
+            if len(true) == len(terms):
+                unmask.append(i)
+            else:
+                narrow[i] = true
+        elif len(true) == len(terms):
+            if op.lhs.type == op.res.type:  # the select is its first value
+                select.append(i)
+        elif broadcast_shapes(shape_of(op.lhs.type), shape_of(op.rhs.type)) == tuple(shape):
+            narrow[i] = true  # the values alone give the result's shape: a smaller condition keeps it
     slices = [i for i, op in enumerate(ops) if isinstance(op, Masked) and block_of(op) is not None]
-    return Plan(not implied, True, unmask, select, slices)
+    return Plan(not implied, True, unmask, select, slices, narrow)
 
 
 # ---- gathers as block slices -------------------------------------------------------------------
@@ -270,11 +306,11 @@ def _expression_start(op: Operation) -> Operation:
 def _as_block(
     op: Masked,
     block: list[tuple[SSAValue | int, sx.SymExpr | None]],
-    unmask: bool,
+    mask: SSAValue | None,
     renames: list[tuple[SSAValue, SSAValue]],
 ) -> Masked:
-    """The access as a block of slices (`block_of`); `renames` gets (start, index tile) for
-    each unnamed start, to be named after its tile if the tile goes."""
+    """The access as a block of slices (`block_of`), with `mask`; `renames` gets (start,
+    index tile) for each unnamed start, to be named after its tile if the tile goes."""
     parent = op.parent_block()
     assert parent is not None
     indices: list[SSAValue] = []
@@ -290,15 +326,14 @@ def _as_block(
             renames.append((start, tile))
         indices.append(start)
         dims.append(extent)
-    return _rebuilt(op, Access(tuple(dims)), indices, unmask)
+    return _rebuilt(op, Access(tuple(dims)), indices, mask)
 
 
-def _rebuilt(op: Masked, access: Access, indices: list[SSAValue], unmask: bool) -> Masked:
-    """A copy of the access with new indexing, without its mask when `unmask`."""
-    mask = None if unmask else op.mask
+def _rebuilt(op: Masked, access: Access, indices: list[SSAValue], mask: SSAValue | None) -> Masked:
+    """A copy of the access with new indexing and mask (None: unmasked, and no `other`)."""
     new: Masked
     if isinstance(op, LoadOp):
-        other = None if unmask else op.other
+        other = None if mask is None else op.other
         evict = op.evict.data if op.evict is not None else None
         new = LoadOp(op.mem, access, indices, mask, other, evict)
     else:
@@ -311,6 +346,50 @@ def _rebuilt(op: Masked, access: Access, indices: list[SSAValue], unmask: bool) 
         assert isinstance(new, LoadOp)
         new.res.name_hint = op.res.name_hint
         op.res.replace_all_uses_with(new.res)
+    parent.erase_op(op)
+    return new
+
+
+def _inline_and(cond: SSAValue) -> BinaryOp | None:
+    """The `&` op of a conjunction written inline (see `conjuncts`), else None."""
+    terms = conjuncts(cond)
+    if len(terms) == 1 and terms[0] is cond:
+        return None
+    assert isinstance(cond.owner, BinaryOp)
+    return cond.owner
+
+
+def _without(cond: SSAValue, true: set[int]) -> SSAValue | None:
+    """`cond` without its terms whose ids are in `true`; None when no term is left. A `&` whose
+    terms change is written anew just before the old one (left for `_erase_dead`), which is
+    where the parser puts the `&` of the text that the result prints."""
+    if id(cond) in true:
+        return None
+    owner = _inline_and(cond)
+    if owner is None:
+        return cond
+    lhs, rhs = _without(owner.lhs, true), _without(owner.rhs, true)
+    if lhs is None or rhs is None:
+        return rhs if lhs is None else lhs
+    if lhs is owner.lhs and rhs is owner.rhs:
+        return cond
+    new = BinaryOp("and", lhs, rhs)
+    copy_source_notes(owner, new)
+    parent = owner.parent_block()
+    assert parent is not None
+    parent.insert_op_before(new, owner)
+    return new.res
+
+
+def _reselected(op: WhereOp, cond: SSAValue) -> WhereOp:
+    """A copy of the select with condition `cond`."""
+    new = WhereOp(cond, op.lhs, op.rhs)
+    copy_source_notes(op, new)
+    parent = op.parent_block()
+    assert parent is not None
+    parent.insert_op_before(new, op)
+    new.res.name_hint = op.res.name_hint
+    op.res.replace_all_uses_with(new.res)
     parent.erase_op(op)
     return new
 
@@ -371,7 +450,7 @@ def _validate(program: Program, values: dict[str, Value]) -> list[Diagnostic]:
                 "no input of such a shape could run the program",
             )
         ]
-    if found.unmask or found.select:
+    if found.unmask or found.select or found.narrow:
         return []
     return [
         Diagnostic(
@@ -397,20 +476,29 @@ def _domains(program: Program, target: str, shapes: Mapping[str, int]) -> dict[s
 def _rewrite(program: Program, *, symbol: str, by: str) -> None:
     found = plan(program, symbol, by)
     ops = list(program.kernel.walk())
-    unmask = {id(ops[i]) for i in found.unmask}
     renames: list[tuple[SSAValue, SSAValue]] = []
     for i in found.select:
         op = ops[i]
         assert isinstance(op, WhereOp)
         op.res.replace_all_uses_with(op.lhs)
-    for i in sorted(set(found.unmask) | set(found.slices)):
+    masks: dict[int, SSAValue | None] = dict.fromkeys(found.unmask)
+    for i, true in found.narrow.items():
+        op = ops[i]
+        kept = _without(condition(op), {id(term) for term in true})
+        if isinstance(op, WhereOp):
+            assert kept is not None  # a term is left, else the select would be dropped
+            _reselected(op, kept)
+        else:
+            masks[i] = kept
+    for i in sorted(set(masks) | set(found.slices)):
         op = ops[i]
         assert isinstance(op, LoadOp | StoreOp)
+        mask = masks[i] if i in masks else op.mask
         block = block_of(op) if i in found.slices else None
         if block is not None:
-            _as_block(op, block, id(op) in unmask, renames)
+            _as_block(op, block, mask, renames)
         else:
-            _rebuilt(op, op.access.data, list(op.indices), True)
+            _rebuilt(op, op.access.data, list(op.indices), mask)
     if found.add_clause:
         program.kernel.where = ArrayAttr([*program.kernel.where.data, SymAttr(clause_of(symbol, by))])
     _erase_dead(program)

@@ -208,3 +208,48 @@ def test_align_refuses_what_is_aligned_already_at_the_argument():
     (d,) = err.value.diagnostics
     assert d.rule == "tactic.align.aligned" and d.span.line == line_of(aligned, "align(64)")
     assert "align(128)" in tactics.get("align").apply(program(aligned), arg="b", bytes=128).text()
+
+
+TILE = """
+kernel tile<BM = 4, BN = 32>(x: global f32[M, N], y: out global f32[M, N])
+  where N <= BN
+  target sm_90 grid(cdiv(M, BM)) warps(4)
+{
+  rows = program_id(0) * BM + arange(0, BM)
+  cols = arange(0, BN)
+  rmask = rows < M
+  cmask = cols < N
+  v = load(x[rows[:, None], cols[None, :]], mask = rmask[:, None] & cmask[None, :], other = 1.0)
+  v = where(rmask[:, None] & cmask[None, :], v, 0.0)
+  mask = rmask[:, None] & cmask[None, :]
+  store(y[rows[:, None], cols[None, :]], v * 2.0, mask = mask)
+}
+"""
+
+
+def test_specialize_where_drops_the_terms_of_an_inline_conjunction_it_proves_and_keeps_the_rest():
+    before = program(TILE)
+    after = tactics.get("specialize-where").apply(before, symbol="N", by="BN")
+    text = after.text()
+    # N % BN == 0 with N <= BN is N == BN: the column mask is true on every lane, the row mask not
+    assert "where N <= BN, N % BN == 0" in text, text
+    assert "mask = rmask[:, None], other = 1.0)" in text, text
+    assert "v = where(rmask[:, None], v, 0.0)" in text, text
+    # a named conjunction is one term (it may guard accesses where the proof does not hold): kept
+    assert "mask = rmask[:, None] & cmask[None, :]" in text and "v * 2.0, mask = mask)" in text, text
+    x = np.random.default_rng(4).standard_normal((10, 32)).astype(np.float32)  # a partial last block of rows
+    same_on(before, after, {"x": x, "y": np.zeros((10, 32), np.float32)})
+
+
+def test_specialize_where_drops_the_kmeans_seeds_dims_mask_where_d_is_bd():
+    from kir.parser import parse_file
+    from tests.tactics.corpus import SUITE
+
+    seed = parse_file(SUITE / "kmeans_assign" / "seed.kir").with_params(BP=32, BC=16, BD=32)
+    after = tactics.get("specialize-where").apply(seed, symbol="D", by="BD")
+    text = after.text()
+    assert "dmask" not in text and "dims" not in text, text
+    assert "mask = rmask[:, None])" in text and "mask = cmask[:, None])" in text, text
+    rng = np.random.default_rng(5)
+    x, cent = rng.standard_normal((40, 32)).astype(np.float32), rng.standard_normal((24, 32)).astype(np.float32)
+    same_on(seed, after, {"x": x, "cent": cent, "assign": np.zeros(40, np.int64)})

@@ -37,7 +37,7 @@ SAME_AS_TUNED = {
     "gemm": False,  # equivalent at the bench shapes: cdiv(M, BM) where tuned writes M / BM
     "gemm_bias_gelu": False,  # as gemm
     "id_hash": True,
-    "kmeans_assign": False,  # the D == BD interface; argmin as a min over matching lanes
+    "kmeans_assign": False,  # equivalent at the bench preset: x: f32[P, D] with where D <= BD, D % BD == 0; S
     "knn_topk": False,  # the early exit of the top-K merge, the [K, BQ] layout, D == BD
     "layernorm": False,  # 1 / N computed once and shared (`inv_n`); the tactic writes it per site
     "rmsnorm": False,  # two passes over chunks of a row of constant length (one_pass.kir it is)
