@@ -32,7 +32,7 @@ REPLAYED = sorted(name for name, task in TASKS.items() if "replayed" in task.rep
 # Per task with a sequence: whether the replayed program is tuned.kir's IR, and where not, the
 # decision of tuned.kir that no tactic makes (docs/tactics.md, "Recorded sequences").
 SAME_AS_TUNED = {
-    "causal_attention": False,  # the key loop split at the diagonal; exp2 with log2(e) folded in
+    "causal_attention": False,  # equivalent at the bench preset: the STAGES parameter, names, S % BN == 0
     "embedding_bag": True,
     "gemm": False,  # equivalent at the bench shapes: cdiv(M, BM) where tuned writes M / BM
     "gemm_bias_gelu": False,  # as gemm
