@@ -15,6 +15,8 @@ from kir.diagnostics import Span
 _SPAN = "_kir_span"
 _COMMENTS = "_kir_comments"
 _BLOCK_COMMENTS = "_kir_block_comments"
+# The names of the notes an op may carry (its instance attributes): what a copy of it carries.
+SOURCE_NOTES = (_SPAN, _COMMENTS, _BLOCK_COMMENTS)
 
 
 def span_of(op: Operation) -> Span | None:
@@ -52,6 +54,6 @@ def set_block_comments(op: Operation, region: int, head: str | None, end: list[s
 
 def copy_source_notes(old: Operation, new: Operation) -> None:
     """Give `new` (a clone of `old`) the span and comments of `old`."""
-    for key in (_SPAN, _COMMENTS, _BLOCK_COMMENTS):
+    for key in SOURCE_NOTES:
         if hasattr(old, key):
             setattr(new, key, getattr(old, key))
