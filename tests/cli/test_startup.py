@@ -27,7 +27,15 @@ HEAVY = (
 )
 # Of the packages that contribute commands, only their command modules (and what those need of
 # `kir`'s ground floor) may be loaded.
-LIGHT = {"agent", "agent.cli", "verifier", "verifier.cli", "verifier.registry"}
+LIGHT = {
+    "agent",
+    "agent.cli",
+    "agent.search",
+    "agent.search.report_cli",
+    "verifier",
+    "verifier.cli",
+    "verifier.registry",
+}
 # The help names the targets and backends: the target registry and its folders' declarations
 # (`lowering/targets/<name>/__init__.py`) load, none of their emitters, compilers or runtimes.
 
