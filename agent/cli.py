@@ -26,6 +26,8 @@ from typing import Annotated, Any, cast
 
 import typer
 
+from agent.search import cli as search_cli
+from agent.search import report_cli
 from kir import cli as kcli
 from kir.cli import (
     DEFAULT_PRESET,
@@ -662,6 +664,8 @@ def _assemble() -> typer.Typer:
     app.command("bench")(bench_cmd)
     verifier_cli.register(app)
     tactics_cli.register(app)
+    search_cli.register(app)
+    report_cli.register(app)
     return app
 
 

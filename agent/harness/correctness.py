@@ -63,7 +63,7 @@ class Verdict:
     seeds: list[int] = field(default_factory=list)
     max_error: dict[str, float] = field(default_factory=dict)  # output -> worst error / tolerance
     varied: dict[str, Any] | None = None  # {"seed", "shape"} of the round on other shapes
-    cycles: int | None = None  # mtia-sim: the simulated cycles of the last run
+    cycles: int | None = None  # mtia-sim: the simulated cycles of the last run at the preset's shape
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -230,7 +230,11 @@ def check(
             verdict.ok = False
             verdict.diagnostics.extend(problems)
             break
-    verdict.cycles = runner.cycles
+        if shape is None:
+            # the simulated time at the preset's shape (a varied round runs at another)
+            verdict.cycles = runner.cycles
+    if verdict.cycles is None:
+        verdict.cycles = runner.cycles
     return verdict
 
 

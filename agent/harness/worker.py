@@ -291,7 +291,7 @@ def _check_job(job: dict[str, Any], candidate: Candidate) -> dict[str, Any]:
     if verdict.varied:
         metrics["varied"] = verdict.varied
     if verdict.cycles is not None:
-        metrics["cycles"] = verdict.cycles  # mtia-sim: simulated cycles of the last run
+        metrics["cycles"] = verdict.cycles  # mtia-sim: simulated cycles at the preset's shape
     if not verdict.ok:
         return _record(False, "correctness", verdict.diagnostics, **metrics)
     if job.get("warm"):

@@ -41,6 +41,8 @@ def report_cmd(
             raise usage("kir report needs the store", "kir report DB --out report.html")
         if out is None:
             raise usage("kir report needs --out FILE", f"kir report {db} --out report.html")
+        if name is not None and not name.strip():
+            raise usage("the search's --name is empty", "leave --name out for the store's last search")
         _writable(out)
         from agent.search.report import ReportError, page, payload
 

@@ -169,6 +169,8 @@ def test_every_command_with_json_prints_its_schema(tmp_path, monkeypatch):
         "tactics list": ["tactics", "list"],
         "tactics apply": ["tactics", "apply", SOFTMAX, "warps", "-p", "warps=16"],
         "tactics replay": ["tactics", "replay", Path(SOFTMAX).parent],
+        "report": ["report", tmp_path / "none.sqlite", "-o", tmp_path / "r.html"],  # refused: no store
+        "search": ["search", "no-such-task"],  # refused: a usage error, fast (a search: tests/agent)
     }
     having_json = {c for c, cmd in leaf_commands() if any("--json" in p.opts for p in cmd.params)}
     assert having_json == set(SCHEMAS) | set(RECORD_COMMANDS), "every command with --json has a schema, and only those"

@@ -31,6 +31,7 @@ LIGHT = {
     "agent",
     "agent.cli",
     "agent.search",
+    "agent.search.cli",
     "agent.search.report_cli",
     "verifier",
     "verifier.cli",

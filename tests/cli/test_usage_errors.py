@@ -53,7 +53,24 @@ def files(tmp_path_factory) -> dict[str, str]:
         "huge": str(huge),
         "rule": str(tmp / "rule.toml"),
         "no_folder": str(tmp / "no" / "such" / "folder" / "x"),
+        "search_db": str(tmp / "search.sqlite"),
+        "report_db": _report_store(tmp / "report.sqlite"),
     }
+
+
+def _report_store(path: Path) -> str:
+    """A store holding one search of one node: what `kir report` reads."""
+    from agent.pipeline import Record
+    from agent.search.tree import Move, Node
+    from agent.store import open_store
+
+    with open_store(str(path)) as store:
+        sid = store.search("one", "softmax", {"backend": "mtia-sim"})
+        record = Record(
+            candidate="k", file="<t>", stage="run", ok=True, until="run", verdict={"metrics": {"cycles": 5}}
+        )
+        store.put(sid, Node(0, None, "k", "kernel text", Move("seed", "seed")).evaluated(record))
+    return str(path)
 
 
 def base(command: str, f: dict[str, str]) -> list[str]:
@@ -76,6 +93,8 @@ def base(command: str, f: dict[str, str]) -> list[str]:
         "tactics explain": ["warps"],
         "tactics apply": [SOFTMAX, "warps"],
         "tactics replay": [str(ROOT / "benchmarks" / "tasks" / "softmax")],
+        "search": ["softmax", "--budget", "1", "--executor", "inline", "--db", f["search_db"]],
+        "report": [f["report_db"], "-o", f["out"] + ".html"],
     }[command]
 
 
@@ -106,12 +125,28 @@ BAD = {
     "NAME": ["nonsense"],
     "TASK...": ["nonsense"],
     "TASK_DIR": ["{missing}", "{rule}"],
+    "TASK": ["nonsense", "{dir}"],
+    "[DB]": ["extra"],
+    "DB": ["{missing}", "{rule}"],
+    "--strategy": ["nonsense", ""],
+    "--budget": ["0", "-1", "x"],
+    "--seconds": ["0", "x"],
+    "--stall": ["0", "x"],
+    "--executor": ["nonsense", "ray"],
+    "--workers": ["0", "x", "100000"],
+    "--db": ["{dir}", "{rule}"],
+    "--name": [""],
+    "--measure-top": ["0", "x"],
+    "--width": ["0", "x"],
+    "--random-seed": ["-1", "x"],
 }
 # bench's --out is a folder: a file is what it cannot take
 BAD_FOR = {
     ("bench", "--out"): ["{rule}"],
     ("rules add", "FILE"): ["{missing}", "{dir}"],
     ("tactics replay", "TASK_DIR"): ["{missing}", "{rule}"],
+    ("search", "--seed"): ["{missing}", "{dir}", "{huge}"],
+    ("report", "--out"): ["{dir}", "{no_folder}"],
 }
 
 
@@ -189,7 +224,7 @@ def test_every_command_and_option_has_cases(files):
     assert documented == {
         "check", "fmt", "hash", "version", "interp", "lower", "compile", "cost", "run", "bench",
         "rules list", "rules explain", "rules add", "tactics list", "tactics explain", "tactics apply",
-        "tactics replay",
+        "tactics replay", "search", "report",
     }  # fmt: skip
     for command, cmd in COMMANDS:
         base(command, files)  # raises KeyError for a command without a base line

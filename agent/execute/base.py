@@ -1,0 +1,100 @@
+"""A job is plain data (the candidate's text, where its task lives, the backend and preset,
+the correctness seeds, the harness's options): it crosses to another process or machine as
+JSON, and `run_job` turns it into a Record there."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from concurrent.futures import Future
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from agent.pipeline import Candidate, Record, evaluate
+
+EXECUTORS = ("inline", "pool")
+
+
+@dataclass(frozen=True)
+class Job:
+    key: str
+    text: str
+    task: str  # the task's folder
+    backend: str
+    preset: str = "test"
+    target: str | None = None
+    params: tuple[tuple[str, int], ...] = ()
+    seeds: tuple[int, ...] | None = None
+    harness: Mapping[str, Any] = field(default_factory=dict)
+    timeout: float = 600.0
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["params"] = dict(self.params)
+        data["seeds"] = None if self.seeds is None else list(self.seeds)
+        data["harness"] = dict(self.harness)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Job:
+        values = dict(data)
+        values["params"] = tuple(sorted(dict(values.get("params") or {}).items()))
+        seeds = values.get("seeds")
+        values["seeds"] = None if seeds is None else tuple(int(s) for s in seeds)
+        return cls(**values)
+
+
+def run_job(job: Job) -> Record:
+    """The job through the one pipeline, up to the run (the harness's checker process, with
+    the job's timeout, runs the candidate)."""
+    from agent.tasks import load_task
+
+    record = evaluate(
+        Candidate(job.text, job.params, f"<{job.key[:12]}>"),
+        until="run",
+        backend=job.backend,
+        target=job.target,
+        task=load_task(job.task),
+        preset=job.preset,
+        seeds=None if job.seeds is None else list(job.seeds),
+        timeout=job.timeout,
+        harness=dict(job.harness),
+    )
+    if record.candidate != job.key:  # the job's text is the candidate it names
+        raise ValueError(f"job {job.key[:12]} holds candidate {record.candidate[:12]}")
+    return record
+
+
+class Executor(ABC):
+    name: str
+
+    @abstractmethod
+    def submit(self, job: Job) -> Future[Record]:
+        """Start the job; its future gives its Record, never an exception of the candidate's
+        (a hang or a crash is a Record that says so)."""
+
+    def map(self, jobs: list[Job]) -> list[Record]:
+        """The jobs' Records, in the jobs' order."""
+        futures = [self.submit(j) for j in jobs]
+        return [f.result() for f in futures]
+
+    def close(self) -> None:  # noqa: B027 - inline holds nothing
+        pass
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def make_executor(name: str, workers: int = 2, **options: Any) -> Executor:
+    if name == "inline":
+        from agent.execute.inline import InlineExecutor
+
+        return InlineExecutor()
+    if name == "pool":
+        from agent.execute.pool import PoolExecutor
+
+        return PoolExecutor(workers)
+    raise ValueError(f"no executor {name!r}: one of {', '.join(EXECUTORS)}")

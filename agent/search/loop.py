@@ -1,0 +1,258 @@
+"""The search loop: round by round, the strategy asks for nodes to expand, the proposer turns
+each into children (checked statically and ranked by the cost model), the children not seen
+before are written to the store as proposed, measured by the executor, written again with their
+Records, and told to the strategy.
+
+Everything but the measurements is deterministic (the strategy's generator is seeded, the
+proposer and the cost model are functions of the program), and the measurements are kept: so
+a search resumed after `kill -9` replays its rounds, taking every Record it finds in the store
+(the same node: same id, parent and candidate key) instead of measuring again, and measures
+only what had not come back. Its tree is then the tree of a run that was never interrupted,
+given measurements that repeat (the simulator's cycles do).
+
+Budgets: measured evaluations (a node measured or found measured), wall seconds, and rounds
+without a better best (`stall`). The first one spent stops the search after its round."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.execute.base import Executor, Job
+from agent.pipeline import Candidate, Record
+from agent.propose.base import Context, Proposer
+from agent.search.base import Strategy
+from agent.search.memory import remembered
+from agent.search.tree import EVALUATED, PROPOSED, Move, Node, Tree
+from agent.store.base import Store
+
+
+@dataclass(frozen=True)
+class Budget:
+    evaluations: int | None = 200
+    seconds: float | None = None
+    stall: int | None = None  # rounds without a better best
+
+    def to_json(self) -> dict[str, Any]:
+        return {"evaluations": self.evaluations, "seconds": self.seconds, "stall": self.stall}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where the candidates run: the task (its folder and loaded object), the backend and the
+    target the tactics and the cost model assume, the preset (its shapes), how many children of
+    an expansion are measured, the random seed (strategy and correctness seeds), and what the
+    harness is asked beyond correctness (`{"time": {...}}` on a GPU)."""
+
+    task: Any  # agent.tasks.Task
+    backend: str
+    target: str | None = None
+    preset: str = "test"
+    measure_top: int = 4
+    seed: int = 0
+    timeout: float = 600.0
+    harness: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def shapes(self) -> dict[str, int]:
+        values = self.task.preset(self.preset).variables
+        return {k: v for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+    def context(self) -> dict[str, Any]:
+        """What a measurement depends on besides the candidate: the evaluations cache's key."""
+        return {
+            "task": self.task.name,
+            "backend": self.backend,
+            "target": self.target,
+            "preset": self.preset,
+            "harness": dict(self.harness),
+        }
+
+    def seeds(self, key: str) -> tuple[int, ...]:
+        """The correctness seeds of one candidate: drawn from the search's seed and the
+        candidate, so that a replayed round checks with the same inputs."""
+        rng = random.Random(f"{self.seed}:{key}")
+        return tuple(rng.randrange(2**31) for _ in range(3))
+
+
+@dataclass
+class Progress:
+    round: int = 0
+    evaluations: int = 0  # measured (or found measured) this search
+    reused: int = 0  # of which found in the store
+    stopped_statically: int = 0  # children that the verifier or the cost stage stopped
+    failed_at_run: int = 0  # measured children that failed (compile, correctness, a hang, a crash)
+    started: float = field(default_factory=time.monotonic)
+    best: Node | None = None
+    seed_score: float | None = None
+    stall: int = 0
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        proposed = self.evaluations + self.stopped_statically
+        return {
+            "rounds": self.round,
+            "evaluations": self.evaluations,
+            "reused": self.reused,
+            "stopped_statically": self.stopped_statically,
+            "failed_at_run": self.failed_at_run,
+            "share_stopped_statically": self.stopped_statically / proposed if proposed else 0.0,
+            "share_failed_at_run": self.failed_at_run / self.evaluations if self.evaluations else 0.0,
+            "seconds": time.monotonic() - self.started,
+            "seed_score": self.seed_score,
+            "best_score": None if self.best is None else self.best.score,
+            "best_node": None if self.best is None else self.best.id,
+            "speedup": (self.seed_score / self.best.score)
+            if self.best is not None and self.seed_score and self.best.score
+            else None,
+            "stopped": self.reason,
+        }
+
+
+@dataclass
+class Result:
+    search: int
+    tree: Tree
+    progress: Progress
+
+
+def run_search(
+    settings: Settings,
+    seed_text: str,
+    strategy: Strategy,
+    proposer: Proposer,
+    executor: Executor,
+    store: Store,
+    search: int,
+    budget: Budget = Budget(),
+    on_round: Callable[[Progress, Tree], None] | None = None,
+) -> Result:
+    """Search from `seed_text` (its parameters bound in its defaults already). The store's
+    nodes of search `search` are taken as measured where they match."""
+    stored = {n.key: n for n in store.nodes(search)}
+    context = settings.context()
+    tree = Tree()
+    progress = Progress()
+
+    def measure(nodes: list[Node]) -> list[Node]:
+        """Each node's Record: from the store (this search's, or any search's evaluation in
+        this context), else measured; written when proposed and when evaluated."""
+        done: dict[int, Node] = {}
+        jobs: list[tuple[Node, Job]] = []
+        for node in nodes:
+            old = stored.get(node.key)
+            record = old.record if old is not None and old.status == EVALUATED and old.id == node.id else None
+            if record is None:
+                record = store.cached(node.key, context)
+            if record is not None:
+                done[node.id] = node.evaluated(record)
+                progress.reused += 1
+                store.put(search, done[node.id])
+                continue
+            store.put(search, node)  # proposed: if the search dies now, it is measured on resume
+            jobs.append((node, _job(settings, node)))
+        for (node, _), record in zip(jobs, executor.map([j for _, j in jobs]), strict=True):
+            done[node.id] = node.evaluated(record)
+            store.put(search, done[node.id])
+            store.remember(node.key, context, record)
+        out = [done[n.id] for n in nodes]
+        for n in out:
+            progress.evaluations += 1
+            if n.score is None:
+                progress.failed_at_run += 1
+            tree.add(n)
+        return out
+
+    root = Node(0, None, Candidate(seed_text).parsed().key(), seed_text, Move("seed", "seed"), status=PROPOSED)
+    measure([root])
+    progress.seed_score = tree.root.score
+    progress.best = tree.best()
+    if on_round:
+        on_round(progress, tree)
+
+    while True:
+        reason = _spent(budget, progress)
+        if reason:
+            progress.reason = reason
+            break
+        asks = strategy.ask(tree)
+        if not asks:
+            progress.reason = "nothing left to expand"
+            break
+        progress.round += 1
+        to_measure: list[Node] = []
+        statics: list[Node] = []
+        left = None if budget.evaluations is None else budget.evaluations - progress.evaluations
+        for ask in asks:
+            parent = tree.get(ask.node)
+            ctx = Context(
+                node=parent,
+                memory=remembered(tree, ask.node, ask.memory),
+                task=settings.task,
+                target=settings.target,
+                backend=settings.backend,
+                preset=settings.preset,
+                shapes=settings.shapes,
+                measure_top=settings.measure_top,
+                seen=frozenset(n.key for n in tree),
+            )
+            for p in proposer.propose(ctx):
+                if tree.by_key(p.key) is not None:
+                    continue  # one canonical program, one node: never evaluated twice
+                if not p.stopped and left is not None and len(to_measure) >= left:
+                    continue  # over the evaluation budget: not proposed
+                node = Node(
+                    tree.next_id(), parent.id, p.key, p.text, p.move, p.params, parent.depth + 1, progress.round,
+                    p.predicted,
+                )  # fmt: skip
+                if p.stopped:
+                    node = node.evaluated(p.static)  # type: ignore[arg-type]  # stopped: it has its Record
+                    store.put(search, node)
+                    statics.append(node)
+                    progress.stopped_statically += 1
+                else:
+                    to_measure.append(node)
+                tree.add(node)
+        measured = measure(to_measure)
+        strategy.tell(tree, sorted(statics + measured, key=lambda n: n.id))
+        best = tree.best()
+        if best is not None and (progress.best is None or best.id != progress.best.id):
+            progress.best, progress.stall = best, 0
+        else:
+            progress.stall += 1
+        if on_round:
+            on_round(progress, tree)
+    return Result(search, tree, progress)
+
+
+def _spent(budget: Budget, progress: Progress) -> str:
+    if budget.evaluations is not None and progress.evaluations >= budget.evaluations:
+        return f"evaluation budget ({budget.evaluations}) spent"
+    if budget.seconds is not None and time.monotonic() - progress.started >= budget.seconds:
+        return f"time budget ({budget.seconds:g} s) spent"
+    if budget.stall is not None and progress.stall >= budget.stall:
+        return f"no better program in {budget.stall} rounds"
+    return ""
+
+
+def _job(settings: Settings, node: Node) -> Job:
+    return Job(
+        key=node.key,
+        text=node.text,
+        task=str(settings.task.folder),
+        backend=settings.backend,
+        preset=settings.preset,
+        target=None,
+        params=node.params,
+        seeds=settings.seeds(node.key),
+        harness=dict(settings.harness),
+        timeout=settings.timeout,
+    )
+
+
+def statically(record: Record | None) -> bool:
+    """The Record stopped its candidate before compile (parse, verify or cost)."""
+    return record is not None and not record.ok and record.stage in ("parse", "verify", "cost")
