@@ -1,6 +1,7 @@
 """A job is plain data (the candidate's text, where its task lives, the backend and preset,
 the correctness seeds, the harness's options): it crosses to another process or machine as
-JSON, and `run_job` turns it into a Record there."""
+JSON, and `run_job` turns it into a Record there. The executors (`inline`, `pool`, `ray`) differ
+only in where `run_job` runs."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from typing import Any
 
 from agent.pipeline import Candidate, Record, evaluate
 
-EXECUTORS = ("inline", "pool")
+EXECUTORS = ("inline", "pool", "ray")
+# The backends that run without a GPU; a job for any other one holds a GPU while it runs (on Ray,
+# a task asking for one: timings one at a time per GPU).
+CPU_BACKENDS = ("mtia-sim", "interp", "triton-interp")
 
 
 @dataclass(frozen=True)
@@ -97,4 +101,8 @@ def make_executor(name: str, workers: int = 2, **options: Any) -> Executor:
         from agent.execute.pool import PoolExecutor
 
         return PoolExecutor(workers)
+    if name == "ray":  # imported here only: `import ray` costs every other command nothing
+        from agent.execute.ray import RayExecutor
+
+        return RayExecutor(address=options.get("address"), workers=workers)
     raise ValueError(f"no executor {name!r}: one of {', '.join(EXECUTORS)}")

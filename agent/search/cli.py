@@ -1,7 +1,7 @@
 """`kir search`: search over KIR programs for a task, and show what a search found.
 
     kir search TASK [--seed FILE] [--strategy beam|greedy|mcts|evolve] [--budget N] [--seconds S]
-                    [--stall N] [--executor inline|pool] [--workers N] [--db PATH] [--name NAME]
+                    [--stall N] [--executor inline|pool|ray] [--workers N] [--db PATH] [--name NAME]
                     [--resume] [--backend B] [--target T] [--preset P] [--measure-top K]
                     [--width W] [--random-seed N] [--time] [--json]
     kir search show DB [--name NAME] [--json]
@@ -44,7 +44,7 @@ SCHEMAS["search"] = ("task", "db", "name", "strategy", "backend", "preset", "pro
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks"
 STRATEGIES = ("beam", "greedy", "mcts", "evolve")
-EXECUTORS = ("inline", "pool")
+EXECUTORS = ("inline", "pool", "ray")
 GPU_TIMING = {"time": {"sets": 3, "runs": 50, "peers": ["eager", "compile"]}, "warm": True}
 
 
@@ -90,8 +90,12 @@ def search_cmd(
     stall: Annotated[
         int | None, typer.Option("--stall", min=1, help="Stop after N rounds without a better best.")
     ] = None,
-    executor: Annotated[str, typer.Option("--executor", help="inline or pool.")] = "pool",
-    workers: Annotated[int, typer.Option("--workers", min=1, max=256, help="Pool processes.")] = 2,
+    executor: Annotated[
+        str, typer.Option("--executor", help="inline, pool or ray (a Ray cluster: RAY_ADDRESS, else a local one).")
+    ] = "pool",
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, max=256, help="Pool processes (ray: the local cluster's CPUs).")
+    ] = 2,
     db: Annotated[
         str | None, typer.Option("--db", metavar="PATH", help="The store (SQLite path or postgresql:// URL).")
     ] = None,
@@ -124,11 +128,16 @@ def search_cmd(
             raise usage(f"unexpected argument '{db_arg}'", "give the store with --db")
         _choice("strategy", strategy, STRATEGIES)
         _choice("executor", executor, EXECUTORS)
+        if executor == "ray":
+            import importlib.util
+
+            if importlib.util.find_spec("ray") is None:
+                raise usage("the ray executor needs Ray, which is not installed", "pip install 'ray>=2.40,<3'")
         _check_target(target)
         if name is not None and not name.strip():
             raise usage("the search's --name is empty")
         folder = _task_folder(task)
-        from agent.execute import make_executor
+        from agent.execute import CPU_BACKENDS, make_executor
         from agent.propose.tactic import TacticProposer
         from agent.search import registry
         from agent.search.loop import Budget, Settings, run_search
@@ -148,7 +157,7 @@ def search_cmd(
             program = load_program(spec.file).with_params(**spec.params_for(preset))
         else:
             program = load_program(seed)
-        gpu = backend not in ("mtia-sim", "interp", "triton-interp")
+        gpu = backend not in CPU_BACKENDS
         harness = GPU_TIMING if (timed if timed is not None else gpu) else {}
         settings = Settings(
             task=loaded, backend=backend, target=target or ("mtia-sim" if backend == "mtia-sim" else None),
