@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agent.pipeline import Candidate, Record, evaluate
+from agent.tasks import load_task
 
 EXECUTORS = ("inline", "pool", "ray")
 # The backends that run without a GPU; a job for any other one holds a GPU while it runs (on Ray,
@@ -51,8 +52,6 @@ class Job:
 def run_job(job: Job) -> Record:
     """The job through the one pipeline, up to the run (the harness's checker process, with
     the job's timeout, runs the candidate)."""
-    from agent.tasks import load_task
-
     record = evaluate(
         Candidate(job.text, job.params, f"<{job.key[:12]}>"),
         until="run",
@@ -90,19 +89,3 @@ class Executor(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def make_executor(name: str, workers: int = 2, **options: Any) -> Executor:
-    if name == "inline":
-        from agent.execute.inline import InlineExecutor
-
-        return InlineExecutor()
-    if name == "pool":
-        from agent.execute.pool import PoolExecutor
-
-        return PoolExecutor(workers)
-    if name == "ray":  # imported here only: `import ray` costs every other command nothing
-        from agent.execute.ray import RayExecutor
-
-        return RayExecutor(address=options.get("address"), workers=workers)
-    raise ValueError(f"no executor {name!r}: one of {', '.join(EXECUTORS)}")

@@ -1,8 +1,8 @@
 """`kir search`: search over KIR programs for a task, and show what a search found.
 
     kir search TASK [--seed FILE] [--strategy beam|greedy|mcts|evolve] [--budget N] [--seconds S]
-                    [--stall N] [--executor inline|pool|ray] [--workers N] [--db PATH] [--name NAME]
-                    [--resume] [--backend B] [--target T] [--preset P] [--measure-top K]
+                    [--gpu-seconds S] [--stall N] [--executor inline|pool] [--workers N] [--db PATH]
+                    [--name NAME] [--resume] [--backend B] [--target T] [--preset P] [--measure-top K]
                     [--width W] [--random-seed N] [--time] [--json]
     kir search show DB [--name NAME] [--json]
 
@@ -87,6 +87,9 @@ def search_cmd(
     strategy: Annotated[str, typer.Option("--strategy", help="beam, greedy, mcts or evolve.")] = "beam",
     budget: Annotated[int, typer.Option("--budget", min=1, help="Measured evaluations at most.")] = 200,
     seconds: Annotated[float | None, typer.Option("--seconds", min=1.0, help="Wall seconds at most.")] = None,
+    gpu_seconds: Annotated[
+        float | None, typer.Option("--gpu-seconds", min=1.0, help="Device seconds (GPU runs) at most.")
+    ] = None,
     stall: Annotated[
         int | None, typer.Option("--stall", min=1, help="Stop after N rounds without a better best.")
     ] = None,
@@ -193,8 +196,9 @@ def search_cmd(
                 stages = Counter(n.stage for n in tree if n.score is None and n.record is not None)
                 best = tree.best()
                 peer = ""
-                if best is not None and best.record is not None:
-                    compile_ms = ((best.record.verdict or {}).get("metrics") or {}).get("compile_ms")
+                root = tree.root
+                if best is not None and root.record is not None:
+                    compile_ms = ((root.record.verdict or {}).get("metrics") or {}).get("compile_ms")
                     if compile_ms and best.score:
                         peer = f", {compile_ms / best.score:.2f}x torch.compile"
                 speed = f" ({p['speedup']:.3f}x the seed{peer})" if p["speedup"] else ""
@@ -209,7 +213,7 @@ def search_cmd(
             with make_executor(executor, workers=workers) as ex:
                 result = run_search(
                     settings, program.text(), chosen, TacticProposer(), ex, store, search_id,
-                    Budget(evaluations=budget, seconds=seconds, stall=stall), on_round=on_round,
+                    Budget(evaluations=budget, seconds=seconds, gpu_seconds=gpu_seconds, stall=stall), on_round=on_round,
                 )  # fmt: skip
         out.fields["progress"] = result.progress.to_json()
         best = result.tree.best()

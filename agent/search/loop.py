@@ -10,8 +10,9 @@ a search resumed after `kill -9` replays its rounds, taking every Record it find
 only what had not come back. Its tree is then the tree of a run that was never interrupted,
 given measurements that repeat (the simulator's cycles do).
 
-Budgets: measured evaluations (a node measured or found measured), wall seconds, and rounds
-without a better best (`stall`). The first one spent stops the search after its round."""
+Budgets: measured evaluations (a node measured or found measured), wall seconds, device seconds
+(the run stages' wall time on a GPU backend: what held the GPU), and rounds without a better
+best (`stall`). The first one spent stops the search after its round."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.execute.base import Executor, Job
+from agent.execute.base import CPU_BACKENDS, Executor, Job
 from agent.pipeline import Candidate, Record
 from agent.propose.base import Context, Proposer
 from agent.search.base import Strategy
@@ -34,10 +35,16 @@ from agent.store.base import Store
 class Budget:
     evaluations: int | None = 200
     seconds: float | None = None
+    gpu_seconds: float | None = None
     stall: int | None = None  # rounds without a better best
 
     def to_json(self) -> dict[str, Any]:
-        return {"evaluations": self.evaluations, "seconds": self.seconds, "stall": self.stall}
+        return {
+            "evaluations": self.evaluations,
+            "seconds": self.seconds,
+            "gpu_seconds": self.gpu_seconds,
+            "stall": self.stall,
+        }
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,7 @@ class Progress:
     reused: int = 0  # of which found in the store
     stopped_statically: int = 0  # children that the verifier or the cost stage stopped
     failed_at_run: int = 0  # measured children that failed (compile, correctness, a hang, a crash)
+    gpu_seconds: float = 0.0  # the run stages' wall time of measurements on a GPU backend
     started: float = field(default_factory=time.monotonic)
     best: Node | None = None
     seed_score: float | None = None
@@ -102,6 +110,7 @@ class Progress:
             "share_stopped_statically": self.stopped_statically / proposed if proposed else 0.0,
             "share_failed_at_run": self.failed_at_run / self.evaluations if self.evaluations else 0.0,
             "seconds": time.monotonic() - self.started,
+            "gpu_seconds": self.gpu_seconds,
             "seed_score": self.seed_score,
             "best_score": None if self.best is None else self.best.score,
             "best_node": None if self.best is None else self.best.id,
@@ -155,6 +164,8 @@ def run_search(
             store.put(search, node)  # proposed: if the search dies now, it is measured on resume
             jobs.append((node, _job(settings, node)))
         for (node, _), record in zip(jobs, executor.map([j for _, j in jobs]), strict=True):
+            if settings.backend not in CPU_BACKENDS:
+                progress.gpu_seconds += dict(record.seconds).get("run", 0.0)
             done[node.id] = node.evaluated(record)
             store.put(search, done[node.id])
             store.remember(node.key, context, record)
@@ -233,12 +244,19 @@ def _spent(budget: Budget, progress: Progress) -> str:
         return f"evaluation budget ({budget.evaluations}) spent"
     if budget.seconds is not None and time.monotonic() - progress.started >= budget.seconds:
         return f"time budget ({budget.seconds:g} s) spent"
+    if budget.gpu_seconds is not None and progress.gpu_seconds >= budget.gpu_seconds:
+        return f"device time budget ({budget.gpu_seconds:g} s) spent"
     if budget.stall is not None and progress.stall >= budget.stall:
         return f"no better program in {budget.stall} rounds"
     return ""
 
 
 def _job(settings: Settings, node: Node) -> Job:
+    harness = dict(settings.harness)
+    if "time" in harness and node.parent is not None:
+        # the peers (eager, torch.compile) are timed with the seed, once: every other node is
+        # timed alone and compared with the seed's peers
+        harness["time"] = {**harness["time"], "peers": []}
     return Job(
         key=node.key,
         text=node.text,
@@ -248,7 +266,7 @@ def _job(settings: Settings, node: Node) -> Job:
         target=None,
         params=node.params,
         seeds=settings.seeds(node.key),
-        harness=dict(settings.harness),
+        harness=harness,
         timeout=settings.timeout,
     )
 

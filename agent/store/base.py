@@ -144,14 +144,3 @@ class Store(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def open_store(url: str) -> Store:
-    """A store at `url`: `postgresql://...` (psycopg), else a SQLite file path."""
-    if url.startswith(("postgresql://", "postgres://")):
-        from agent.store.postgres import PostgresStore
-
-        return PostgresStore(url)
-    from agent.store.sqlite import SqliteStore
-
-    return SqliteStore(url)

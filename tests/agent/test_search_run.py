@@ -32,7 +32,7 @@ from tests.budget import FULL
 
 ROOT = Path(__file__).resolve().parents[2]
 SOFTMAX = ROOT / "benchmarks" / "tasks" / "softmax"
-ARGS = ["search", "softmax", "--strategy", "mcts", "--budget", "5", "--measure-top", "2", "--width", "2", "--random-seed", "7"]
+ARGS = "search softmax --strategy mcts --budget 5 --measure-top 2 --width 2 --random-seed 7".split()
 
 
 def kir(*args: str, cwd: Path) -> subprocess.Popen:
