@@ -3,21 +3,30 @@
 verified and costed by the one pipeline (`evaluate(until="cost")`), and the `measure_top`
 fastest by the cost model's prediction are proposed for measurement, so that only the most
 promising reach the hardware (TVM's and Ansor's cost-model filter). Results that the verifier or
-the cost stage stops are proposed too, as stopped, so the search keeps them in its tree."""
+the cost stage stops are proposed too, as stopped, so the search keeps them in its tree.
+
+Each result is also lowered for the search's backend (the pipeline's lower stage, after the
+cost), and one whose target code is the same as that of a program the proposer has already
+seen (its parent's, a sibling's, any earlier node's) is dropped: on mtia-sim an alignment
+promise or a cache policy changes no line of the C++ the simulator runs, and measuring it
+again would spend the budget on a program already measured (tinygrad's BEAM caches by kernel
+for the same reason). Where the backend has no emitter the cost stage is the last."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Iterator
 from typing import Any
 
 import tactics
-from agent.pipeline import Candidate, evaluate
+from agent.pipeline import Candidate, Record, evaluate
 from agent.propose.base import Context, Proposal, Proposer
 from agent.search.tree import Move
 from kir.diagnostics import KirError
 from kir.parser import parse
 from kir.program import Program
+from lowering import targets
 
 
 class TacticProposer(Proposer):
@@ -27,6 +36,7 @@ class TacticProposer(Proposer):
         self.per_tactic = per_tactic
         self.numerics = numerics
         self._programs: dict[str, Program] = {}
+        self._variant_of: dict[str, str | None] = {}  # candidate key -> its target code's hash
 
     def program(self, key: str, text: str) -> Program:
         found = self._programs.get(key)
@@ -48,22 +58,42 @@ class TacticProposer(Proposer):
                     continue  # a combination the tactic's checks refuse (its validate)
                 yield Move(self.name, tactic.name, tuple(sorted(params.items()))), child
 
+    def _static(self, candidate: Candidate, key: str, context: Context) -> Record:
+        """Verify and cost the candidate for the search's target; lower what passes for the
+        search's backend, where it has an emitter, and note the hash of its target code. (The
+        lowering verifies the program for its declared target, as a run does.)"""
+        record = evaluate(candidate, until="cost", target=context.target, task=context.task, preset=context.preset)
+        code = None
+        if record.ok and context.backend is not None and context.backend in targets.emitting():
+            lowered = evaluate(candidate, until="lower", backend=context.backend)
+            source = (lowered.lowered or {}).get("source")
+            if isinstance(source, str):
+                code = hashlib.sha256(source.encode()).hexdigest()
+        self._variant_of[key] = code
+        return record
+
     def propose(self, context: Context) -> list[Proposal]:
         node = context.node
         program = self.program(node.key, node.text)
         ranked: list[Proposal] = []
         stopped: list[Proposal] = []
         seen = set(context.seen)
+        if node.key not in self._variant_of:  # the node's own code (the seed; a resumed search)
+            self._static(Candidate.from_program(program), node.key, context)
+        # the target code of the tree's nodes: a child with the same code is measured already
+        measured = {self._variant_of.get(k) for k in context.seen | {node.key}} - {None}
         for move, child in self.moves(program, context):
             candidate = Candidate.from_program(child)
             key = candidate.key()
             if key in seen:
                 continue
             seen.add(key)
-            record = evaluate(candidate, until="cost", target=context.target, task=context.task, preset=context.preset)
+            record = self._static(candidate, key, context)
             text = child.text()
             if not record.ok:
                 stopped.append(Proposal(text, move, key, static=record))
+                continue
+            if self._variant_of[key] in measured:
                 continue
             predicted = (record.estimate or {}).get("time_s")
             self._programs[key] = child
@@ -71,4 +101,13 @@ class TacticProposer(Proposer):
         # fastest predicted first; a move's text breaks ties, so the order does not depend on
         # the order the registry lists tactics in
         ranked.sort(key=lambda p: (p.predicted if p.predicted is not None else float("inf"), p.move.describe()))
-        return ranked[: context.measure_top] + stopped
+        chosen: list[Proposal] = []
+        codes: set[str] = set()
+        for p in ranked:  # of children with one target code, the first in this order
+            code = self._variant_of[p.key]
+            if code is not None and code in codes:
+                continue
+            if code is not None:
+                codes.add(code)
+            chosen.append(p)
+        return chosen[: context.measure_top] + stopped
