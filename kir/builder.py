@@ -100,6 +100,8 @@ class Builder:
         self.warp_unit = warp_unit
         self.where = [parse_sym(w) for w in where]
         self._args: list[tuple[str, GlobalType]] = []
+        self._symbols: list[str] = []  # shape_symbols() of the first `_symbols_of` arguments
+        self._symbols_of = 0
         self._arg_spans: dict[str, Span] = {}
         self.kernel: st.KernelOp | None = None
         self._blocks: list[Block] = []
@@ -168,13 +170,17 @@ class Builder:
         return Program(self.kernel, file=self.file, arg_spans=self._arg_spans, **program_fields)
 
     def shape_symbols(self) -> list[str]:
-        seen: list[str] = []
-        for _, t in self._args:
-            for d in [*t.shape.data, *t.strides.data]:
-                for s in sorted(d.data.symbols()):
-                    if s not in seen:
-                        seen.append(s)
-        return seen
+        """The shape symbols of the arguments, in order of first appearance (worked out again
+        only when an argument was added: sema asks at every name it binds)."""
+        if self._symbols_of != len(self._args):
+            seen: list[str] = []
+            for _, t in self._args:
+                for d in [*t.shape.data, *t.strides.data]:
+                    for s in sorted(d.data.symbols()):
+                        if s not in seen:
+                            seen.append(s)
+            self._symbols, self._symbols_of = seen, len(self._args)
+        return list(self._symbols)
 
     # ---- names -------------------------------------------------------------------------------
 

@@ -30,15 +30,19 @@ from xdsl.ir.core import SSAValues
 from xdsl.irdl import IRDLOperation, irdl_op_definition
 from xdsl.irdl.constraints import AnyAttr, BaseAttr, EqIntConstraint, RangeLengthConstraint, RangeOf, SingleOf
 from xdsl.irdl.operations import (
+    AfterVariadicSingleAccessor,
     AttrSizedOperandSegments,
     BaseAttrAccessor,
+    BeforeVariadicSingleAccessor,
     OpDef,
     OperandDef,
+    OptionalAttrAccessor,
     OptionalDef,
     OptOperandDef,
     OptPropertyDef,
     PropertyDef,
     ResultDef,
+    SingleAttrAccessor,
     VarIRConstruct,
     VarOperandDef,
 )
@@ -393,35 +397,87 @@ class KirOperation(IRDLOperation, metaclass=_KirOpMeta):
         )
 
 
-# segment-size attribute (by identity, kept alive with its values) -> its values
-_SIZES: dict[int, tuple[Any, tuple[int, ...]]] = {}
+# segment-size attribute (by identity, kept alive with it) -> each segment's (start, size)
+_SEGMENT_SPANS: dict[int, tuple[Any, tuple[tuple[int, int], ...]]] = {}
 
 
-def _sizes(attr: Any) -> tuple[int, ...]:
-    found = _SIZES.get(id(attr))
+def _spans(attr: Any) -> tuple[tuple[int, int], ...]:
+    found = _SEGMENT_SPANS.get(id(attr))
     if found is not None and found[0] is attr:
         return found[1]
-    if len(_SIZES) >= 4096:
-        _SIZES.clear()
-    values = tuple(attr.get_values())
-    _SIZES[id(attr)] = (attr, values)
-    return values
+    if len(_SEGMENT_SPANS) >= 4096:
+        _SEGMENT_SPANS.clear()
+    spans, start = [], 0
+    for size in attr.get_values():
+        spans.append((start, size))
+        start += size
+    _SEGMENT_SPANS[id(attr)] = (attr, tuple(spans))
+    return tuple(spans)
+
+
+_SINGLE, _OPTIONAL, _VARIADIC = 0, 1, 2
 
 
 class _SegmentAccessor:
-    """xdsl's accessor of a named operand in a segmented definition (`load.mask`), with the
-    segment sizes read from the attribute once: xdsl unpacks its bytes at every access, and the
-    rules read an access's operands at every op (a tenth of checking a long program)."""
+    """xdsl's accessor of a named operand in a segmented definition (`load.mask`), with each
+    segment's start and size worked out once per segment-size attribute, and the operand read
+    from the op's operand tuple: xdsl unpacks the attribute's bytes and sums the sizes before
+    it at every access, through a view of the operands, and the rules read an access's operands
+    at every op (a tenth of checking a long program). Same values as xdsl's accessor (a
+    variadic segment: the same `SSAValues` slice)."""
 
-    __slots__ = ("inner",)
+    __slots__ = ("idx", "inner", "kind")
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
+        self.idx = inner.idx
+        if isinstance(inner, SingleAttrAccessor):
+            self.kind = _SINGLE
+        elif isinstance(inner, OptionalAttrAccessor):
+            self.kind = _OPTIONAL
+        else:
+            self.kind = _VARIADIC
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         if obj is None:
             return self
-        return self.inner.index(_sizes(obj.properties[_SEGMENTS]), obj.operands)
+        start, size = _spans(obj.properties[_SEGMENTS])[self.idx]
+        operands = obj._operands
+        if self.kind == _SINGLE:
+            return operands[start]
+        if self.kind == _OPTIONAL:
+            return operands[start] if size else None
+        return operands[start : start + size]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        self.inner.__set__(obj, value)
+
+
+# Where a construct's values are kept on an op (the operands' tuple, not xdsl's view of it).
+_CONSTRUCT_FIELD = {
+    VarIRConstruct.OPERAND: "_operands",
+    VarIRConstruct.RESULT: "results",
+    VarIRConstruct.REGION: "regions",
+}
+
+
+class _FixedAccessor:
+    """xdsl's accessor of a named operand, result or region at a fixed position (before any
+    variadic one, or counted from the end after it), reading the op's own tuple: xdsl's asks
+    for a view of the construct and indexes that, and every rule, pass and emitter reads
+    operands by name at every op. Same values as xdsl's accessor."""
+
+    __slots__ = ("field", "inner", "position")
+
+    def __init__(self, inner: Any, position: int) -> None:
+        self.inner = inner
+        self.field = _CONSTRUCT_FIELD[inner.construct]
+        self.position = position
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return getattr(obj, self.field)[self.position]
 
     def __set__(self, obj: Any, value: Any) -> None:
         self.inner.__set__(obj, value)
@@ -443,6 +499,10 @@ def op_definition(cls: type[OpT]) -> type[OpT]:
             and value.option.as_property
         ):
             setattr(defined, name, _SegmentAccessor(value))
+        elif type(value) is BeforeVariadicSingleAccessor and value.construct in _CONSTRUCT_FIELD:
+            setattr(defined, name, _FixedAccessor(value, value.idx))
+        elif type(value) is AfterVariadicSingleAccessor and value.construct in _CONSTRUCT_FIELD:
+            setattr(defined, name, _FixedAccessor(value, value.idx - value.num_defs))
     simple = _simple(defined.get_irdl_definition())
     defined.simple_definition = simple is not None  # type: ignore[attr-defined]
     if simple is not None and simple.kinds is not None and simple.sized:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Data, ParametrizedAttribute, TypeAttribute
@@ -256,17 +257,27 @@ def mbarrier(size: sx.SymExpr | int | str) -> MBarrierType:
     return MBarrierType(sym(size))
 
 
+# The types with an element type, and those of them with a shape: looked up by exact class first
+# (the type classes are final; an isinstance test against an ABC union is the slow path, and
+# every op's typing asks these at each operand)
+_ELEMENT_TYPES = frozenset({ScalarType, TileType, GlobalType, SmemType})
+_SHAPED_TYPES = frozenset({TileType, GlobalType, SmemType})
+
+
 def dtype_of(t: Attribute) -> str:
-    if isinstance(t, ScalarType | TileType | GlobalType | SmemType):
-        return t.dtype.data
+    if type(t) in _ELEMENT_TYPES or isinstance(t, ScalarType | TileType | GlobalType | SmemType):
+        return cast(ScalarType, t).dtype.data
     raise VerifyException(f"{t} has no element type")
 
 
 def shape_of(t: Attribute) -> tuple[sx.SymExpr, ...]:
+    kind = type(t)
+    if kind is ScalarType:
+        return ()
+    if kind in _SHAPED_TYPES or isinstance(t, TileType | GlobalType | SmemType):
+        return tuple(d.data for d in cast(TileType, t).shape.data)
     if isinstance(t, ScalarType):
         return ()
-    if isinstance(t, TileType | GlobalType | SmemType):
-        return tuple(d.data for d in t.shape.data)
     raise VerifyException(f"{t} has no shape")
 
 
