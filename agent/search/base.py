@@ -10,11 +10,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
 
+from agent.search import MEMORIES
 from agent.search.tree import Node, Tree
-
-# What a proposer sees of the tree for the node it expands (KernelEvolve's memory operator): the
-# node's ancestors, its siblings, both, or nothing of the search (a fresh start from the node).
-MEMORIES = ("parent", "siblings", "both", "fresh")
 
 
 @dataclass(frozen=True)

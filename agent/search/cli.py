@@ -3,7 +3,7 @@
     kir search TASK [--seed FILE] [--strategy beam|greedy|mcts|evolve] [--budget N] [--seconds S]
                     [--gpu-seconds S] [--stall N] [--executor inline|pool] [--workers N] [--db PATH]
                     [--name NAME] [--resume] [--backend B] [--target T] [--preset P] [--measure-top K]
-                    [--width W] [--random-seed N] [--time] [--json]
+                    [--width W] [--memory parent|siblings|both|fresh] [--random-seed N] [--time] [--json]
     kir search show DB [--name NAME] [--json]
 
 TASK is a suite task's name or a task folder. The seed is the task's `seed.kir` with its
@@ -25,6 +25,7 @@ from typing import Annotated, Any
 
 import typer
 
+from agent.search import MEMORIES
 from kir.cli import (
     DEFAULT_PRESET,
     SCHEMAS,
@@ -111,6 +112,13 @@ def search_cmd(
         int, typer.Option("--measure-top", min=1, max=64, help="Children measured per expansion.")
     ] = 4,
     width: Annotated[int, typer.Option("--width", min=1, max=64, help="Nodes expanded per round.")] = 2,
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            "--memory",
+            help="What a proposer sees of the tree: parent, siblings, both or fresh (default: the strategy's choice).",
+        ),
+    ] = None,
     random_seed: Annotated[int, typer.Option("--random-seed", min=0, help="The search's random seed.")] = 0,
     timed: Annotated[
         bool | None, typer.Option("--time/--no-time", help="Time on the GPU (default: on for GPU backends).")
@@ -131,6 +139,8 @@ def search_cmd(
             raise usage(f"unexpected argument '{db_arg}'", "give the store with --db")
         _choice("strategy", strategy, STRATEGIES)
         _choice("executor", executor, EXECUTORS)
+        if memory is not None:
+            _choice("memory operator", memory, MEMORIES)
         if executor == "ray":
             import importlib.util
 
@@ -184,10 +194,10 @@ def search_cmd(
                 )
             config = {
                 "strategy": strategy, "backend": backend, "target": settings.target, "preset": preset,
-                "measure_top": measure_top, "width": width, "random_seed": random_seed, "harness": harness,
+                "measure_top": measure_top, "width": width, "memory": memory, "random_seed": random_seed, "harness": harness,
             }  # fmt: skip
             search_id = store.search(search_name, loaded.name, config)
-            chosen = registry.get(strategy)(random.Random(random_seed), width=width)
+            chosen = registry.get(strategy)(random.Random(random_seed), width=width, memory=memory)
 
             def on_round(progress, tree) -> None:
                 if json_out:

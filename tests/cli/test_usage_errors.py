@@ -139,6 +139,7 @@ BAD = {
     "--name": [""],
     "--measure-top": ["0", "x"],
     "--width": ["0", "x"],
+    "--memory": ["everything", ""],
     "--random-seed": ["-1", "x"],
 }
 # bench's --out is a folder: a file is what it cannot take
