@@ -28,6 +28,12 @@ from kir.parser import parse
 from kir.program import Program
 from lowering import targets
 
+# A result whose `where` clauses exclude the search's shapes is not a candidate of this search
+# (the search measures at one preset): a tactic's parameter domains are listed one parameter at
+# a time, so fix-shape offers every symbol with every shape's value, and all but the matching
+# pairs are such programs. They are dropped, not kept as stopped children.
+NOT_FOR_THESE_SHAPES = frozenset({"cost.where-violated"})
+
 
 class TacticProposer(Proposer):
     name = "tactic"
@@ -91,6 +97,8 @@ class TacticProposer(Proposer):
             record = self._static(candidate, key, context)
             text = child.text()
             if not record.ok:
+                if {d.rule for d in record.errors} <= NOT_FOR_THESE_SHAPES:
+                    continue  # a program for other shapes than the search's (fix-shape's other pairs)
                 stopped.append(Proposal(text, move, key, static=record))
                 continue
             if self._variant_of[key] in measured:
