@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.execute.base import CPU_BACKENDS, Executor, Job
-from agent.pipeline import Candidate, Record
+from agent.pipeline import Candidate
 from agent.propose.base import Context, Proposer
 from agent.search.base import Strategy
 from agent.search.memory import remembered
@@ -269,8 +269,3 @@ def _job(settings: Settings, node: Node) -> Job:
         harness=harness,
         timeout=settings.timeout,
     )
-
-
-def statically(record: Record | None) -> bool:
-    """The Record stopped its candidate before compile (parse, verify or cost)."""
-    return record is not None and not record.ok and record.stage in ("parse", "verify", "cost")
