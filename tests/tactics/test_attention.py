@@ -14,7 +14,7 @@ import tactics
 from kir.diagnostics import KirError
 from kir.interp import run
 from kir.parser import parse_file
-from tests.tactics.test_preconditions import line_of, program, twin
+from tests.tactics.test_preconditions import check_pair, line_of, program, twin
 from verifier.check import check_program
 
 TASK = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks" / "causal_attention"
@@ -79,22 +79,8 @@ PAIRS = {
 
 @pytest.mark.parametrize("name", sorted(PAIRS))
 def test_applies_to_one_and_refuses_its_twin(name):
-    tactic = tactics.get(name)
-    good, params, wrote, bad, rule, fragment = PAIRS[name]
-    accepted = program(good)
-    assert tactic.precondition(accepted) == []
-    before = accepted.text()
-    result = tactic.apply(accepted, **params)
-    assert accepted.text() == before
-    assert wrote in result.text(), result.text()
+    result = check_pair(name, PAIRS[name])
     assert not [d for d in check_program(result) if d.is_error]
-    refused = program(bad)
-    reasons = tactic.precondition(refused)
-    assert [d.rule for d in reasons] == [rule], reasons
-    assert reasons[0].span is not None and reasons[0].span.line == line_of(bad, fragment), reasons[0]
-    with pytest.raises(KirError) as err:
-        tactic.apply(refused, **params)
-    assert [d.rule for d in err.value.diagnostics] == [rule]
 
 
 def inputs(s: int, hd: int, seed: int = 0) -> dict[str, np.ndarray]:

@@ -12,7 +12,7 @@ import pytest
 import tactics
 from kir.diagnostics import KirError
 from kir.interp import run
-from tests.tactics.test_preconditions import line_of, program, twin
+from tests.tactics.test_preconditions import check_pair, line_of, program, twin
 
 STAGE = """
 kernel stage<BM = 64, BK = 32>(x: global bf16[M, K] align(16), y: out global bf16[M, K] align(16))
@@ -99,21 +99,7 @@ PAIRS = {
 
 @pytest.mark.parametrize("name", sorted(PAIRS))
 def test_applies_to_one_and_refuses_its_twin(name):
-    tactic = tactics.get(name)
-    good, params, wrote, bad, rule, fragment = PAIRS[name]
-    accepted = program(good)
-    assert tactic.precondition(accepted) == []
-    before = accepted.text()
-    result = tactic.apply(accepted, **params)
-    assert accepted.text() == before
-    assert wrote in result.text(), result.text()
-    refused = program(bad)
-    reasons = tactic.precondition(refused)
-    assert [d.rule for d in reasons] == [rule], reasons
-    assert reasons[0].span is not None and reasons[0].span.line == line_of(bad, fragment), reasons[0]
-    with pytest.raises(KirError) as err:
-        tactic.apply(refused, **params)
-    assert [d.rule for d in err.value.diagnostics] == [rule]
+    check_pair(name, PAIRS[name])
 
 
 def same_on(before, after, inputs: dict[str, np.ndarray]) -> None:

@@ -11,7 +11,7 @@ import tactics
 from kir import interp
 from kir import symexpr as sx
 from kir.diagnostics import KirError
-from tests.tactics.test_preconditions import line_of, program, twin
+from tests.tactics.test_preconditions import check_pair, line_of, program, twin
 
 GEMM = """
 kernel gemm<BM = 16, BN = 16, BK = 16>(
@@ -70,21 +70,7 @@ PAIRS = {
 
 @pytest.mark.parametrize("name", sorted(PAIRS))
 def test_applies_to_one_and_refuses_its_twin(name):
-    tactic = tactics.get(name)
-    good, params, wrote, bad, rule, fragment = PAIRS[name]
-    accepted = program(good)
-    assert tactic.precondition(accepted) == []
-    before = accepted.text()
-    result = tactic.apply(accepted, **params)
-    assert accepted.text() == before
-    assert wrote in result.text(), result.text()
-    refused = program(bad)
-    reasons = tactic.precondition(refused)
-    assert [d.rule for d in reasons] == [rule], reasons
-    assert reasons[0].span is not None and reasons[0].span.line == line_of(bad, fragment), reasons[0]
-    with pytest.raises(KirError) as err:
-        tactic.apply(refused, **params)
-    assert [d.rule for d in err.value.diagnostics] == [rule]
+    check_pair(name, PAIRS[name])
 
 
 def test_warp_specialize_wants_a_dot_in_the_loop():

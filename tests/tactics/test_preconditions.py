@@ -10,6 +10,7 @@ import pytest
 import tactics
 from kir.diagnostics import KirError
 from kir.parser import parse
+from kir.program import Program
 
 SCALE = """
 kernel scale<BLOCK = 256>(x: global f32[N], s: global f32[R], y: out global f32[N])
@@ -107,10 +108,12 @@ def test_every_tactic_has_a_pair():
     assert all_pairs() == set(tactics.names())
 
 
-@pytest.mark.parametrize("name", sorted(PAIRS))
-def test_applies_to_one_and_refuses_its_twin(name):
+def check_pair(name: str, pair: tuple) -> Program:
+    """A tactic's precondition pair: it applies to the first program (which it leaves unchanged,
+    writing `wrote` into its result) and refuses the near twin with `rule` at the line of
+    `fragment`, both as its precondition's answer and when applied anyway. The result."""
     tactic = tactics.get(name)
-    good, params, wrote, bad, rule, fragment = PAIRS[name]
+    good, params, wrote, bad, rule, fragment = pair
     accepted = program(good)
     assert tactic.precondition(accepted) == []
     before = accepted.text()
@@ -124,6 +127,12 @@ def test_applies_to_one_and_refuses_its_twin(name):
     with pytest.raises(KirError) as err:
         tactic.apply(refused, **params)
     assert [d.rule for d in err.value.diagnostics] == [rule]
+    return result
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_applies_to_one_and_refuses_its_twin(name):
+    check_pair(name, PAIRS[name])
 
 
 def test_a_bad_value_is_located_at_what_it_sets():
