@@ -26,6 +26,7 @@ from collections.abc import Mapping
 
 from xdsl.ir import Block, Region, SSAValue
 
+from costmodel.spec import chip
 from kir import symexpr as sx
 from kir.diagnostics import Diagnostic
 from kir.dialect.structure import ForOp, YieldOp
@@ -37,11 +38,10 @@ from tactics.base import IntRange, Param, Tactic, Value, not_applicable
 from tactics.registry import register
 
 NAME = "persistent"
+
+
 # Streaming multiprocessors (compute units) per chip: H100/H200 SXM 132, A100 108, MI250X's
 # GCD 110, MI300X 304.
-SMS = {"sm_90": 132, "sm_80": 108, "gfx90a": 110, "gfx942": 304}
-
-
 def _check(program: Program, target: str) -> list[Diagnostic]:
     explicit = _grid.explicit_reason(NAME, program)
     if explicit:
@@ -60,7 +60,11 @@ def _check(program: Program, target: str) -> list[Diagnostic]:
 
 
 def _domains(program: Program, target: str, shapes: Mapping[str, int]) -> dict[str, tuple[Value, ...]]:
-    sms = SMS.get(target, 132)
+    # the target's SMs (mtia-sim: its PEs), from the chip tables the cost model keeps
+    try:
+        sms = chip(target).sms
+    except (KeyError, ValueError):
+        sms = 132
     return {"programs": (sms, 2 * sms)}
 
 
