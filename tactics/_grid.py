@@ -19,7 +19,6 @@ from kir.dialect.tile import BinaryOp, ConstOp, DotOp, NumProgramsOp, ProgramIdO
 from kir.dialect.types import syms
 from kir.program import Program, set_span
 from tactics import ir
-from tactics.base import not_applicable
 
 
 class Emitter:
@@ -135,17 +134,10 @@ def stand_in(program: Program, axis_values: dict[int, SSAValue], keep: Operation
 
 
 def explicit_reason(tactic: str, program: Program) -> list[Diagnostic]:
-    """A `tactic.<name>.explicit` reason when the program is at the explicit level (its roles
-    and barriers are written for the grid it has), else nothing."""
-    explicit = ir.first_explicit(program)
-    if explicit is None:
-        return []
-    return [
-        not_applicable(
-            tactic,
-            "explicit",
-            ir.span(program, explicit),
-            "the program is at the explicit level, where its roles and rings are written for its grid",
-            f"apply {tactic} to the tile-level program it came from",
-        )
-    ]
+    """A grid tactic's reason at the explicit level (its roles and rings are written for the grid)."""
+    return ir.explicit_level(
+        tactic,
+        program,
+        "where its roles and rings are written for its grid",
+        f"apply {tactic} to the tile-level program it came from",
+    )

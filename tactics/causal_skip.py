@@ -541,17 +541,14 @@ def applicable(program: Program) -> Causal | None:
 
 
 def _check(program: Program, target: str) -> list[Diagnostic]:
-    explicit = ir.first_explicit(program)
-    if explicit is not None:
-        return [
-            not_applicable(
-                NAME,
-                "explicit",
-                ir.span(program, explicit),
-                "the program is at the explicit level, where its rings and barriers count the loop's iterations",
-                f"apply {NAME} to the tile-level program it came from",
-            )
-        ]
+    explicit = ir.explicit_level(
+        NAME,
+        program,
+        "where its rings and barriers count the loop's iterations",
+        f"apply {NAME} to the tile-level program it came from",
+    )
+    if explicit:
+        return explicit
     found = candidates(program)
     if not found:
         loops = ir.loops(program)

@@ -14,6 +14,7 @@ from kir.dialect.traits import is_explicit
 from kir.dialect.types import GlobalType
 from kir.program import Program, preorder, span_of
 from kir.where import where_span
+from tactics.base import not_applicable
 
 
 def ops(program: Program) -> list[Operation]:
@@ -39,6 +40,20 @@ def first_explicit(program: Program) -> Operation | None:
         if isinstance(op, RoleOp) or is_explicit(op):
             return op
     return None
+
+
+def explicit_level(tactic: str, program: Program, why: str, hint: str = "") -> list[Diagnostic]:
+    """A `tactic.<name>.explicit` reason, at the first explicit-level op, when the program is at
+    the hardware-explicit level (where `why` says what the tactic would have to rewrite by
+    hand), else nothing."""
+    explicit = first_explicit(program)
+    if explicit is None:
+        return []
+    return [
+        not_applicable(
+            tactic, "explicit", span(program, explicit), f"the program is at the explicit level, {why}", hint
+        )
+    ]
 
 
 def span(program: Program, op: Operation | None) -> Span | None:

@@ -37,16 +37,9 @@ def candidates(program: Program) -> list[ForOp]:
 
 
 def _check(program: Program, target: str) -> list[Diagnostic]:
-    explicit = ir.first_explicit(program)
-    if explicit is not None:
-        return [
-            not_applicable(
-                NAME,
-                "explicit",
-                ir.span(program, explicit),
-                "the program is at the explicit level, where its copies are written out",
-            )
-        ]
+    explicit = ir.explicit_level(NAME, program, "where its copies are written out")
+    if explicit:
+        return explicit
     if candidates(program):
         return []
     loops = ir.loops(program)

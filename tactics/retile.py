@@ -62,17 +62,11 @@ def _clauses_hold(program: Program, env: Mapping[str, int]) -> str | None:
 
 
 def _check(program: Program, target: str) -> list[Diagnostic]:
-    explicit = ir.first_explicit(program)
-    if explicit is not None:
-        return [
-            not_applicable(
-                NAME,
-                "explicit",
-                ir.span(program, explicit),
-                "the program is at the explicit level, where buffers and roles are sized for its tiles",
-                "retile the tile-level program it came from",
-            )
-        ]
+    explicit = ir.explicit_level(
+        NAME, program, "where buffers and roles are sized for its tiles", "retile the tile-level program it came from"
+    )
+    if explicit:
+        return explicit
     if not tile_params(program):
         return [
             not_applicable(

@@ -61,16 +61,9 @@ def _check(program: Program, target: str) -> list[Diagnostic]:
                 f"warp specialization is for sm_90 (TMA and wgmma), not {target}",
             )
         ]
-    explicit = ir.first_explicit(program)
-    if explicit is not None:
-        return [
-            not_applicable(
-                NAME,
-                "explicit",
-                ir.span(program, explicit),
-                "the program is at the explicit level, where its roles are written out",
-            )
-        ]
+    explicit = ir.explicit_level(NAME, program, "where its roles are written out")
+    if explicit:
+        return explicit
     if candidates(program):
         return []
     loops = [op for op in program.kernel.body.block.ops if isinstance(op, ForOp)]

@@ -35,18 +35,12 @@ def _check(program: Program, target: str) -> list[Diagnostic]:
                 "the count of a warpgroup program is part of its roles and products",
             )
         ]
-    explicit = ir.first_explicit(program)
-    if explicit is not None:
-        return [
-            not_applicable(
-                NAME,
-                "explicit",
-                ir.span(program, explicit),
-                "the program is at the explicit level, where the code says what each warp does",
-                "change the warp count of the tile-level program it came from",
-            )
-        ]
-    return []
+    return ir.explicit_level(
+        NAME,
+        program,
+        "where the code says what each warp does",
+        "change the warp count of the tile-level program it came from",
+    )
 
 
 def _domains(program: Program, target: str, shapes: Mapping[str, int]) -> dict[str, tuple[int | str, ...]]:
