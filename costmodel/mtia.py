@@ -16,6 +16,11 @@ runs one program at a time with one thread of control, so its mechanisms are dif
   costs the largest of the engines, the port, the commands and (Little's law) a copy's transfer
   and latency over n + 1; with `wait(0)` (or direct loads) the control processor also pays each
   transfer and its latency in every trip;
+- **a tile-level `pipeline(stages = S)` loop is DMA-double-buffered too**: the lowering's
+  pipelining pass (lowering/passes/pipeline.py) turns its global loads into copies into an
+  S-slot SRAM ring, S - 1 in flight, read back by the vector unit; modelled so where the pass
+  takes the loop (at the kernel's top level, no store, atomic or explicit op in its body, the
+  loads at the body's top level without `other`), else the loads stay blocking reads;
 - **programs on a PE run one after the other**: the kernel is the launch plus the busiest PE's
   `ceil(programs / 64)` programs.
 
@@ -184,6 +189,7 @@ class _Walk:
         self.total_port = 0.0
         self.total_ctrl = 0.0
         self.terms: dict[Operation, float] = {}
+        self.ring_body: Block | None = None  # the body of a loop the pipelining pass takes
 
     # ---- sizes ---------------------------------------------------------------------------------
 
@@ -258,21 +264,27 @@ class _Walk:
         saved = dict(self.carried)
         for a in args:
             self.data.add(a)
+        ring = _pipelined_stages(op, self.program, self.env)
+        outer, self.ring_body = self.ring_body, (body if ring else None)
         inner, span = self.block(body, set(args), args)
+        self.ring_body = outer
+        if ring:
+            span.waits.append(ring - 2)
         yield_op = body.last_op
         recurrence = 0.0
         if isinstance(yield_op, st.YieldOp):
             recurrence = max([self.carried[v][1] for v in yield_op.values if v in self.carried] or [0.0])
         span.stall += inner
-        double_buffered = span.dma and any(n >= 1 for n in span.waits)
+        double_buffered = span.dma and (ring >= 2 or any(n >= 1 for n in span.waits))
         if span.dma and not double_buffered:
             # the control processor waits for this trip's copy: transfer and latency in series
             span.stall += span.read_bytes / self.rate + self.pe.latency
         trip = max(span.time(self.rate, False), recurrence)
         if double_buffered:
             # Little's law: a trip's copy is issued before the wait for the previous one, so
-            # wait(n) keeps n + 1 copies in flight to cover the transfer and the latency
-            inflight = max(span.waits) + 1
+            # wait(n) keeps n + 1 copies in flight to cover the transfer and the latency (the
+            # pipelining pass issues after its wait(S - 2): S - 1 in flight)
+            inflight = ring - 1 if ring else max(span.waits) + 1
             trip = max(trip, (span.dma_bytes / self.rate + self.pe.latency) / inflight)
         self.flush(span, trips)
         self.carried = saved
@@ -390,6 +402,15 @@ class _Walk:
             return
         nbytes = self.bursts_bytes(op, mem, list(op.indices), op.access.data)
         transfer = nbytes / self.rate
+        if isinstance(op, tl.LoadOp) and self.ring_body is not None and op.parent_block() is self.ring_body:
+            # a copy into the pipelining pass's SRAM ring, read back by the vector unit
+            span.dma = True
+            span.read_bytes += nbytes
+            span.dma_bytes += nbytes
+            span.issue += 2  # the copy and its commit
+            sram = self.elems(op.res.type) * DTYPES[dtype_of(mem.type)].nbytes
+            self._finish(op, span, "vec", math.ceil(sram / pe.sram_bytes_per_clk), pe.vec_latency)
+            return
         if isinstance(op, tl.StoreOp):
             # posted: leaves through the write queue once its data is ready; done 500 later
             span.write_bytes += nbytes
@@ -402,6 +423,43 @@ class _Walk:
         stall = passes * (transfer + pe.latency)
         self._finish(op, span, None, 0.0, 0.0, stall)
         span.stall += stall  # blocking: the control processor waits for the data
+
+
+def _pipelined_stages(loop: st.ForOp, program: Program, env: dict[str, int]) -> int:
+    """S where the lowering's pipelining pass takes this `pipeline(stages = S)` loop, else 0: the
+    pass's conditions as far as they show in the IR (lowering/passes/pipeline.py says them all;
+    where it refuses more, this model is optimistic)."""
+    if loop.stages is None or loop.parent_block() is not program.kernel.body.block:
+        return 0
+    try:
+        stages = loop.stages.data.evaluate(env)
+    except (KeyError, ZeroDivisionError):
+        return 0
+    body = loop.body.block
+    carried = set(body.args[1:])
+    top = set(body.ops)
+    loads = []
+    for op in loop.body.walk():
+        if isinstance(op, tl.StoreOp | tl.AtomicOp) or type(op).__module__ == ex.__name__:
+            return 0  # a prefetch may not move a read above a write; explicit ops stay as written
+        if isinstance(op, tl.LoadOp) and isinstance(op.mem.type, GlobalType):
+            if op not in top or op.other is not None or not isinstance(op.res.type, TileType):
+                return 0
+            loads.append(op)
+
+    def from_data(v: SSAValue, seen: set[SSAValue]) -> bool:
+        if v in carried:
+            return True
+        owner = v.owner
+        if v in seen or not isinstance(owner, Operation) or owner.parent_block() is not body:
+            return False
+        seen.add(v)
+        return isinstance(owner, tl.LoadOp) or any(from_data(o, seen) for o in owner.operands)
+
+    for load in loads:
+        if any(from_data(v, set()) for v in [*load.indices, *([load.mask] if load.mask else [])]):
+            return 0  # a gather by loaded indices, or a box that moves with a carried value
+    return stages if stages >= 2 and loads else 0
 
 
 def schedule(program: Program, env: dict[str, int], pe: Pe) -> Schedule:

@@ -13,5 +13,7 @@ TARGET = Target(
     emitter=".emit:MtiaEmitter",
     compiler=".compile",
     runtimes=(Runtime("cpu", ".runtime:SimulatorRuntime"),),
+    # the pipelining pass's cp.async copies are DMAs into local SRAM here
+    hints_through_passes=frozenset({"pipeline"}),
     artefacts=(("*", ("binary",)),),
 )
