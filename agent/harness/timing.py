@@ -25,6 +25,10 @@
   or caches per instance or per tensor, is timed and found wrong.
 - The peers (PyTorch eager, torch.compile) are timed the same way in the same run (in the
   checker's process), so every figure is a ratio of times measured side by side.
+- One timing at a time per GPU: the checker holds the device's lock (`exclusive`, a file lock
+  named after the GPU's UUID) while it times the candidates and the peers, so that evaluations
+  run side by side (a search's pool, several searches on one machine) check and compile in
+  parallel but never share the device while a timed loop runs.
 - Ceilings measured in the same run: a large device-to-device copy (bytes read + written per
   second) and a large bf16 matmul (flop/s). The floor of a task is max(bytes / copy rate,
   flops / matmul rate); a time below a tenth of the floor is implausible and flagged.
@@ -32,9 +36,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import statistics
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +50,30 @@ FLUSH_BYTES = 256 << 20  # H100/H200 L2 is 50 MB; 256 MB evicts it whatever the 
 
 _perf_counter = time.perf_counter  # taken at import, before any candidate code runs here
 _CLOCK: dict[str, Any] = {}
+
+
+@contextlib.contextmanager
+def exclusive(device: str, gpu: str | None = None) -> Iterator[None]:
+    """The device to this process while the block runs: on a CUDA device, an exclusive lock on
+    a file named after the GPU's UUID (`gpu`, default the one this process sees as its current
+    device), taken by every checker on this machine before it times; on the CPU nothing (its
+    timings are CI's). The lock lives in a folder only this user can enter: a candidate (another
+    uid) cannot take it and stall the others."""
+    if not device.startswith("cuda"):
+        yield
+        return
+    if gpu is None:
+        import torch
+
+        gpu = str(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "uuid", "0"))
+    folder = os.path.join(tempfile.gettempdir(), f"kir-timing-{os.getuid()}")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    fd = os.open(os.path.join(folder, f"{gpu}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the fd closes, or when the process dies
+        yield
+    finally:
+        os.close(fd)
 
 
 def capture() -> None:

@@ -510,9 +510,12 @@ def time_candidates(job: dict[str, Any], task, runners: list) -> dict[str, Any]:
     """Time candidates (their runners, one after another) and the peers (eager, torch.compile,
     in this process) on the same rotated input sets: the ratios between them are measured side
     by side. A candidate that fails while being timed gets a `failed` entry; the others go on."""
+    from agent.harness.timing import exclusive
+
     spec = job["time"]
     ts = _TimingSets(task, job.get("preset", "test"), job.get("device", "cpu"), int(spec.get("sets", 3)))
-    return _peers(job, task, ts, [time_one(r, ts, spec) for r in runners])
+    with exclusive(ts.device):  # one timing at a time per GPU
+        return _peers(job, task, ts, [time_one(r, ts, spec) for r in runners])
 
 
 def time_task(job: dict[str, Any], announce: Callable[[Any], None] = lambda process: None) -> dict[str, Any]:
@@ -520,6 +523,7 @@ def time_task(job: dict[str, Any], announce: Callable[[Any], None] = lambda proc
     check job, already checked) timed with the peers, each in its own process."""
     from agent.harness import sandbox
     from agent.harness.failure import CandidateFailed
+    from agent.harness.timing import exclusive
     from agent.tasks import TaskError, load_task
     from kir.parser import parse
 
@@ -552,8 +556,9 @@ def time_task(job: dict[str, Any], announce: Callable[[Any], None] = lambda proc
         task = load_task(job["task"])
         task.module  # noqa: B018 - the reference imported now: its errors are the task's
         ts = _TimingSets(task, job.get("preset", "bench"), job.get("device", "cuda"), int(spec.get("sets", 3)))
-        entries = [timed(c, ts, spec) for c in started]
-        result = _peers(job, task, ts, entries)
+        with exclusive(ts.device):  # one timing at a time per GPU
+            entries = [timed(c, ts, spec) for c in started]
+            result = _peers(job, task, ts, entries)
     except TaskError as err:
         return _record(False, "task", err.diagnostics)
     finally:
