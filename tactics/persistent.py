@@ -46,6 +46,16 @@ def _check(program: Program, target: str) -> list[Diagnostic]:
     explicit = _grid.explicit_reason(NAME, program)
     if explicit:
         return explicit
+    if "NSM" in program.params:
+        return [
+            not_applicable(
+                NAME,
+                "persistent",
+                ir.clause(program, "grid"),
+                "the grid is persistent already (its programs are the NSM parameter): a second one would nest the tile loops",
+                "change the program count with `kir tactics apply ... retile --param param=NSM`, or start from the tiled grid",
+            )
+        ]
     if not any(isinstance(op, ForOp) for op in program.kernel.body.block.ops):
         return [
             not_applicable(

@@ -514,8 +514,9 @@ def time_candidates(job: dict[str, Any], task, runners: list) -> dict[str, Any]:
 
     spec = job["time"]
     ts = _TimingSets(task, job.get("preset", "test"), job.get("device", "cpu"), int(spec.get("sets", 3)))
+    compiled = _compiled_peer(job, ts)  # compiled before the device is taken: it can take a minute
     with exclusive(ts.device):  # one timing at a time per GPU
-        return _peers(job, task, ts, [time_one(r, ts, spec) for r in runners])
+        return _peers(job, task, ts, [time_one(r, ts, spec) for r in runners], compiled)
 
 
 def time_task(job: dict[str, Any], announce: Callable[[Any], None] = lambda process: None) -> dict[str, Any]:
@@ -556,9 +557,10 @@ def time_task(job: dict[str, Any], announce: Callable[[Any], None] = lambda proc
         task = load_task(job["task"])
         task.module  # noqa: B018 - the reference imported now: its errors are the task's
         ts = _TimingSets(task, job.get("preset", "bench"), job.get("device", "cuda"), int(spec.get("sets", 3)))
+        compiled = _compiled_peer(job, ts)
         with exclusive(ts.device):  # one timing at a time per GPU
             entries = [timed(c, ts, spec) for c in started]
-            result = _peers(job, task, ts, entries)
+            result = _peers(job, task, ts, entries, compiled)
     except TaskError as err:
         return _record(False, "task", err.diagnostics)
     finally:
@@ -572,8 +574,21 @@ def time_task(job: dict[str, Any], announce: Callable[[Any], None] = lambda proc
     return _record(True, "done", **result)
 
 
-def _peers(job: dict[str, Any], task, ts: _TimingSets, entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The peers timed on the candidates' sets in this process, and the instance's bytes and flops."""
+def _compiled_peer(job: dict[str, Any], ts: _TimingSets):
+    """torch.compile's model, compiled now (one call on the first set), where the job times it."""
+    import torch
+
+    if "compile" not in job["time"].get("peers", ["eager", "compile"]):
+        return None
+    compiled = torch.compile(ts.inst.model)
+    with torch.no_grad():
+        compiled(*ts.sets[0])
+    return compiled
+
+
+def _peers(job: dict[str, Any], task, ts: _TimingSets, entries: list[dict[str, Any]], compiled=None) -> dict[str, Any]:
+    """The peers timed on the candidates' sets in this process (`compiled`: torch.compile's
+    model, compiled already), and the instance's bytes and flops."""
     import torch
 
     from agent.harness.timing import Timer
@@ -591,7 +606,7 @@ def _peers(job: dict[str, Any], task, ts: _TimingSets, entries: list[dict[str, A
             result["eager_ms"] = eager.median_ms
             result["timing"]["eager"] = eager.to_json()
         if "compile" in peers:
-            compiled = torch.compile(model)
+            compiled = compiled if compiled is not None else torch.compile(model)
             timed = timer.time([lambda x=x: compiled(*x) for x in ts.sets], warmup=3, runs=runs)  # type: ignore[misc]  # a lambda binding x
             result["compile_ms"] = timed.median_ms
             result["timing"]["compile"] = timed.to_json()

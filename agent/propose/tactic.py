@@ -38,7 +38,7 @@ NOT_FOR_THESE_SHAPES = frozenset({"cost.where-violated"})
 class TacticProposer(Proposer):
     name = "tactic"
 
-    def __init__(self, per_tactic: int = 8, numerics: tuple[str, ...] = ("exact", "reassociates", "approximate")):
+    def __init__(self, per_tactic: int = 32, numerics: tuple[str, ...] = ("exact", "reassociates", "approximate")):
         self.per_tactic = per_tactic
         self.numerics = numerics
         self._programs: dict[str, Program] = {}
@@ -109,7 +109,7 @@ class TacticProposer(Proposer):
         # fastest predicted first; a move's text breaks ties, so the order does not depend on
         # the order the registry lists tactics in
         ranked.sort(key=lambda p: (p.predicted if p.predicted is not None else float("inf"), p.move.describe()))
-        chosen: list[Proposal] = []
+        distinct: list[Proposal] = []
         codes: set[str] = set()
         for p in ranked:  # of children with one target code, the first in this order
             code = self._variant_of[p.key]
@@ -117,5 +117,22 @@ class TacticProposer(Proposer):
                 continue
             if code is not None:
                 codes.add(code)
-            chosen.append(p)
-        return chosen[: context.measure_top] + stopped
+            distinct.append(p)
+        return _diverse(distinct, context.measure_top) + stopped
+
+
+def _diverse(ranked: list[Proposal], k: int) -> list[Proposal]:
+    """The `k` to measure: the best predicted child of each tactic first, in the ranking's order,
+    then the next best of any tactic. The cost model orders children of one tactic better than
+    children of different ones (a persistent grid's variants, predicted fastest on one chip,
+    would otherwise fill every slot of every expansion and no other move would be measured)."""
+    firsts: list[Proposal] = []
+    tactics_seen: set[str] = set()
+    for p in ranked:
+        if p.move.name not in tactics_seen:
+            tactics_seen.add(p.move.name)
+            firsts.append(p)
+    chosen = firsts[:k]
+    taken = {p.key for p in chosen}
+    chosen += [p for p in ranked if p.key not in taken][: k - len(chosen)]
+    return sorted(chosen, key=ranked.index)

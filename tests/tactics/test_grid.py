@@ -144,3 +144,11 @@ def test_reverse_order_computes_every_tile_once(axis):
     with pytest.raises(KirError) as err:
         tactics.get("reverse-order").apply(program(GEMM), axis=2)
     assert [d.rule for d in err.value.diagnostics] == ["tactic.reverse-order.axis"]
+
+
+def test_persistent_refuses_a_grid_that_is_persistent_already():
+    walked = tactics.get("persistent").apply(program(GEMM), programs=4)
+    with pytest.raises(KirError) as err:
+        tactics.get("persistent").apply(walked, programs=8)
+    assert "persistent already" in str(err.value)
+    assert "persistent" not in [t.name for t, _ in tactics.applicable(walked, "sm_90")]
