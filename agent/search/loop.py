@@ -255,8 +255,9 @@ def _job(settings: Settings, node: Node) -> Job:
     harness = dict(settings.harness)
     if "time" in harness and node.parent is not None:
         # the peers (eager, torch.compile) are timed with the seed, once: every other node is
-        # timed alone and compared with the seed's peers
+        # timed alone and compared with the seed's peers (and needs no torch.compile warmed)
         harness["time"] = {**harness["time"], "peers": []}
+        harness.pop("warm", None)
     return Job(
         key=node.key,
         text=node.text,

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# benchmarks/search_h200.py on the lent H200: the wheels of build/whl into /tmp/site as in
+# h200_harness.sh, then PHASE=search (every task's beam search from its seed on Triton at the
+# bench shapes, each stopping after SEARCH_SECONDS and resumed by the next call from the stores
+# given back: SEARCH_FROM=folder of a previous $OUT, copied into the tree) or PHASE=bench (the
+# best program of each store timed beside seed, tuned and the peers). Results in $OUT, one archive.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT="${OUT:-$PWD/out}"
+WORK=/tmp/search-h200
+mkdir -p "$OUT" "$WORK"
+if [[ -d build/whl ]]; then
+  python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site build/whl/*.whl || exit 1
+fi
+python3 -m compileall -q agent kir costmodel lowering tactics verifier >/dev/null
+chmod -R a+rX /tmp/site "$PWD" 2>/dev/null  # the candidates run as an unprivileged user: they read these
+export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
+if [[ -n "${SEARCH_FROM:-}" ]]; then tar xzf "$SEARCH_FROM"/search-h200.tar.gz -C "$WORK" 2>/dev/null; fi
+{
+  date -u +%FT%TZ
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  nproc
+  python3 -c "import sys, torch, triton; print('python', sys.version.split()[0], 'torch', torch.__version__, 'triton', triton.__version__)"
+  git log -1 --format=%h 2>/dev/null
+} | tee "$WORK/environment-${PHASE:-search}.txt"
+if [[ "${PHASE:-search}" == search ]]; then
+  python3 benchmarks/search_h200.py search --out "$WORK" --parallel "${SEARCH_PARALLEL:-5}" --workers "${SEARCH_WORKERS:-3}" \
+    --budget "${SEARCH_BUDGET:-300}" --seconds "${SEARCH_SECONDS:-420}" ${SEARCH_TASKS:+--tasks "$SEARCH_TASKS"} 2>&1 | tee -a "$WORK/search.log"
+else
+  timeout "${BENCH_SECONDS:-540}" python3 benchmarks/search_h200.py bench --out "$WORK" --workers 8 ${SEARCH_TASKS:+--tasks "$SEARCH_TASKS"} 2>&1 | tee -a "$WORK/bench.log"
+fi
+# one archive: the device's reply carries a limited number of files
+tar czf /tmp/search-h200.tar.gz -C "$WORK" --exclude=tasks . && mv /tmp/search-h200.tar.gz "$OUT"/
+cp "$WORK"/summary.md "$OUT"/ 2>/dev/null
+tail -5 "$WORK"/search.log 2>/dev/null
+exit 0
