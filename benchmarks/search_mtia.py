@@ -3,7 +3,7 @@ CPU point: beam and MCTS with a budget of evaluations reach at most the cycles o
 hand-written `mtia.kir` where there is one, and improve on the seed for every task.
 
     python benchmarks/search_mtia.py --out DIR [--tasks a,b] [--strategies beam,mcts]
-        [--budget 200] [--parallel 4] [--workers 4] [--seconds S] [--summary-only]
+        [--budget 200] [--parallel 4] [--workers 4] [--seconds S] [--stall N] [--summary-only]
 
 Each (task, strategy) is one `kir search` process writing its own store in DIR
 (`STRATEGY-TASK.sqlite`); `--parallel` of them run at once, each with a pool of `--workers`
@@ -40,6 +40,8 @@ def search(task: str, strategy: str, args: argparse.Namespace) -> dict:
         cmd.append("--resume")
     if args.seconds:
         cmd += ["--seconds", str(args.seconds)]
+    if args.stall:
+        cmd += ["--stall", str(args.stall)]
     start = time.monotonic()
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     try:
@@ -156,6 +158,7 @@ def main() -> int:
     ap.add_argument("--measure-top", type=int, default=4)
     ap.add_argument("--width", type=int, default=2)
     ap.add_argument("--seconds", type=float, default=None)
+    ap.add_argument("--stall", type=int, default=None, help="stop a search after N rounds without a better best")
     ap.add_argument("--summary-only", action="store_true")
     args = ap.parse_args()
     tasks = [t for t in args.tasks.split(",") if t] or sorted(

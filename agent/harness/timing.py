@@ -26,9 +26,10 @@
 - The peers (PyTorch eager, torch.compile) are timed the same way in the same run (in the
   checker's process), so every figure is a ratio of times measured side by side.
 - One timing at a time per GPU: the checker holds the device's lock (`exclusive`, a file lock
-  named after the GPU's UUID) while it times the candidates and the peers, so that evaluations
-  run side by side (a search's pool, several searches on one machine) check and compile in
-  parallel but never share the device while a timed loop runs.
+  named after the GPU's UUID) around each timed loop (a candidate's, once its input sets are
+  in its process; the peers'), so that evaluations run side by side (a search's pool, several
+  searches on one machine) check, compile and move data in parallel but never share the device
+  while a timed loop runs.
 - Ceilings measured in the same run: a large device-to-device copy (bytes read + written per
   second) and a large bf16 matmul (flop/s). The floor of a task is max(bytes / copy rate,
   flops / matmul rate); a time below a tenth of the floor is implausible and flagged.

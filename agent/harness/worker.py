@@ -417,7 +417,7 @@ def time_one(runner, ts: _TimingSets, spec: dict[str, Any]) -> dict[str, Any]:
 
     from agent.harness.correctness import Verdict, _compare, error_of
     from agent.harness.failure import CandidateFailed
-    from agent.harness.timing import Timing
+    from agent.harness.timing import Timing, exclusive
     from agent.harness.wire import WireError, decode_tensor
 
     def fail(rule: str, message: str, extra: dict | None = None) -> dict[str, Any]:
@@ -434,8 +434,9 @@ def time_one(runner, ts: _TimingSets, spec: dict[str, Any]) -> dict[str, Any]:
         runs = int(spec.get("runs", 50))
         request = {"op": "time", "runs": runs, "min_runs": int(spec.get("min_runs", 10)),
                    "budget_s": float(spec.get("budget_s", 2.0))}  # fmt: skip
-        sent = time.monotonic()
-        answers = runner.request(request, None, limit=limit, replies=2)
+        with exclusive(ts.device):  # one timed loop at a time per GPU; the inputs were sent before
+            sent = time.monotonic()
+            answers = runner.request(request, None, limit=limit, replies=2)
         arrived = runner.reply_times[0] if runner.reply_times else time.monotonic()
         first = answers[0][0]
         failed = error_of(first, "timing")
@@ -510,13 +511,10 @@ def time_candidates(job: dict[str, Any], task, runners: list) -> dict[str, Any]:
     """Time candidates (their runners, one after another) and the peers (eager, torch.compile,
     in this process) on the same rotated input sets: the ratios between them are measured side
     by side. A candidate that fails while being timed gets a `failed` entry; the others go on."""
-    from agent.harness.timing import exclusive
-
     spec = job["time"]
     ts = _TimingSets(task, job.get("preset", "test"), job.get("device", "cpu"), int(spec.get("sets", 3)))
     compiled = _compiled_peer(job, ts)  # compiled before the device is taken: it can take a minute
-    with exclusive(ts.device):  # one timing at a time per GPU
-        return _peers(job, task, ts, [time_one(r, ts, spec) for r in runners], compiled)
+    return _peers(job, task, ts, [time_one(r, ts, spec) for r in runners], compiled)
 
 
 def time_task(job: dict[str, Any], announce: Callable[[Any], None] = lambda process: None) -> dict[str, Any]:
@@ -524,7 +522,6 @@ def time_task(job: dict[str, Any], announce: Callable[[Any], None] = lambda proc
     check job, already checked) timed with the peers, each in its own process."""
     from agent.harness import sandbox
     from agent.harness.failure import CandidateFailed
-    from agent.harness.timing import exclusive
     from agent.tasks import TaskError, load_task
     from kir.parser import parse
 
@@ -558,9 +555,8 @@ def time_task(job: dict[str, Any], announce: Callable[[Any], None] = lambda proc
         task.module  # noqa: B018 - the reference imported now: its errors are the task's
         ts = _TimingSets(task, job.get("preset", "bench"), job.get("device", "cuda"), int(spec.get("sets", 3)))
         compiled = _compiled_peer(job, ts)
-        with exclusive(ts.device):  # one timing at a time per GPU
-            entries = [timed(c, ts, spec) for c in started]
-            result = _peers(job, task, ts, entries, compiled)
+        entries = [timed(c, ts, spec) for c in started]
+        result = _peers(job, task, ts, entries, compiled)
     except TaskError as err:
         return _record(False, "task", err.diagnostics)
     finally:
@@ -591,7 +587,7 @@ def _peers(job: dict[str, Any], task, ts: _TimingSets, entries: list[dict[str, A
     model, compiled already), and the instance's bytes and flops."""
     import torch
 
-    from agent.harness.timing import Timer
+    from agent.harness.timing import Timer, exclusive
 
     spec = job["time"]
     preset = ts.preset
@@ -600,7 +596,7 @@ def _peers(job: dict[str, Any], task, ts: _TimingSets, entries: list[dict[str, A
     model = ts.inst.model
     result: dict[str, Any] = {"candidates": entries, "timing": {}}
     peers = spec.get("peers", ["eager", "compile"])
-    with torch.no_grad():
+    with torch.no_grad(), exclusive(ts.device):  # one timing at a time per GPU
         if "eager" in peers:
             eager = timer.time([lambda x=x: model(*x) for x in ts.sets], runs=runs)  # type: ignore[misc]  # a lambda binding x
             result["eager_ms"] = eager.median_ms

@@ -1,11 +1,13 @@
 """Beam search with MaxKernel's gate: each round expands the beam (at most `width` nodes), and
 the next beam is the fastest of their children that are not slower than their own parent (a
-child that regresses is kept in the tree but not followed). The search ends when no child
-passes the gate."""
+child that regresses is kept in the tree but not followed). When no child of a round passes,
+the beam goes back to the fastest nodes of the tree that passed the gate and were not expanded
+(on a GPU, a round whose children all time within the noise of their parent would otherwise end
+the search with its budget unspent); the search ends when there is none."""
 
 from __future__ import annotations
 
-from agent.search.base import Expand, Strategy
+from agent.search.base import Expand, Strategy, unexpanded
 from agent.search.registry import register
 from agent.search.tree import Node, Tree
 
@@ -21,14 +23,27 @@ class Beam(Strategy):
     def ask(self, tree: Tree) -> list[Expand]:
         if self.beam is None:
             self.beam = [tree.root.id] if tree.root.score is not None else []
-        return [self.expand(tree.get(i), "both") for i in self.beam if i not in self.expanded]
+        asks = [self.expand(tree.get(i), "both") for i in self.beam if i not in self.expanded]
+        if not asks and self.beam is not None:
+            passed = [n for n in unexpanded(tree, self.expanded) if _passes(tree, n)]
+            self.beam = [n.id for n in passed[: self.width]]
+            asks = [self.expand(tree.get(i), "both") for i in self.beam]
+        return asks
 
     def tell(self, tree: Tree, nodes: list[Node]) -> None:
         passed = []
         for n in nodes:
-            parent = None if n.parent is None else tree.get(n.parent)
-            if n.score is None or parent is None or parent.score is None or n.score > parent.score:
-                continue  # failed, or slower than its parent: the gate
-            passed.append(n)
+            if n.parent is not None and _passes(tree, n):
+                passed.append(n)
         passed.sort(key=lambda n: (n.score, n.id))
         self.beam = [n.id for n in passed[: self.width]]
+
+
+def _passes(tree: Tree, n: Node) -> bool:
+    """The gate: scored, and not slower than its parent (the root passes)."""
+    if n.score is None:
+        return False
+    if n.parent is None:
+        return True
+    parent = tree.get(n.parent)
+    return parent.score is not None and n.score <= parent.score

@@ -148,3 +148,15 @@ def test_memory_operators():
     assert remembered(tree, 3, "fresh") == ()
     with pytest.raises(ValueError, match="memory operator"):
         registry.get("greedy")(random.Random(0), memory="everything")
+
+
+def test_beam_goes_back_to_the_best_unexpanded_node_that_passed_when_a_round_passes_none():
+    tree = Tree.of([node(0, None, 100)])
+    s = strategy("beam", width=1)
+    assert [e.node for e in s.ask(tree)] == [0]
+    s.tell(tree, grow(tree, 0, [90, 95], 1))
+    assert [e.node for e in s.ask(tree)] == [1]  # 90; 95 passed too but the beam is one wide
+    s.tell(tree, grow(tree, 1, [93], 2))  # regressed
+    assert [e.node for e in s.ask(tree)] == [2]  # back to 95, which passed its gate
+    s.tell(tree, grow(tree, 2, [97], 3))
+    assert s.ask(tree) == []  # 93 and 97 regressed: none left that passed
