@@ -11,7 +11,7 @@ torch.compile) in one `kir bench` run.
 process writing its store in DIR (`TASK.sqlite`); `--parallel` of them at once, each with a
 pool of `--workers` processes (they check and compile in parallel; the harness's lock times one
 candidate at a time on the GPU). With `--seconds` every search stops after that long (its
-round finishes; a search still running 120 s later is killed, its store keeps what was
+round finishes; a search still running 60 s later is killed, its store keeps what was
 evaluated) and a later call with the same DIR resumes it, so a search longer than one 10-minute
 call on the GPU machine goes on in the next.
 
@@ -49,7 +49,7 @@ def search(task: str, args: argparse.Namespace) -> dict:
         sys.executable, "-m", "agent.cli", "search", task, "--backend", "triton", "--preset", "bench",
         "--strategy", args.strategy, "--budget", str(args.budget), "--executor", "pool",
         "--workers", str(args.workers), "--measure-top", str(args.measure_top), "--width", str(args.width),
-        "--db", str(db), "--random-seed", "0", "--timeout", "120", "--json",
+        "--db", str(db), "--random-seed", "0", "--timeout", "300", "--json",
     ]  # fmt: skip
     if db.exists():
         cmd.append("--resume")
@@ -58,7 +58,7 @@ def search(task: str, args: argparse.Namespace) -> dict:
     start = time.monotonic()
     try:
         done = subprocess.run(
-            cmd, capture_output=True, text=True, cwd=ROOT, timeout=(args.seconds + 120) if args.seconds else None
+            cmd, capture_output=True, text=True, cwd=ROOT, timeout=(args.seconds + 60) if args.seconds else None
         )
         try:
             data = json.loads(done.stdout)
