@@ -43,8 +43,8 @@ def nearest_within_tolerance(inputs, out, ref, rtol, atol):
     of the distance carries. Every element is checked, and must be a valid index."""
     if not inputs[0].is_floating_point():  # cast to the index dtype by the harness: see _made
         inputs = _made
-    x, c = inputs[0].double().cpu(), inputs[1].double().cpu()
-    idx = out.to(torch.int64)
+    x, c = inputs[0].double(), inputs[1].double()  # on the inputs' device: seconds on a GPU, minutes on a CPU
+    idx = out.to(device=x.device, dtype=torch.int64)
     if idx.shape != ref.shape:
         return f"shape {list(idx.shape)}, want {list(ref.shape)}"
     bad = (idx < 0) | (idx >= c.shape[0])

@@ -44,8 +44,8 @@ def neighbours_within_tolerance(inputs, out, ref, rtol, atol):
     ||p_out[i, k]||^2) + atol * rms(sorted(d)[:, :K]). Every element is checked."""
     if not inputs[0].is_floating_point():  # cast to the index dtype by the harness: see _made
         inputs = _made
-    q, p = inputs[0].double().cpu(), inputs[1].double().cpu()
-    idx = out.to(torch.int64)
+    q, p = inputs[0].double(), inputs[1].double()  # on the inputs' device: seconds on a GPU, minutes on a CPU
+    idx = out.to(device=q.device, dtype=torch.int64)
     if idx.shape != ref.shape:
         return f"shape {list(idx.shape)}, want {list(ref.shape)}"
     bad = (idx < 0) | (idx >= p.shape[0])
@@ -60,8 +60,8 @@ def neighbours_within_tolerance(inputs, out, ref, rtol, atol):
     qq = (q * q).sum(1)
     pp = (p * p).sum(1)
     k = idx.shape[1]
-    got = torch.empty(idx.shape, dtype=torch.float64)
-    want = torch.empty(idx.shape, dtype=torch.float64)
+    got = torch.empty(idx.shape, dtype=torch.float64, device=q.device)
+    want = torch.empty(idx.shape, dtype=torch.float64, device=q.device)
     for s in range(0, q.shape[0], 256):  # in row chunks: the bench preset's full matrix is 8 GB
         d = qq[s : s + 256, None] - 2.0 * (q[s : s + 256] @ p.T) + pp[None, :]
         want[s : s + 256] = torch.topk(d, k, dim=1, largest=False).values
