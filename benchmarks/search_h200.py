@@ -113,6 +113,7 @@ def bench(args: argparse.Namespace, tasks: list[str]) -> int:
     result = run_suite(
         loaded, programs=["seed", "tuned", "found"], preset="bench", jobs=args.workers,
         progress=lambda what, i, n: print(f"[{i}/{n}] {what}", flush=True),
+        on_timed=lambda partial: (out / "bench.json").write_text(json.dumps(partial, indent=1, default=str)),
     )  # fmt: skip
     (out / "bench.json").write_text(json.dumps(result, indent=1, default=str))
     rows = []

@@ -82,7 +82,7 @@ def figures(db: Path) -> dict:
         (s,) = store.searches()
         tree = Tree.of(store.nodes(s["id"]))
     best = tree.best()
-    static = [n for n in tree if n.record is not None and n.record.stage in ("parse", "verify", "cost")]
+    static = [n for n in tree if n.record is not None and n.record.stage in ("parse", "verify", "cost", "lower")]
     measured = [n for n in sorted(tree, key=lambda n: n.id) if n.record is not None and n not in static]
     failed = [n for n in measured if n.score is None]
     to95 = None

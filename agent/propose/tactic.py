@@ -6,7 +6,7 @@ promising reach the hardware (TVM's and Ansor's cost-model filter). Results that
 the cost stage stops are proposed too, as stopped, so the search keeps them in its tree.
 
 Each result is also lowered for the search's backend (the pipeline's lower stage, after the
-cost), and one whose target code is the same as that of a program the proposer has already
+cost): one the backend cannot lower is stopped there, before compile; one whose target code is the same as that of a program the proposer has already
 seen (its parent's, a sibling's, any earlier node's) is dropped: on mtia-sim an alignment
 promise or a cache policy changes no line of the C++ the simulator runs, and measuring it
 again would spend the budget on a program already measured (tinygrad's BEAM caches by kernel
@@ -72,6 +72,11 @@ class TacticProposer(Proposer):
         code = None
         if record.ok and context.backend is not None and context.backend in targets.emitting():
             lowered = evaluate(candidate, until="lower", backend=context.backend)
+            if not lowered.ok:
+                # what the backend cannot lower (a bf16 dot with K = 8 on Triton) stops here,
+                # before compile, not at run time
+                self._variant_of[key] = None
+                return lowered
             source = (lowered.lowered or {}).get("source")
             if isinstance(source, str):
                 code = hashlib.sha256(source.encode()).hexdigest()

@@ -4,7 +4,7 @@ The page needs no network: its CSS and JavaScript are inline, the drawing is inl
 the page's own script. It shows
 
 - the search tree, a layer per depth: each node a circle coloured by where its evaluation got
-  (scored, failed after the static checks, stopped statically at parse, verify or cost, not
+  (scored, failed after the static checks, stopped statically at parse, verify, cost or lower, not
   evaluated yet), a scored node shaded and sized by its speed against the seed's, the path to
   the best node drawn thick; a click on a node shows its move, score, predicted time, stage,
   diagnostics and program text;
@@ -30,7 +30,7 @@ from agent.pipeline import STAGES
 from agent.search.tree import Node, Tree
 
 SCHEMA = "kir.report.page/1"  # the page's JSON payload
-STATIC_STAGES = ("parse", "verify", "cost")  # what the proposer checks before anything is measured
+STATIC_STAGES = ("parse", "verify", "cost", "lower")  # what the proposer checks before anything is measured
 MEASURED_UNTIL = STAGES[-1]  # a measured node's Record was asked to go through `run`
 
 

@@ -24,3 +24,27 @@ def test_fewer_tactics_than_slots_fill_with_the_next_best():
     ranked = [_p("retile", v, t) for v, t in ((64, 1.0), (128, 2.0), (256, 3.0))]
     assert [p.key for p in _diverse(ranked, 2)] == ["retile64", "retile128"]
     assert _diverse([], 4) == []
+
+
+def test_a_child_the_backend_cannot_lower_is_stopped_before_compile():
+    # a bf16 GEMM with BK = 16: retile offers BK = 8, which Triton's tl.dot refuses (K >= 16)
+    from pathlib import Path
+
+    from agent.pipeline import Candidate
+    from agent.propose.base import Context
+    from agent.propose.tactic import TacticProposer
+    from agent.search.tree import Node
+    from agent.tasks import load_task
+    from kir.parser import parse_file
+
+    root = Path(__file__).resolve().parents[2]
+    task = load_task(root / "benchmarks" / "tasks" / "gemm")
+    text = parse_file(task.programs["seed"].file).with_params(BM=32, BN=32, BK=16).text()
+    seed = Node(0, None, Candidate(text).parsed().key(), text, Move("seed", "seed"))
+    context = Context(
+        node=seed, task=task, backend="triton", preset="test", shapes={"M": 64, "N": 64, "K": 64}, measure_top=4
+    )
+    proposals = TacticProposer().propose(context)
+    bk8 = [p for p in proposals if p.move.name == "retile" and dict(p.move.params) == {"param": "BK", "value": 8}]
+    assert len(bk8) == 1 and bk8[0].stopped
+    assert bk8[0].static.stage == "lower" and bk8[0].static.errors[0].rule == "lower.dot-shape"
