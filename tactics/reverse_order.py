@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from kir.diagnostics import Diagnostic
 from kir.dialect.structure import ForOp
-from kir.dialect.tile import ProgramIdOp
+from kir.dialect.tile import BinaryOp, ProgramIdOp
 from kir.program import Program
 from tactics import _grid, ir
 from tactics.base import IntRange, Param, Tactic, Value, not_applicable
@@ -31,6 +31,25 @@ def _axes(program: Program) -> list[int]:
     """The grid axes whose program id the body reads."""
     read = {op.axis.data for op in _grid.program_ids(program)}
     return [a for a in range(len(_grid.grid(program))) if a in read]
+
+
+def _reversed(program: Program, axis: int) -> bool:
+    """Whether the axis is reversed already: its every program id is only read as `X - it`
+    (this tactic's `G - 1 - program_id(a)`, or a hand-written reversal); reversing it again
+    would launch the tiles in their first order through two subtractions."""
+    ids = [op for op in _grid.program_ids(program) if op.axis.data == axis]
+    for op in ids:
+        uses = list(op.res.uses)
+        if len(uses) != 1 or not isinstance(uses[0].operation, BinaryOp):
+            return False
+        user = uses[0].operation
+        if user.fn.data != "sub" or user.rhs != op.res:
+            return False
+    return bool(ids)
+
+
+def _open_axes(program: Program) -> list[int]:
+    return [a for a in _axes(program) if not _reversed(program, a)]
 
 
 def _check(program: Program, target: str) -> list[Diagnostic]:
@@ -55,11 +74,30 @@ def _check(program: Program, target: str) -> list[Diagnostic]:
                 "the body reads no program id: every program computes the same thing",
             )
         ]
+    if not _open_axes(program):
+        return [
+            not_applicable(
+                NAME,
+                "reversed",
+                ir.clause(program, "grid"),
+                "every axis whose program id the body reads is launched last first already",
+            )
+        ]
     return []
 
 
 def _validate(program: Program, values: dict[str, Value]) -> list[Diagnostic]:
     axes = _axes(program)
+    if int(values["axis"]) in axes and _reversed(program, int(values["axis"])):
+        return [
+            Diagnostic(
+                "tactic.reverse-order.axis",
+                "error",
+                ir.clause(program, "grid"),
+                f"tactic reverse-order: axis {values['axis']} is launched last first already",
+                "reverse another axis; reversing it again gives back the first order",
+            )
+        ]
     if int(values["axis"]) in axes:
         return []
     return [
@@ -75,7 +113,7 @@ def _validate(program: Program, values: dict[str, Value]) -> list[Diagnostic]:
 
 
 def _domains(program: Program, target: str, shapes: Mapping[str, int]) -> dict[str, tuple[Value, ...]]:
-    return {"axis": tuple(_axes(program))}
+    return {"axis": tuple(_open_axes(program))}
 
 
 def _rewrite(program: Program, *, axis: int) -> None:

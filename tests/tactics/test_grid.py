@@ -152,3 +152,15 @@ def test_persistent_refuses_a_grid_that_is_persistent_already():
         tactics.get("persistent").apply(walked, programs=8)
     assert "persistent already" in str(err.value)
     assert "persistent" not in [t.name for t, _ in tactics.applicable(walked, "sm_90")]
+
+
+def test_reverse_order_refuses_an_axis_reversed_already():
+    once = tactics.get("reverse-order").apply(program(GEMM), axis=0)
+    again = program(once.text())  # as a search's node holds it: printed and parsed back
+    with pytest.raises(KirError) as err:
+        tactics.get("reverse-order").apply(again, axis=0)
+    assert "last first already" in str(err.value)
+    domains = dict(tactics.applicable(again, "sm_90"))[tactics.get("reverse-order")]
+    assert domains["axis"] == (1,)
+    both = tactics.get("reverse-order").apply(again, axis=1)
+    assert "reverse-order" not in [t.name for t, _ in tactics.applicable(program(both.text()), "sm_90")]
