@@ -1,7 +1,7 @@
 """`kir search`: search over KIR programs for a task, and show what a search found.
 
     kir search TASK [--seed FILE] [--strategy beam|greedy|mcts|evolve] [--budget N] [--seconds S]
-                    [--gpu-seconds S] [--stall N] [--executor inline|pool] [--workers N] [--db PATH]
+                    [--gpu-seconds S] [--stall N] [--roofline F] [--executor inline|pool] [--workers N] [--db PATH]
                     [--name NAME] [--resume] [--backend B] [--target T] [--preset P] [--measure-top K]
                     [--width W] [--memory parent|siblings|both|fresh] [--random-seed N] [--time] [--json]
     kir search show DB [--name NAME] [--json]
@@ -94,6 +94,15 @@ def search_cmd(
     stall: Annotated[
         int | None, typer.Option("--stall", min=1, help="Stop after N rounds without a better best.")
     ] = None,
+    roofline: Annotated[
+        float | None,
+        typer.Option(
+            "--roofline",
+            min=0.01,
+            max=1.0,
+            help="Stop once the best reaches this fraction of the roofline floor (floor / best).",
+        ),
+    ] = None,
     executor: Annotated[
         str, typer.Option("--executor", help="inline, pool or ray (a Ray cluster: RAY_ADDRESS, else a local one).")
     ] = "pool",
@@ -172,9 +181,20 @@ def search_cmd(
             program = load_program(seed)
         gpu = backend not in CPU_BACKENDS
         harness = GPU_TIMING if (timed if timed is not None else gpu) else {}
+        chosen_target = target or ("mtia-sim" if backend == "mtia-sim" else None)
+        floor = None
+        if roofline is not None:
+            from agent.search.roofline import floor as roofline_floor
+
+            unit = "cycles" if backend == "mtia-sim" else "ms" if "time" in harness else None
+            if unit is None:
+                raise usage(
+                    f"--roofline needs timed scores: {backend} is not timed here", "time the candidates with --time"
+                )
+            floor = roofline_floor(program, loaded, preset, chosen_target or program.kernel.target.data, unit)
         settings = Settings(
-            task=loaded, backend=backend, target=target or ("mtia-sim" if backend == "mtia-sim" else None),
-            preset=preset, measure_top=measure_top, seed=random_seed, timeout=timeout, harness=harness,
+            task=loaded, backend=backend, target=chosen_target, preset=preset, measure_top=measure_top,
+            seed=random_seed, timeout=timeout, harness=harness, floor=floor,
         )  # fmt: skip
         db_path = db or f"search-{loaded.name}.sqlite"
         search_name = name or f"{loaded.name}-{strategy}-{backend}-{preset}-{random_seed}"
@@ -223,7 +243,7 @@ def search_cmd(
             with make_executor(executor, workers=workers) as ex:
                 result = run_search(
                     settings, program.text(), chosen, TacticProposer(), ex, store, search_id,
-                    Budget(evaluations=budget, seconds=seconds, gpu_seconds=gpu_seconds, stall=stall), on_round=on_round,
+                    Budget(evaluations=budget, seconds=seconds, gpu_seconds=gpu_seconds, stall=stall, roofline=roofline), on_round=on_round,
                 )  # fmt: skip
         out.fields["progress"] = result.progress.to_json()
         best = result.tree.best()

@@ -11,8 +11,10 @@ only what had not come back. Its tree is then the tree of a run that was never i
 given measurements that repeat (the simulator's cycles do).
 
 Budgets: measured evaluations (a node measured or found measured), wall seconds, device seconds
-(the run stages' wall time on a GPU backend: what held the GPU), and rounds without a better
-best (`stall`). The first one spent stops the search after its round."""
+(the run stages' wall time on a GPU backend: what held the GPU), rounds without a better best
+(`stall`), and the best's distance to the roofline floor (`roofline`: stop once floor / best
+reaches it, `Settings.floor` from agent.search.roofline). The first one spent stops the search
+after its round."""
 
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ class Budget:
     seconds: float | None = None
     gpu_seconds: float | None = None
     stall: int | None = None  # rounds without a better best
+    roofline: float | None = None  # stop once floor / best reaches this (Settings.floor)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -44,6 +47,7 @@ class Budget:
             "seconds": self.seconds,
             "gpu_seconds": self.gpu_seconds,
             "stall": self.stall,
+            "roofline": self.roofline,
         }
 
 
@@ -62,6 +66,7 @@ class Settings:
     seed: int = 0
     timeout: float = 600.0
     harness: Mapping[str, Any] = field(default_factory=dict)
+    floor: float | None = None  # the roofline floor in the scores' unit (agent.search.roofline)
 
     @property
     def shapes(self) -> dict[str, int]:
@@ -185,7 +190,7 @@ def run_search(
         on_round(progress, tree)
 
     while True:
-        reason = _spent(budget, progress)
+        reason = _spent(budget, progress, settings.floor)
         if reason:
             progress.reason = reason
             break
@@ -239,7 +244,7 @@ def run_search(
     return Result(search, tree, progress)
 
 
-def _spent(budget: Budget, progress: Progress) -> str:
+def _spent(budget: Budget, progress: Progress, floor: float | None = None) -> str:
     if budget.evaluations is not None and progress.evaluations >= budget.evaluations:
         return f"evaluation budget ({budget.evaluations}) spent"
     if budget.seconds is not None and time.monotonic() - progress.started >= budget.seconds:
@@ -248,6 +253,9 @@ def _spent(budget: Budget, progress: Progress) -> str:
         return f"device time budget ({budget.gpu_seconds:g} s) spent"
     if budget.stall is not None and progress.stall >= budget.stall:
         return f"no better program in {budget.stall} rounds"
+    best = None if progress.best is None else progress.best.score
+    if budget.roofline is not None and floor and best and floor / best >= budget.roofline:
+        return f"the best is at {floor / best:.0%} of the roofline floor (--roofline {budget.roofline:g})"
     return ""
 
 
