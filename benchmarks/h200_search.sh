@@ -12,9 +12,14 @@ mkdir -p "$OUT" "$WORK"
 if [[ -d build/whl ]]; then
   python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site build/whl/*.whl || exit 1
 fi
-python3 -m compileall -q agent kir costmodel lowering tactics verifier >/dev/null
-chmod -R a+rX /tmp/site "$PWD" 2>/dev/null  # the candidates run as an unprivileged user: they read these
-export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
+# The machine's torch, numpy and triton come without bytecode: every process of every evaluation
+# (the job, the checker) compiled them from source again, about 4 s each (benchmarks/profile_eval.py
+# under py-spy). Compiled once here into a cache prefix that every later process reads.
+export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 PYTHONPYCACHEPREFIX=/tmp/kir-pycache
+python3 -m compileall -q -j 0 agent kir costmodel lowering tactics verifier /tmp/site \
+  $(python3 -c "import os, numpy, torch, triton; print(' '.join(os.path.dirname(m.__file__) for m in (numpy, torch, triton)))") \
+  >/dev/null 2>&1
+chmod -R a+rX /tmp/site /tmp/kir-pycache "$PWD" 2>/dev/null  # the candidates run as an unprivileged user: they read these
 if [[ -n "${SEARCH_FROM:-}" ]]; then tar xzf "$SEARCH_FROM"/search-h200.tar.gz -C "$WORK" 2>/dev/null; fi
 {
   date -u +%FT%TZ
