@@ -85,7 +85,18 @@ def make_inputs(task: Task, preset: str, seed: int, device: str = "cpu", shape: 
     task._apply(task.preset(preset), shape)
     dtype = torch_dtype(task.dtype) if task.dtype else None
     torch.manual_seed(seed + 1)
-    raw = task.call("get_inputs()", task.module.get_inputs)
+    raw = None
+    if device != "cpu":
+        # made on the device: at a GPU preset's shapes, drawing them on the CPU and copying them
+        # over took seconds of every evaluation; a get_inputs() that cannot run there (a CPU
+        # generator, numpy) draws them on the CPU as written
+        try:
+            with torch.device(device):
+                raw = task.call("get_inputs()", task.module.get_inputs)
+        except TaskError:
+            torch.manual_seed(seed + 1)
+    if raw is None:
+        raw = task.call("get_inputs()", task.module.get_inputs)
     if not isinstance(raw, list | tuple):
         raise _error("task.reference", "get_inputs() must return a list", task.reference_file)
     inputs = [_cast(x.to(device) if _is_tensor(x) else x, dtype) for x in raw]
