@@ -42,6 +42,7 @@ from kir.cli import (
 from kir.diagnostics import KirError
 
 SCHEMAS["search"] = ("task", "db", "name", "strategy", "backend", "preset", "progress", "best", "path")
+SCHEMAS["search show"] = ("task", "name", "nodes", "best", "path")
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks"
 STRATEGIES = ("beam", "greedy", "mcts", "evolve")

@@ -189,3 +189,19 @@ def test_the_page_draws_in_a_browser(tmp_path):
     panel = linked[linked.index('<aside id="panel">') :]
     assert "Node 2: m2(site=2)" in panel and "cost.where-violated" in panel and "at line 2:3" in panel
     assert panel.count("&lt;/script&gt;&lt;script&gt;document.title") == 2 and '<span class="hit">' in panel
+
+
+def test_search_show_prints_the_tree_as_text_and_as_json(tmp_path):
+    db = make_store(tmp_path)
+    result = kir("search", "show", db)
+    assert result.exit_code == 0, result.output
+    assert (
+        "demo (softmax): 6 nodes" in result.output
+        and "best path: seed(site=0) (100 cycles) -> m1(site=1) (80 cycles)" in result.output
+    )
+    result = kir("search", "show", db, "--json")
+    assert result.exit_code == 0, result.output
+    obj = json.loads(result.output)
+    assert obj["schema"] == "kir.search.show/1" and (obj["task"], obj["name"]) == ("softmax", "demo")
+    assert [n["id"] for n in obj["nodes"]] == [0, 1, 2, 3, 4, 5]
+    assert obj["best"]["id"] == 1 and [s["move"] for s in obj["path"]] == ["seed(site=0)", "m1(site=1)"]
