@@ -8,7 +8,9 @@ proposer and the cost model are functions of the program), and the measurements 
 a search resumed after `kill -9` replays its rounds, taking every Record it finds in the store
 (the same node: same id, parent and candidate key) instead of measuring again, and measures
 only what had not come back. Its tree is then the tree of a run that was never interrupted,
-given measurements that repeat (the simulator's cycles do).
+given measurements that repeat (the simulator's cycles do). A resumed search whose rounds make
+another tree than the stored one (a newer strategy or proposer) drops the stored nodes it does
+not make again; their Records stay in the store's evaluations, where it takes them from.
 
 Budgets: measured evaluations (a node measured or found measured), wall seconds, device seconds
 (the run stages' wall time on a GPU backend: what held the GPU), rounds without a better best
@@ -147,9 +149,26 @@ def run_search(
     """Search from `seed_text` (its parameters bound in its defaults already). The store's
     nodes of search `search` are taken as measured where they match."""
     stored = {n.key: n for n in store.nodes(search)}
+    stored_ids = {n.id: n for n in stored.values()}
     context = settings.context()
     tree = Tree()
     progress = Progress()
+
+    written: set[int] = set()  # the ids this run has written (replayed or new)
+
+    def put(node: Node) -> None:
+        """Write the node. Where the replay of a resumed search leaves the stored tree (a newer
+        strategy or proposer makes other nodes, so a key comes under another id), the stored
+        nodes it has not written again are dropped: their Records stay in the evaluations
+        cache, and the rest of the search takes them from there."""
+        old, same_id = stored.get(node.key), stored_ids.get(node.id)
+        if (old is not None and old.id != node.id) or (same_id is not None and same_id.key != node.key):
+            stale = sorted(i for i in stored_ids if i not in written)
+            store.drop(search, stale)
+            for i in stale:
+                stored.pop(stored_ids.pop(i).key, None)
+        store.put(search, node)
+        written.add(node.id)
 
     def measure(nodes: list[Node]) -> list[Node]:
         """Each node's Record: from the store (this search's, or any search's evaluation in
@@ -164,15 +183,15 @@ def run_search(
             if record is not None:
                 done[node.id] = node.evaluated(record)
                 progress.reused += 1
-                store.put(search, done[node.id])
+                put(done[node.id])
                 continue
-            store.put(search, node)  # proposed: if the search dies now, it is measured on resume
+            put(node)  # proposed: if the search dies now, it is measured on resume
             jobs.append((node, _job(settings, node)))
         for (node, _), record in zip(jobs, executor.map([j for _, j in jobs]), strict=True):
             if settings.backend not in CPU_BACKENDS:
                 progress.gpu_seconds += dict(record.seconds).get("run", 0.0)
             done[node.id] = node.evaluated(record)
-            store.put(search, done[node.id])
+            put(done[node.id])
             store.remember(node.key, context, record)
         out = [done[n.id] for n in nodes]
         for n in out:
@@ -226,7 +245,7 @@ def run_search(
                 )  # fmt: skip
                 if p.stopped:
                     node = node.evaluated(p.static)  # type: ignore[arg-type]  # stopped: it has its Record
-                    store.put(search, node)
+                    put(node)
                     statics.append(node)
                     progress.stopped_statically += 1
                 else:
@@ -241,6 +260,9 @@ def run_search(
             progress.stall += 1
         if on_round:
             on_round(progress, tree)
+    # stored nodes this run did not make (an older run's, past where this one stopped or left
+    # its tree): the store holds this run's tree, their Records stay in the evaluations cache
+    store.drop(search, sorted(i for i in stored_ids if i not in written))
     return Result(search, tree, progress)
 
 

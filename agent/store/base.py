@@ -128,6 +128,10 @@ class Store(ABC):
     def put(self, search: int, node: Node) -> None: ...
 
     @abstractmethod
+    def drop(self, search: int, ids: list[int]) -> None:
+        """Remove these nodes of the search (their Records stay in the evaluations cache)."""
+
+    @abstractmethod
     def nodes(self, search: int) -> list[Node]: ...
 
     @abstractmethod

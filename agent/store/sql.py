@@ -83,6 +83,10 @@ class SqlStore(Store):
             (search, *node_row(node), time.time()),
         )
 
+    def drop(self, search: int, ids: list[int]) -> None:
+        for i in ids:
+            self._run("DELETE FROM nodes WHERE search = ? AND id = ?", (search, i))
+
     def nodes(self, search: int) -> list[Node]:
         cols = ", ".join(NODE_COLUMNS)
         rows = self._run(f"SELECT {cols} FROM nodes WHERE search = ? ORDER BY id", (search,)).fetchall()

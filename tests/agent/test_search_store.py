@@ -140,6 +140,19 @@ def test_a_key_is_one_node_per_search(engine):
         assert [s["nodes"] for s in store.searches()] == [1, 1]
 
 
+def test_dropped_nodes_leave_the_search_and_their_evaluations_stay(engine):
+    with open_store(engine.url) as store:
+        sid = store.search("one", "t", {})
+        for i, key in enumerate("abc"):
+            store.put(sid, Node(i, None if i == 0 else 0, key, key, Move("t", key)).evaluated(rec(key)))
+            store.remember(key, {"task": "t"}, rec(key))
+        store.drop(sid, [1, 2])
+        assert [n.key for n in store.nodes(sid)] == ["a"]
+        assert store.cached("b", {"task": "t"}) == rec("b")
+        store.put(sid, Node(1, 0, "c", "c", Move("t", "c")))  # the key free again, under another id
+        assert [(n.id, n.key) for n in store.nodes(sid)] == [(0, "a"), (1, "c")]
+
+
 def test_evaluations_are_shared_by_context(engine):
     with open_store(engine.url) as store:
         ctx = {"task": "softmax", "backend": "mtia-sim", "preset": "test"}
