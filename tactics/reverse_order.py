@@ -56,33 +56,22 @@ def _check(program: Program, target: str) -> list[Diagnostic]:
     explicit = _grid.explicit_reason(NAME, program)
     if explicit:
         return explicit
-    if not any(isinstance(op, ForOp) for op in program.kernel.body.block.ops):
-        return [
-            not_applicable(
-                NAME,
-                "no-loop",
-                ir.clause(program, "grid"),
-                "the body has no loop: its programs are too short for the order of the last wave to matter",
-            )
-        ]
-    if not _axes(program):
-        return [
-            not_applicable(
-                NAME,
-                "no-program-id",
-                ir.clause(program, "grid"),
-                "the body reads no program id: every program computes the same thing",
-            )
-        ]
-    if not _open_axes(program):
-        return [
-            not_applicable(
-                NAME,
-                "reversed",
-                ir.clause(program, "grid"),
-                "every axis whose program id the body reads is launched last first already",
-            )
-        ]
+    refusals = (
+        (
+            not any(isinstance(op, ForOp) for op in program.kernel.body.block.ops),
+            "no-loop",
+            "the body has no loop: its programs are too short for the order of the last wave to matter",
+        ),
+        (not _axes(program), "no-program-id", "the body reads no program id: every program computes the same thing"),
+        (
+            not _open_axes(program),
+            "reversed",
+            "every axis whose program id the body reads is launched last first already",
+        ),
+    )
+    for refused, code, message in refusals:
+        if refused:
+            return [not_applicable(NAME, code, ir.clause(program, "grid"), message)]
     return []
 
 
