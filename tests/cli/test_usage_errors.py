@@ -132,6 +132,7 @@ BAD = {
     "--budget": ["0", "-1", "x"],
     "--seconds": ["0", "x"],
     "--stall": ["0", "x"],
+    "--roofline": ["0", "1.5", "x"],
     "--gpu-seconds": ["0", "x"],
     "--executor": ["nonsense", ""],
     "--workers": ["0", "x", "100000"],
