@@ -271,6 +271,19 @@ GPU_TWINS = {
         "torch.cuda.current_stream().wait_stream(side)\n"
         "return y"
     ),
+    # a candidate that reaches for the GPU's timing lock (to hold it and stall every other
+    # evaluation's timing) finds it out of reach: its folder is the checker's user's alone. Were
+    # it reachable, the candidate would return zeros, and this twin would fail
+    "timing-lock-out-of-reach": cheat(
+        "import fcntl, glob\n"
+        "for path in glob.glob('/tmp/kir-timing-*/*.lock'):\n"
+        "    try:\n"
+        "        fcntl.flock(os.open(path, os.O_RDONLY), fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+        "        return torch.zeros_like(x)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "return x * self.weight"
+    ),
 }
 
 # ---- KIR ----
