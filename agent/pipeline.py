@@ -310,7 +310,19 @@ def evaluate(
         if backend is None:
             raise KirError(Diagnostic("cli.backend", "error", None, "lowering needs a backend"))
         lowered = lower(program, backend, params)
-        run.values["lowered"] = {"backend": backend, "entry": lowered.entry, "source": lowered.source}
+        run.values["lowered"] = {
+            "backend": backend,
+            "entry": lowered.entry,
+            "source": lowered.source,
+            # what the launch takes beside the source: the same source runs other tiles, warps
+            # or grids (Triton's constexpr parameters and num_warps)
+            "launch": {
+                "params": dict(sorted(lowered.params.items())),
+                "grid": [str(g) for g in lowered.grid],
+                "num_warps": lowered.num_warps,
+                "options": {k: lowered.options[k] for k in sorted(lowered.options)},
+            },
+        }
         run.diagnostics.extend(lowered.diagnostics)  # the lowering passes' warnings
 
     if until == "lower":  # a compile lowers on its own, and reports a refusal as a failed report

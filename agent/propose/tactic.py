@@ -15,6 +15,7 @@ for the same reason). Where the backend has no emitter the cost stage is the las
 from __future__ import annotations
 
 import hashlib
+import json
 import itertools
 from collections.abc import Iterator
 from typing import Any
@@ -77,9 +78,11 @@ class TacticProposer(Proposer):
                 # before compile, not at run time
                 self._variant_of[key] = None
                 return lowered
-            source = (lowered.lowered or {}).get("source")
-            if isinstance(source, str):
-                code = hashlib.sha256(source.encode()).hexdigest()
+            if lowered.lowered is not None:
+                # the source and what it is launched with: one Triton source with other
+                # constexpr tiles or warps is another kernel
+                code_of = {k: lowered.lowered.get(k) for k in ("source", "launch")}
+                code = hashlib.sha256(json.dumps(code_of, sort_keys=True, default=str).encode()).hexdigest()
         self._variant_of[key] = code
         return record
 

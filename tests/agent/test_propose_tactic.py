@@ -48,3 +48,28 @@ def test_a_child_the_backend_cannot_lower_is_stopped_before_compile():
     bk8 = [p for p in proposals if p.move.name == "retile" and dict(p.move.params) == {"param": "BK", "value": 8}]
     assert len(bk8) == 1 and bk8[0].stopped
     assert bk8[0].static.stage == "lower" and bk8[0].static.errors[0].rule == "lower.dot-shape"
+
+
+def test_children_with_one_source_and_other_tiles_or_warps_are_all_proposed():
+    # Triton takes tiles as constexpr arguments and warps at launch: a retile or warps child
+    # lowers to the parent's source, and is still another kernel, never deduplicated as the same
+    from pathlib import Path
+
+    from agent.pipeline import Candidate
+    from agent.propose.base import Context
+    from agent.propose.tactic import TacticProposer
+    from agent.search.tree import Node
+    from agent.tasks import load_task
+    from kir.parser import parse_file
+
+    root = Path(__file__).resolve().parents[2]
+    task = load_task(root / "benchmarks" / "tasks" / "gemm")
+    text = parse_file(task.programs["seed"].file).with_params(BM=32, BN=32, BK=16).text()
+    seed = Node(0, None, Candidate(text).parsed().key(), text, Move("seed", "seed"))
+    context = Context(
+        node=seed, task=task, backend="triton", preset="test", shapes={"M": 64, "N": 64, "K": 64}, measure_top=64
+    )
+    moves = {(p.move.name, tuple(sorted(p.move.params))) for p in TacticProposer().propose(context)}
+    assert ("retile", (("param", "BM"), ("value", 64))) in moves
+    assert ("retile", (("param", "BN"), ("value", 16))) in moves
+    assert ("warps", (("warps", 8),)) in moves
