@@ -15,8 +15,8 @@ for the same reason). Where the backend has no emitter the cost stage is the las
 from __future__ import annotations
 
 import hashlib
-import json
 import itertools
+import json
 from collections.abc import Iterator
 from typing import Any
 
