@@ -16,9 +16,11 @@ fi
 # (the job, the checker) compiled them from source again, about 4 s each (benchmarks/profile_eval.py
 # under py-spy). Compiled once here into a cache prefix that every later process reads.
 export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 PYTHONPYCACHEPREFIX=/tmp/kir-pycache
-python3 -m compileall -q -j 0 agent kir costmodel lowering tactics verifier /tmp/site \
+started=$(date +%s)
+timeout 180 python3 -m compileall -q -j 0 agent kir costmodel lowering tactics verifier /tmp/site \
   $(python3 -c "import os, numpy, torch, triton; print(' '.join(os.path.dirname(m.__file__) for m in (numpy, torch, triton)))") \
   >/dev/null 2>&1
+echo "bytecode compiled in $(($(date +%s) - started)) s"
 chmod -R a+rX /tmp/site /tmp/kir-pycache "$PWD" 2>/dev/null  # the candidates run as an unprivileged user: they read these
 if [[ -n "${SEARCH_FROM:-}" ]]; then tar xzf "$SEARCH_FROM"/search-h200.tar.gz -C "$WORK" 2>/dev/null; fi
 {
