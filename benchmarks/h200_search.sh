@@ -17,7 +17,7 @@ fi
 # under py-spy). Compiled once here into a cache prefix that every later process reads.
 export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 PYTHONPYCACHEPREFIX=/tmp/kir-pycache
 started=$(date +%s)
-timeout 180 python3 -m compileall -q -j 0 agent kir costmodel lowering tactics verifier /tmp/site \
+timeout 120 python3 -m compileall -q -j 0 agent kir costmodel lowering tactics verifier /tmp/site \
   $(python3 -c "import os, numpy, torch, triton; print(' '.join(os.path.dirname(m.__file__) for m in (numpy, torch, triton)))") \
   >/dev/null 2>&1
 echo "bytecode compiled in $(($(date +%s) - started)) s"
