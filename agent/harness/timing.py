@@ -63,18 +63,60 @@ def exclusive(device: str, gpu: str | None = None) -> Iterator[None]:
     if not device.startswith("cuda"):
         yield
         return
+    fd = os.open(_lock_path(gpu, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the fd closes, or when the process dies
+        yield
+    finally:
+        os.close(fd)
+
+
+def _lock_path(gpu: str | None, name: str) -> str:
+    """A lock file of the GPU (`gpu`, default this process's current device) in a folder only
+    this user can enter."""
     if gpu is None:
         import torch
 
         gpu = str(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "uuid", "0"))
     folder = os.path.join(tempfile.gettempdir(), f"kir-timing-{os.getuid()}")
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    fd = os.open(os.path.join(folder, f"{gpu}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    return os.path.join(folder, f"{gpu}.{name}")
+
+
+# How many checks hold a GPU's memory at once (their inputs, references, candidates' copies):
+# a search's pools and several searches on one machine share the device. At the suite's bench
+# shapes one check holds up to 26 GB (knn_topk's reference distances); 14 searches of two
+# workers each ran the H200 out of memory.
+GPU_SHARES = 4
+
+
+@contextlib.contextmanager
+def device_share(device: str, shares: int | None = None, gpu: str | None = None) -> Iterator[None]:
+    """One of `shares` places on a CUDA device (default `KIR_GPU_SHARES`, else `GPU_SHARES`) held
+    while the block runs: a lock file of `shares` taken without waiting, tried in turn until one
+    is free; on the CPU nothing. Like `exclusive`'s, the files are out of the candidates' reach."""
+    if not device.startswith("cuda"):
+        yield
+        return
+    count = max(1, shares or int(os.environ.get("KIR_GPU_SHARES", GPU_SHARES)))
+    fds = [os.open(_lock_path(gpu, f"share{i}.lock"), os.O_RDWR | os.O_CREAT, 0o600) for i in range(count)]
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the fd closes, or when the process dies
+        wait = 0.01
+        while not any(_try_lock(fd) for fd in fds):
+            time.sleep(wait)
+            wait = min(wait * 2, 0.2)
         yield
     finally:
-        os.close(fd)
+        for fd in fds:
+            os.close(fd)
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def capture() -> None:

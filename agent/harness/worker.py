@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import pipeline
+from agent.harness.timing import device_share
 from kir.diagnostics import Diagnostic, KirError
 from lowering.targets import runtimes
 
@@ -183,7 +184,8 @@ class Candidate:
 
 def evaluate(job: dict[str, Any], announce: Callable[[Any], None] = lambda process: None) -> dict[str, Any]:
     if job.get("kind") == "time":
-        return time_task(job, announce)
+        with device_share(str(job.get("device", "cpu"))):
+            return time_task(job, announce)
     if job.get("kind") == "ceilings":
         from agent.harness.timing import Timer, measure_ceilings
 
@@ -211,7 +213,8 @@ def evaluate(job: dict[str, Any], announce: Callable[[Any], None] = lambda proce
 
     log_tail = ""
     try:
-        record = _check_job(job, candidate)
+        with device_share(str(job.get("device", "cpu"))):  # its compile goes on meanwhile
+            record = _check_job(job, candidate)
     except CandidateFailed as failed:  # it could not be judged on its outputs
         record, log_tail = _record(False, failed.stage, failed.diagnostics), failed.log_tail
     finally:
@@ -594,6 +597,9 @@ def _compiled_peer(job: dict[str, Any], ts: _TimingSets):
 
     if "compile" not in job["time"].get("peers", ["eager", "compile"]):
         return None
+    # Inductor's compile workers default to one per CPU, in every checker that compiles: with
+    # a search per task on one machine that is hundreds of processes at once
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
     compiled = torch.compile(ts.inst.model)
     with torch.no_grad():
         compiled(*ts.sets[0])

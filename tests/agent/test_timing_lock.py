@@ -49,3 +49,25 @@ def test_timings_on_two_gpus_overlap():
 def test_on_the_cpu_there_is_no_lock():
     with exclusive("cpu"), exclusive("cpu"):
         pass
+
+
+SHARE = """
+import sys, time
+from agent.harness.timing import device_share
+with device_share("cuda", shares=2, gpu=sys.argv[1]):
+    print(time.monotonic(), flush=True)
+    time.sleep(2.0)
+    print(time.monotonic(), flush=True)
+"""
+
+
+def test_a_gpu_holds_as_many_checks_as_it_has_shares():
+    # three checks for a device of two shares: two at once, the third once one of them is done
+    gpu = f"GPU-share-{time.monotonic_ns()}"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", SHARE, gpu], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    (a0, a1), (b0, b1), (c0, c1) = _spans(*procs)
+    assert b0 < a1  # two side by side
+    assert c0 >= min(a1, b1)  # the third waited for a place
