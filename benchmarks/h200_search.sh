@@ -32,7 +32,7 @@ if [[ -n "${SEARCH_FROM:-}" ]]; then tar xzf "$SEARCH_FROM"/search-h200.tar.gz -
 } | tee "$WORK/environment-${PHASE:-search}.txt"
 if [[ "${PHASE:-search}" == search ]]; then
   python3 benchmarks/search_h200.py search --out "$WORK" --parallel "${SEARCH_PARALLEL:-5}" --workers "${SEARCH_WORKERS:-3}" \
-    --budget "${SEARCH_BUDGET:-300}" --seconds "${SEARCH_SECONDS:-420}" ${SEARCH_TASKS:+--tasks "$SEARCH_TASKS"} 2>&1 | tee -a "$WORK/search.log"
+    --budget "${SEARCH_BUDGET:-300}" --seconds "${SEARCH_SECONDS:-420}" --timeout "${SEARCH_TIMEOUT:-300}" ${SEARCH_TASKS:+--tasks "$SEARCH_TASKS"} 2>&1 | tee -a "$WORK/search.log"
 else
   timeout "${BENCH_SECONDS:-540}" python3 benchmarks/search_h200.py bench --out "$WORK" --workers 8 ${SEARCH_TASKS:+--tasks "$SEARCH_TASKS"} 2>&1 | tee -a "$WORK/bench.log"
 fi
