@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,7 +188,11 @@ def run_search(
                 continue
             put(node)  # proposed: if the search dies now, it is measured on resume
             jobs.append((node, _job(settings, node)))
-        for (node, _), record in zip(jobs, executor.map([j for _, j in jobs]), strict=True):
+        # each Record written as it comes back (a search killed mid-round keeps what its round
+        # measured); the tree takes them in the nodes' order once the round is in
+        futures = {executor.submit(job): node for node, job in jobs}
+        for future in as_completed(futures):
+            node, record = futures[future], future.result()
             if settings.backend not in CPU_BACKENDS:
                 progress.gpu_seconds += dict(record.seconds).get("run", 0.0)
             done[node.id] = node.evaluated(record)

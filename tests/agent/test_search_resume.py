@@ -67,3 +67,40 @@ def test_resuming_with_another_strategy_drops_the_stale_nodes_and_measures_nothi
     assert not set(again.measured) & set(first.measured)  # what the first run measured came from the store
     assert result.progress.reused >= 1
     assert sorted((n.id, n.key) for n in stored) == sorted((n.id, n.key) for n in result.tree)
+
+
+class Stuck(Cycles):
+    """Measures the round's first child; every later job of the round never comes back (a
+    search killed while they run): the test gives up on the run when the first is stored."""
+
+    name = "stuck"
+
+    def submit(self, job: Job) -> Future[Record]:
+        if len(self.measured) < 2:  # the seed and the round's first child
+            return super().submit(job)
+        self.measured.append(job.key)
+        return Future()  # never set
+
+
+def test_a_round_cut_short_keeps_what_it_measured(tmp_path):
+    import threading
+    import time
+
+    db = str(tmp_path / "s.sqlite")
+    settings = Settings(task=TASK, backend="mtia-sim")
+    stuck = Stuck()
+
+    def run() -> None:
+        with open_store(db) as store:
+            sid = store.search("cut", "softmax", {})
+            strategy = registry.get("beam")(random.Random(0), width=1)
+            run_search(settings, SEED, strategy, Letters(), stuck, store, sid, Budget(evaluations=8))
+
+    threading.Thread(target=run, daemon=True).start()  # stays blocked on the round's other jobs
+    deadline = time.monotonic() + 30
+    evaluated: list[str] = []
+    while time.monotonic() < deadline and len(evaluated) < 2:
+        time.sleep(0.1)
+        with open_store(db) as store:
+            evaluated = [n.key for s in store.searches() for n in store.nodes(s["id"]) if n.record is not None]
+    assert len(evaluated) == 2 and "a" in evaluated  # the seed, and the child measured before the cut
