@@ -46,6 +46,8 @@ from costmodel.estimate import Estimate, Term, bind_env, count_or_fail
 from costmodel.occupancy import Occupancy
 from costmodel.spec import Chip, chip
 from costmodel.timing import Raw
+from kir.aliasing import blocking_write
+from kir.alignment import Facts, unaligned_strides
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
@@ -425,6 +427,9 @@ class _Walk:
         span.stall += stall  # blocking: the control processor waits for the data
 
 
+DMA_ROW_ALIGN = 8  # bytes: where a DMA row starts, in device memory and in SRAM (manual 3.2)
+
+
 def _pipelined_stages(loop: st.ForOp, program: Program, env: dict[str, int]) -> int:
     """S where the lowering's pipelining pass takes this `pipeline(stages = S)` loop, else 0: the
     pass's conditions as far as they show in the IR (lowering/passes/pipeline.py says them all;
@@ -438,13 +443,18 @@ def _pipelined_stages(loop: st.ForOp, program: Program, env: dict[str, int]) -> 
     body = loop.body.block
     carried = set(body.args[1:])
     top = set(body.ops)
+    facts = Facts(program)
     loads = []
+    if blocking_write(loop) is not None:
+        return 0  # a prefetch may not move a read above a write to what the loop reads
     for op in loop.body.walk():
-        if isinstance(op, tl.StoreOp | tl.AtomicOp) or type(op).__module__ == ex.__name__:
-            return 0  # a prefetch may not move a read above a write; explicit ops stay as written
+        if type(op).__module__ == ex.__name__:
+            return 0  # explicit ops stay as written
         if isinstance(op, tl.LoadOp) and isinstance(op.mem.type, GlobalType):
             if op not in top or op.other is not None or not isinstance(op.res.type, TileType):
                 return 0
+            if unaligned_strides(op.mem, DMA_ROW_ALIGN, facts) is not None:
+                return 0  # rows that may start off 8 bytes stay direct loads
             loads.append(op)
 
     def from_data(v: SSAValue, seen: set[SSAValue]) -> bool:

@@ -6,7 +6,8 @@ A global load of a loop body becomes a box copy (cp.async for `pipeline`, TMA fo
 `warp_specialize`) when it is tile-shaped, has no `other`, and is either
 - a block access (scalars and slices), copied as it is, or
 - a gather whose index tile for dimension d is `start + arange(0, E)` (or `arange(a, b)`) put on
-  axis d by `[:, None]`-style expansions: the box `start : start + E`.
+  its own axis by `[:, None]`-style expansions: the box `start : start + E`; a scalar index
+  among them is a point of its dimension.
 The box starts and the mask must be pure functions of the loop variable and of values defined
 before the loop, so that they can be recomputed for another iteration.
 """
@@ -19,6 +20,7 @@ from typing import cast
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from kir import symexpr as sx
+from kir.aliasing import blocking_write
 from kir.diagnostics import Span
 from kir.dialect.structure import ForOp, KernelOp, RoleOp
 from kir.dialect.tile import (
@@ -92,9 +94,10 @@ def const_int(v: SSAValue) -> int | None:
     return None
 
 
-def qualify_body(loop: ForOp, what: str) -> tuple[int, Body]:
+def qualify_body(loop: ForOp, what: str, writes_elsewhere: bool = False) -> tuple[int, Body]:
     """The step and the loads of a loop that a copy schedule may reorder; `what` names the
-    transformation in messages ("pipelined", "warp-specialized")."""
+    transformation in messages ("pipelined", "warp-specialized"). With `writes_elsewhere` the
+    body may write to arguments it does not read (kir/aliasing.py); else it writes nothing."""
     if not isinstance(loop.parent_op(), KernelOp):
         raise Refusal(
             f"only loops at the top level of the kernel body are {what}",
@@ -110,11 +113,13 @@ def qualify_body(loop: ForOp, what: str) -> tuple[int, Body]:
     for op in loop.walk():
         if op is loop:
             continue
-        if isinstance(op, StoreOp | AtomicOp):
+        if isinstance(op, StoreOp | AtomicOp) and (not writes_elsewhere or op is blocking_write(loop)):
             raise Refusal(
-                f"the body writes memory (`{op.name}`), and a prefetched read may not move above a write",
+                f"the body writes memory (`{op.name}`) that the loop may read, and a prefetched read may "
+                "not move above a write",
                 span_of(op),
-                "move the write out of the loop, or write the schedule yourself",
+                "write to another argument than the loop reads, move the write out of the loop, or write "
+                "the schedule yourself",
             )
         if type(op).__module__ == "kir.dialect.explicit" or isinstance(op, RoleOp):
             raise Refusal(
@@ -160,16 +165,23 @@ def copy_of(load: LoadOp, iv: SSAValue, body_ops: frozenset[Operation], engine: 
 
 
 def gather_box(load: LoadOp, span: Span | None) -> tuple[Access, tuple[SSAValue | int, ...]]:
-    """The box `[s0 : s0 + E0, s1 : s1 + E1, ...]` that a gather through contiguous ranges reads."""
+    """The box `[s0 : s0 + E0, s1 : s1 + E1, ...]` that a gather through contiguous ranges reads;
+    a scalar index is a point of its dimension (`x[row, cols]`: row `row`, the columns' range)."""
     indices = list(load.indices)
-    rank = len(indices)
-    extents: list[sx.SymExpr] = []
+    tiles = [d for d, idx in enumerate(indices) if isinstance(idx.type, TileType)]
+    rank = len(tiles)
+    dims: list[sx.SymExpr | None] = []
     starts: list[SSAValue | int] = []
     for d, idx in enumerate(indices):
-        shape = shape_of(idx.type) if isinstance(idx.type, TileType) else ()
-        if len(shape) != rank or any(e != sx.Int(1) for i, e in enumerate(shape) if i != d):
+        if d not in tiles:
+            dims.append(None)
+            starts.append(idx)
+            continue
+        axis = tiles.index(d)
+        shape = shape_of(idx.type)
+        if len(shape) != rank or any(e != sx.Int(1) for i, e in enumerate(shape) if i != axis):
             raise Refusal(
-                f"the index of dimension {d} is not a tile along axis {d} only",
+                f"the index of dimension {d} is not a tile along axis {axis} only",
                 span,
                 "index each dimension with its own range, as in a[rows[:, None], ks[None, :]]",
             )
@@ -181,9 +193,9 @@ def gather_box(load: LoadOp, span: Span | None) -> tuple[Access, tuple[SSAValue 
                 span,
                 "only gathers through contiguous ranges become box copies; other gathers stay loads",
             )
-        extents.append(shape[d])
+        dims.append(shape[axis])
         starts.append(start)
-    return Access(tuple(extents)), tuple(starts)
+    return Access(tuple(dims)), tuple(starts)
 
 
 def strip_expands(v: SSAValue) -> SSAValue:

@@ -21,8 +21,9 @@ thread and orders every thread's reads of the previous iteration's stage before 
 overwrites it (stage (k + S - 1) % S is stage (k - 1) % S).
 
 What qualifies. The loop is at the top level of the kernel body, has a constant positive step
-and S >= 2 stages; its body has no store, atomic or hardware-explicit op (a prefetch may not move
-a read above a write), and its global loads are all at the body's top level, tile-shaped, with no
+and S >= 2 stages; its body has no hardware-explicit op and writes only to arguments it does not
+read (a prefetch may not move a read above a write to what it reads; distinct arguments never
+overlap, kir/aliasing.py), and its global loads are all at the body's top level, tile-shaped, with no
 `other` (cp.async writes masked-off lanes as zero, which is what the load gave them) and either
 - a block access (scalars and slices), copied as it is, or
 - a gather whose index tile for dimension d is `start + arange(0, E)` (or `arange(a, b)`) put on
@@ -46,6 +47,7 @@ from typing import cast
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from kir import symexpr as sx
+from kir.alignment import Facts, unaligned_row
 from kir.diagnostics import Diagnostic
 from kir.dialect.explicit import CpAsyncCommitOp, CpAsyncOp, CpAsyncWaitOp, CtaBarrierOp, SmemAllocOp
 from kir.dialect.structure import ForOp, IfOp, YieldOp
@@ -81,9 +83,12 @@ class _Plan:
 
 @dataclass(frozen=True)
 class PipelinePass:
-    """Lower every `pipeline(stages = S)` loop that qualifies; `stages` overrides each loop's S."""
+    """Lower every `pipeline(stages = S)` loop that qualifies; `stages` overrides each loop's S;
+    `row_align` (bytes) is the target's rule for a copy's rows (lowering/passes/alignment.py):
+    a loop with a copy whose rows may start off it is not pipelined."""
 
     stages: int | None = None
+    row_align: int | None = None
 
     def apply(self, program: Program) -> PassResult:
         out = program.clone()
@@ -116,9 +121,19 @@ class PipelinePass:
                 f"{hinted.data if stages is None else stages} is not a static stage count of at least 2",
                 hint="write pipeline(stages = S) with S >= 2 known at compile time",
             )
-        step, body = qualify_body(loop, "pipelined")
+        step, body = qualify_body(loop, "pipelined", writes_elsewhere=True)
         iv = loop.body.block.args[0]
         copies = tuple(copy_of(load, iv, body.ops, "cp.async") for load in body.loads)
+        if self.row_align:
+            facts = Facts(program)
+            for copy in copies:
+                reason = unaligned_row(program, copy.load.mem, copy.access.dims, copy.starts, self.row_align, facts)
+                if reason is not None:
+                    raise Refusal(
+                        f"the copy's rows must start on {self.row_align}-byte boundaries here, and {reason}",
+                        span_of(copy.load),
+                        "promise it in a `where` clause (`N % 4 == 0` for bf16 rows, or fix the shape), or load it directly",
+                    )
         return _Plan(stages, step, copies, body.ops)
 
 

@@ -96,7 +96,7 @@ def passes_for(program: Program, backend: str, target: str) -> list[Pass]:
     if "warp_specialize" in present:
         passes.append(WarpSpecializePass())
     if "pipeline" in present:
-        passes.append(PipelinePass())
+        passes.append(PipelinePass(row_align=declared.copy_row_align))
     if declared.layouts:
         passes.append(LayoutPass(target))
     return passes

@@ -87,6 +87,8 @@ class Target:
     native_hints: frozenset[str] = frozenset()
     hints_through_passes: frozenset[str] = frozenset()
     layouts: bool = False  # the passes write down the register layouts the emitter chooses
+    # the bytes every row of a pass's box copy must start on (a DMA engine's rule), where any
+    copy_row_align: int | None = None
     # what an ok compile report holds (lowering/report.py), per arch ("*": any other)
     artefacts: tuple[tuple[str, tuple[str, ...]], ...] = ()
     package: str = ""

@@ -114,7 +114,8 @@ kernel g<BM = 16, BK = 16>(a: global f32[M, K], idx: global i32[K], out: out glo
 REFUSED = {
     "loaded indices": "ks = load(idx[k * BK : k * BK + BK])\n    t = load(a[rows[:, None], ks[None, :]])",
     "other": "ks = k * BK + arange(0, BK)\n    t = load(a[rows[:, None], ks[None, :]], mask = ks[None, :] < K, other = 1.0)",
-    "a write": "ks = k * BK + arange(0, BK)\n    t = load(a[rows[:, None], ks[None, :]])\n    store(out[rows], acc)",
+    "a write to what it reads": "ks = k * BK + arange(0, BK)\n    t = load(a[rows[:, None], ks[None, :]])\n"
+    "    o = load(out[rows])\n    store(out[rows], acc + o)",
     "carried index": "ks = off + arange(0, BK)\n    t = load(a[rows[:, None], ks[None, :]])\n    off = off + BK",
     "strided gather": "ks = k * BK + 2 * arange(0, BK)\n    t = load(a[rows[:, None], ks[None, :]])",
 }
@@ -133,6 +134,14 @@ def test_unsupported_loads_leave_the_loop_unchanged_with_a_warning(name):
     assert (d.rule, d.severity) == ("lower.pipeline", "warning")
     loop = next(op for op in original.kernel.walk() if isinstance(op, ForOp))
     assert d.span is not None and d.span.line >= span_of(loop).line
+
+
+def test_a_write_to_an_argument_the_loop_does_not_read_is_pipelined():
+    # distinct arguments never overlap: the prefetched reads of `a` may move above it
+    write = "ks = k * BK + arange(0, BK)\n    t = load(a[rows[:, None], ks[None, :]])\n    store(out[rows], acc)"
+    result = PipelinePass().apply(parse(GATHER.replace("LINES", write)))
+    assert result.diagnostics == []
+    assert any(isinstance(op, CpAsyncOp) for op in result.program.kernel.walk())
 
 
 def test_the_near_twin_with_a_contiguous_masked_gather_is_pipelined():

@@ -15,5 +15,6 @@ TARGET = Target(
     runtimes=(Runtime("cpu", ".runtime:SimulatorRuntime"),),
     # the pipelining pass's cp.async copies are DMAs into local SRAM here
     hints_through_passes=frozenset({"pipeline"}),
+    copy_row_align=8,  # a DMA row starts on 8-byte device addresses and SRAM offsets (manual 3.2)
     artefacts=(("*", ("binary",)),),
 )
