@@ -46,7 +46,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from agent import pipeline
 from agent.harness.timing import device_share
@@ -446,9 +446,9 @@ def time_one(runner, ts: _TimingSets, spec: dict[str, Any]) -> dict[str, Any]:
                 answers = runner.request(request, None, limit=limit, replies=2)
             arrived = runner.reply_times[0] if runner.reply_times else time.monotonic()
             first = answers[0][0]
-            failed = error_of(first, "timing")
-            if failed:
-                return {"failed": failed}
+            refused = error_of(first, "timing")
+            if refused:
+                return {"failed": refused}
             (second, out_payloads) = answers[1]
         except CandidateFailed as failed:
             return {"failed": failed}
@@ -494,13 +494,13 @@ def _check_times(first: dict[str, Any], runs: int, ts: _TimingSets, wall: float,
     import math
     import statistics
 
-    def measured(values: object) -> bool:
+    def measured(values: object) -> TypeGuard[list[float]]:
         return isinstance(values, list) and all(
             isinstance(t, int | float) and not isinstance(t, bool) and math.isfinite(t) and t >= 0 for t in values
         )
 
     times = first.get("times")
-    if not measured(times) or not 0 < len(times) <= runs + len(ts.sets):  # type: ignore[arg-type]
+    if not measured(times) or not 0 < len(times) <= runs + len(ts.sets):
         return fail("harness.timing-forged", "the candidate's times are not a list of measured durations")
     drains = first.get("drains", [])
     if not measured(drains):

@@ -40,6 +40,8 @@ class Proposal:
     params: tuple[tuple[str, int], ...] = ()
     predicted: float | None = None
     static: Record | None = None  # a Record that stopped it before compile, if one did
+    # the best predicted time one more move from it reaches, where the proposer looked ahead
+    potential: float | None = None
 
     @property
     def stopped(self) -> bool:

@@ -10,7 +10,14 @@ cost): one the backend cannot lower is stopped there, before compile; one whose 
 seen (its parent's, a sibling's, any earlier node's) is dropped: on mtia-sim an alignment
 promise or a cache policy changes no line of the C++ the simulator runs, and measuring it
 again would spend the budget on a program already measured (tinygrad's BEAM caches by kernel
-for the same reason). Where the backend has no emitter the cost stage is the last."""
+for the same reason). Where the backend has no emitter the cost stage is the last.
+
+A move the cost model predicts no gain from may enable one it does (a fixed shape proves a DMA's
+rows aligned, and only then is a loop pipelined; a promised divisibility drops the masks a
+retile needs gone): for up to `lookahead` such children, the proposer applies every tactic once
+more and ranks the child by the best prediction among its own children (its `potential`), so that
+the enabling move is measured and the next round takes the move it enables. This is a one-step
+search on the cost model; the grandchildren are only costed, never proposed."""
 
 from __future__ import annotations
 
@@ -18,16 +25,19 @@ import hashlib
 import itertools
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import tactics
 from agent.pipeline import Candidate, Record, evaluate
 from agent.propose.base import Context, Proposal, Proposer
 from agent.search.tree import Move
+from costmodel import CostModel
 from kir.diagnostics import KirError
 from kir.parser import parse
 from kir.program import Program
 from lowering import targets
+from verifier.facts import CHECKS
 
 # A result whose `where` clauses exclude the search's shapes is not a candidate of this search
 # (the search measures at one preset): a tactic's parameter domains are listed one parameter at
@@ -35,13 +45,25 @@ from lowering import targets
 # pairs are such programs. They are dropped, not kept as stopped children.
 NOT_FOR_THESE_SHAPES = frozenset({"cost.where-violated"})
 
+# Children predicted within this fraction of their parent's time gain nothing by the model: the
+# proposer looks one move past up to LOOKAHEAD of them (see the module docstring).
+NO_GAIN = 1e-3
+LOOKAHEAD = 16
+
 
 class TacticProposer(Proposer):
     name = "tactic"
 
-    def __init__(self, per_tactic: int = 32, numerics: tuple[str, ...] = ("exact", "reassociates", "approximate")):
+    def __init__(
+        self,
+        per_tactic: int = 32,
+        numerics: tuple[str, ...] = ("exact", "reassociates", "approximate"),
+        lookahead: int = LOOKAHEAD,
+    ):
         self.per_tactic = per_tactic
         self.numerics = numerics
+        self.lookahead = lookahead
+        self._predicted: dict[str, float | None] = {}  # candidate key -> its predicted time
         self._programs: dict[str, Program] = {}
         self._variant_of: dict[str, str | None] = {}  # candidate key -> its target code's hash
 
@@ -70,6 +92,7 @@ class TacticProposer(Proposer):
         search's backend, where it has an emitter, and note the hash of its target code. (The
         lowering verifies the program for its declared target, as a run does.)"""
         record = evaluate(candidate, until="cost", target=context.target, task=context.task, preset=context.preset)
+        self._predicted[key] = (record.estimate or {}).get("time_s") if record.ok else None
         code = None
         if record.ok and context.backend is not None and context.backend in targets.emitting():
             lowered = evaluate(candidate, until="lower", backend=context.backend)
@@ -86,10 +109,39 @@ class TacticProposer(Proposer):
         self._variant_of[key] = code
         return record
 
+    def _looked_ahead(self, ranked: list[Proposal], base: float | None, context: Context) -> list[Proposal]:
+        """`ranked` with the potential of up to `lookahead` children predicted no faster than
+        their parent (`base`): the best prediction among their own children that the same
+        move, made on the parent, does not reach (a move the child enables, not one the parent
+        could make already)."""
+        if not self.lookahead or base is None:
+            return ranked
+        direct = {p.move.describe(): p.predicted for p in ranked if p.predicted is not None}
+        # the neutral children, each tactic's in turn (every tactic's first, then its second...)
+        nth: dict[str, int] = {}
+        order = []
+        for p in sorted(ranked, key=lambda p: (p.predicted or 0.0, p.move.describe())):
+            if p.predicted is not None and p.predicted >= base * (1 - NO_GAIN):
+                nth[p.move.name] = nth.get(p.move.name, -1) + 1
+                order.append((nth[p.move.name], p.predicted, p.move.describe(), p))
+        neutral = [entry[-1] for entry in sorted(order, key=lambda e: e[:3])][: self.lookahead]
+        out = {p.key: p for p in ranked}
+        for p in neutral:
+            best = None
+            for move, grandchild in self.moves(self._programs[p.key], context):
+                t = _predict(grandchild, context)
+                bar = min(base, direct.get(move.describe(), base))
+                if t is not None and t < bar * (1 - NO_GAIN) and (best is None or t < best):
+                    best = t
+            if best is not None:
+                out[p.key] = replace(p, potential=best)
+        return [out[p.key] for p in ranked]
+
     def propose(self, context: Context) -> list[Proposal]:
         node = context.node
         program = self.program(node.key, node.text)
         ranked: list[Proposal] = []
+        same: list[Proposal] = []  # children whose target code is a measured node's
         stopped: list[Proposal] = []
         seen = set(context.seen)
         if node.key not in self._variant_of:  # the node's own code (the seed; a resumed search)
@@ -109,24 +161,51 @@ class TacticProposer(Proposer):
                     continue  # a program for other shapes than the search's (fix-shape's other pairs)
                 stopped.append(Proposal(text, move, key, static=record))
                 continue
-            if self._variant_of[key] in measured:
-                continue
             predicted = (record.estimate or {}).get("time_s")
             self._programs[key] = child
+            if self._variant_of[key] in measured:
+                # measured already, unless it enables a move (its potential, below)
+                same.append(Proposal(text, move, key, predicted=predicted))
+                continue
             ranked.append(Proposal(text, move, key, predicted=predicted))
-        # fastest predicted first; a move's text breaks ties, so the order does not depend on
-        # the order the registry lists tactics in
-        ranked.sort(key=lambda p: (p.predicted if p.predicted is not None else float("inf"), p.move.describe()))
+        looked = self._looked_ahead(ranked + same, self._predicted.get(node.key), context)
+        again = {p.key for p in same}
+        ranked = [p for p in looked if p.key not in again or p.potential is not None]
+        # fastest predicted (or reachable in one more move) first; a move's text breaks ties,
+        # so the order does not depend on the order the registry lists tactics in
+        ranked.sort(key=_rank)
         distinct: list[Proposal] = []
         codes: set[str] = set()
         for p in ranked:  # of children with one target code, the first in this order
             code = self._variant_of[p.key]
+            if p.potential is not None:
+                distinct.append(p)  # an enabling move: its code may be another's, its program is not
+                continue
             if code is not None and code in codes:
                 continue
             if code is not None:
                 codes.add(code)
             distinct.append(p)
         return _diverse(distinct, context.measure_top) + stopped
+
+
+def _predict(program: Program, context: Context) -> float | None:
+    """The cost model's time for a program a tactic made (the tactic checked its result; the
+    verifier's proofs, most of a child's static cost, are left to the child it would become),
+    or None where the model refuses it."""
+    shapes = {k: v for k, v in context.shapes.items() if k not in program.params}
+    try:
+        estimate = CostModel().predict(program, context.target, dict(program.params), shapes, checks=CHECKS)
+    except KirError:
+        return None
+    return estimate.time_s if not any(d.is_error for d in estimate.hints) else None
+
+
+def _rank(p: Proposal) -> tuple[float, float, str]:
+    inf = float("inf")
+    predicted = p.predicted if p.predicted is not None else inf
+    potential = min(predicted, p.potential if p.potential is not None else inf)
+    return (potential, predicted, p.move.describe())
 
 
 def _diverse(ranked: list[Proposal], k: int) -> list[Proposal]:

@@ -73,3 +73,33 @@ def test_children_with_one_source_and_other_tiles_or_warps_are_all_proposed():
     assert ("retile", (("param", "BM"), ("value", 64))) in moves
     assert ("retile", (("param", "BN"), ("value", 16))) in moves
     assert ("warps", (("warps", 8),)) in moves
+
+
+def test_a_move_that_enables_a_faster_one_is_measured():
+    # rmsnorm_backward on mtia-sim: its row loop's DMA rows start at multiples of N, which it does
+    # not promise, so `pipeline` alone changes nothing and neither does fix-shape N = 300; the
+    # two together pipeline the loop. Looking one move ahead, a child of either gets the
+    # prediction of both as its potential and is measured; without it, neither is
+    from pathlib import Path
+
+    from agent.pipeline import Candidate
+    from agent.propose.base import Context
+    from agent.propose.tactic import TacticProposer
+    from agent.search.tree import Node
+    from agent.tasks import load_task
+    from kir.parser import parse_file
+
+    root = Path(__file__).resolve().parents[2]
+    task = load_task(root / "benchmarks" / "tasks" / "rmsnorm_backward")
+    text = parse_file(task.programs["seed"].file).with_params(**task.programs["seed"].params_for("test")).text()
+    seed = Node(0, None, Candidate(text).parsed().key(), text, Move("seed", "seed"))
+    shapes = {k: v for k, v in task.preset("test").variables.items() if isinstance(v, int)}
+    context = Context(
+        node=seed, task=task, backend="mtia-sim", target="mtia-sim", preset="test", shapes=shapes, measure_top=4
+    )
+    enabling = ("pipeline", "fix-shape")
+    looked = [p for p in TacticProposer().propose(context) if not p.stopped]
+    ahead = [p for p in looked if p.move.name in enabling]
+    assert ahead and all(p.potential is not None and p.potential < p.predicted for p in ahead)
+    plain = [p for p in TacticProposer(lookahead=0).propose(context) if not p.stopped]
+    assert not [p for p in plain if p.move.name in enabling]
