@@ -16,8 +16,9 @@ A move the cost model predicts no gain from may enable one it does (a fixed shap
 rows aligned, and only then is a loop pipelined; a promised divisibility drops the masks a
 retile needs gone): for up to `lookahead` such children, the proposer applies every tactic once
 more and ranks the child by the best prediction among its own children (its `potential`), so that
-the enabling move is measured and the next round takes the move it enables. This is a one-step
-search on the cost model; the grandchildren are only costed, never proposed."""
+the enabling move is measured and the next round takes the move it enables (even where its
+target code is a measured node's: the code is the same, the program it leads to is not). This
+is a one-step search on the cost model; the grandchildren are only costed, never proposed."""
 
 from __future__ import annotations
 
