@@ -174,7 +174,8 @@ class Schedule:
 
 
 class _Walk:
-    def __init__(self, program: Program, env: dict[str, int], pe: Pe):
+    def __init__(self, program: Program, env: dict[str, int], pe: Pe, busiest: bool = False):
+        self.busiest = busiest  # a loop takes the most trips of any program, not their mean
         self.program = program
         self.env = env
         self.pe = pe
@@ -260,7 +261,8 @@ class _Walk:
 
     def loop(self, op: st.ForOp) -> float:
         trips_arr, _ = self.ev.trips(op)
-        trips = float(np.mean(trips_arr)) if len(trips_arr) else 0.0
+        reduce = np.max if self.busiest else np.mean
+        trips = float(reduce(trips_arr)) if len(trips_arr) else 0.0
         body = op.body.block
         args = list(body.args[1:])
         saved = dict(self.carried)
@@ -480,7 +482,12 @@ def schedule(program: Program, env: dict[str, int], pe: Pe) -> Schedule:
     program_cycles = loops + span.time(w.rate, True)
     w.flush(span)
     per_pe = math.ceil(w.programs / pe.pes) if w.programs else 0
-    cycles = pe.launch_cycles + per_pe * program_cycles
+    # The kernel takes its busiest PE: at least its share of the mean program, and at least the
+    # longest program (a persistent grid over few tiles, a causal loop's last query block)
+    b = _Walk(program, env, pe, busiest=True)
+    loops_b, span_b = b.block(program.kernel.body.block, set())
+    longest = loops_b + span_b.time(b.rate, True)
+    cycles = pe.launch_cycles + max(per_pe * program_cycles, longest)
     terms: list[tuple[str, float, Operation | None]] = sorted(
         ((str(getattr(op, "name", "")), c, op) for op, c in w.terms.items()), key=lambda t: -t[1]
     )
