@@ -1,11 +1,18 @@
 """The tactic proposer's choice of what to measure: the best predicted child of each tactic
-first, then the next best of any, in the cost model's order."""
+first, then the next best of any, in the cost model's order; a child the backend cannot lower
+stopped before compile; children of one source and another launch kept apart; a move that
+enables a faster one measured (one move of lookahead)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from agent.pipeline import Candidate
 from agent.propose.base import Proposal
-from agent.propose.tactic import _diverse
-from agent.search.tree import Move
+from agent.propose.tactic import TacticProposer, _diverse
+from agent.search.tree import Move, Node
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _p(tactic: str, value: int, predicted: float) -> Proposal:
@@ -26,24 +33,26 @@ def test_fewer_tactics_than_slots_fill_with_the_next_best():
     assert _diverse([], 4) == []
 
 
-def test_a_child_the_backend_cannot_lower_is_stopped_before_compile():
-    # a bf16 GEMM with BK = 16: retile offers BK = 8, which Triton's tl.dot refuses (K >= 16)
-    from pathlib import Path
-
-    from agent.pipeline import Candidate
+def _seed_context(task_name: str, params: dict, shapes: dict, backend: str, measure_top: int, target=None):
+    """The proposer's context for a suite task's seed (its parameters `params`) at `shapes`."""
     from agent.propose.base import Context
-    from agent.propose.tactic import TacticProposer
-    from agent.search.tree import Node
     from agent.tasks import load_task
     from kir.parser import parse_file
 
-    root = Path(__file__).resolve().parents[2]
-    task = load_task(root / "benchmarks" / "tasks" / "gemm")
-    text = parse_file(task.programs["seed"].file).with_params(BM=32, BN=32, BK=16).text()
+    task = load_task(ROOT / "benchmarks" / "tasks" / task_name)
+    text = parse_file(task.programs["seed"].file).with_params(**params).text()
     seed = Node(0, None, Candidate(text).parsed().key(), text, Move("seed", "seed"))
-    context = Context(
-        node=seed, task=task, backend="triton", preset="test", shapes={"M": 64, "N": 64, "K": 64}, measure_top=4
+    return Context(
+        node=seed, task=task, backend=backend, target=target, preset="test", shapes=shapes, measure_top=measure_top
     )
+
+
+GEMM_SMALL = ({"BM": 32, "BN": 32, "BK": 16}, {"M": 64, "N": 64, "K": 64})
+
+
+def test_a_child_the_backend_cannot_lower_is_stopped_before_compile():
+    # a bf16 GEMM with BK = 16: retile offers BK = 8, which Triton's tl.dot refuses (K >= 16)
+    context = _seed_context("gemm", *GEMM_SMALL, backend="triton", measure_top=4)
     proposals = TacticProposer().propose(context)
     bk8 = [p for p in proposals if p.move.name == "retile" and dict(p.move.params) == {"param": "BK", "value": 8}]
     assert len(bk8) == 1 and bk8[0].stopped
@@ -53,22 +62,7 @@ def test_a_child_the_backend_cannot_lower_is_stopped_before_compile():
 def test_children_with_one_source_and_other_tiles_or_warps_are_all_proposed():
     # Triton takes tiles as constexpr arguments and warps at launch: a retile or warps child
     # lowers to the parent's source, and is still another kernel, never deduplicated as the same
-    from pathlib import Path
-
-    from agent.pipeline import Candidate
-    from agent.propose.base import Context
-    from agent.propose.tactic import TacticProposer
-    from agent.search.tree import Node
-    from agent.tasks import load_task
-    from kir.parser import parse_file
-
-    root = Path(__file__).resolve().parents[2]
-    task = load_task(root / "benchmarks" / "tasks" / "gemm")
-    text = parse_file(task.programs["seed"].file).with_params(BM=32, BN=32, BK=16).text()
-    seed = Node(0, None, Candidate(text).parsed().key(), text, Move("seed", "seed"))
-    context = Context(
-        node=seed, task=task, backend="triton", preset="test", shapes={"M": 64, "N": 64, "K": 64}, measure_top=64
-    )
+    context = _seed_context("gemm", *GEMM_SMALL, backend="triton", measure_top=64)
     moves = {(p.move.name, tuple(sorted(p.move.params))) for p in TacticProposer().propose(context)}
     assert ("retile", (("param", "BM"), ("value", 64))) in moves
     assert ("retile", (("param", "BN"), ("value", 16))) in moves
@@ -80,23 +74,8 @@ def test_a_move_that_enables_a_faster_one_is_measured():
     # not promise, so `pipeline` alone changes nothing and neither does fix-shape N = 300; the
     # two together pipeline the loop. Looking one move ahead, a child of either gets the
     # prediction of both as its potential and is measured; without it, neither is
-    from pathlib import Path
-
-    from agent.pipeline import Candidate
-    from agent.propose.base import Context
-    from agent.propose.tactic import TacticProposer
-    from agent.search.tree import Node
-    from agent.tasks import load_task
-    from kir.parser import parse_file
-
-    root = Path(__file__).resolve().parents[2]
-    task = load_task(root / "benchmarks" / "tasks" / "rmsnorm_backward")
-    text = parse_file(task.programs["seed"].file).with_params(**task.programs["seed"].params_for("test")).text()
-    seed = Node(0, None, Candidate(text).parsed().key(), text, Move("seed", "seed"))
-    shapes = {k: v for k, v in task.preset("test").variables.items() if isinstance(v, int)}
-    context = Context(
-        node=seed, task=task, backend="mtia-sim", target="mtia-sim", preset="test", shapes=shapes, measure_top=4
-    )
+    shapes = {"M": 8, "N": 300, "G": 4}  # the test preset
+    context = _seed_context("rmsnorm_backward", {"BLOCK": 512}, shapes, "mtia-sim", 4, target="mtia-sim")
     enabling = ("pipeline", "fix-shape")
     looked = [p for p in TacticProposer().propose(context) if not p.stopped]
     ahead = [p for p in looked if p.move.name in enabling]
