@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 
 from kir import symexpr as sx
 from kir.dialect.tile import BinaryOp, CastOp, ConstOp, SymValueOp
@@ -77,43 +77,33 @@ class Facts:
         return False
 
     def multiple_value(self, v: SSAValue | int, m: int) -> bool:
-        """Whether a run-time scalar (a copy's start) is a multiple of `m`, read through its ops."""
-        if m <= 1:
-            return True
-        if isinstance(v, int):
-            return v % m == 0
-        owner = v.owner
-        if not isinstance(owner, Operation):
-            return False  # a loop variable or another block argument: any value
-        if isinstance(owner, ConstOp):
-            return isinstance(owner.number, int) and owner.number % m == 0
-        if isinstance(owner, SymValueOp):
-            return self.multiple(sx.Sym(owner.symbol.data), m)
-        if isinstance(owner, CastOp):
-            return self.multiple_value(owner.operands[0], m)
-        if isinstance(owner, BinaryOp):
-            fn = owner.fn.data
-            if fn == "mul":
-                return (
-                    self.multiple_value(owner.lhs, m)
-                    or self.multiple_value(owner.rhs, m)
-                    or any(
-                        self._const(a) is not None
-                        and self.multiple_value(b, m // math.gcd(m, abs(self._const(a)) or m))  # type: ignore[arg-type]
-                        for a, b in ((owner.lhs, owner.rhs), (owner.rhs, owner.lhs))
-                    )
-                )
-            if fn in ("add", "sub"):
-                return self.multiple_value(owner.lhs, m) and self.multiple_value(owner.rhs, m)
-        return False
+        """Whether a run-time scalar (a copy's start) is a multiple of `m`: its ops read as a
+        static expression, with every value they do not show (a loop variable, a program id)
+        a symbol nothing is known of."""
+        return self.multiple(_expr(v), m)
 
-    def _const(self, v: SSAValue) -> int | None:
-        owner = v.owner
-        if isinstance(owner, ConstOp) and isinstance(owner.number, int):
-            return owner.number
-        if isinstance(owner, SymValueOp):
-            return self.values.get(owner.symbol.data)
-        return None
+
+_UNKNOWN = sx.Sym("%run-time")  # not a name a program can bind: no clause speaks of it
+
+
+def _expr(v: SSAValue | int) -> sx.SymExpr:
+    """A run-time scalar as a static expression, as far as its ops are constants, parameters,
+    shape symbols, casts, products, sums and differences."""
+    if isinstance(v, int):
+        return sx.Int(v)
+    owner = v.owner
+    if isinstance(owner, ConstOp) and isinstance(owner.number, int) and not isinstance(owner.number, bool):
+        return sx.Int(owner.number)
+    if isinstance(owner, SymValueOp):
+        return sx.Sym(owner.symbol.data)
+    if isinstance(owner, CastOp):
+        return _expr(owner.operands[0])
+    if isinstance(owner, BinaryOp) and owner.fn.data in _OPS:
+        return sx.Bin(_OPS[owner.fn.data], _expr(owner.lhs), _expr(owner.rhs))
+    return _UNKNOWN
+
+
+_OPS = {"mul": "*", "add": "+", "sub": "-"}
 
 
 def unaligned_row(
