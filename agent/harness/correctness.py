@@ -41,7 +41,7 @@ from typing import Any
 
 from agent.harness.candidate import Host, KirRun, ModuleRun, PythonRun
 from agent.harness.failure import CandidateFailed
-from agent.harness.instance import Instance, make_instance, native_outputs, reference_outputs, torch_dtype
+from agent.harness.instance import Instance, make_instance, native_outputs, reference_outputs, release, torch_dtype
 from kir.diagnostics import Diagnostic, KirError, Span
 
 __all__ = ["CandidateFailed", "KirRun", "LocalRunner", "ModuleRun", "PythonRun", "Remote", "Verdict", "check"]
@@ -275,9 +275,17 @@ def _one_round(task, runner, preset, seed, round_, device, verdict: Verdict, sha
     from agent.tasks.task import _error
 
     inst = make_instance(task, preset, seed, device, shape)
-    pristine = [x.detach().cpu().clone() if isinstance(x, torch.Tensor) else x for x in inst.inputs]
-    native = [o.cpu() for o in native_outputs(inst)]
-    refs = [r.cpu() for r in reference_outputs(inst)]
+    # a KIR candidate is sent copies of the instance's inputs, which stay as they are; a Python
+    # one is sent these host copies, and what comes back is held against them
+    pristine = (
+        list(inst.inputs)
+        if runner.kind == "kir"
+        else [x.detach().cpu().clone() if isinstance(x, torch.Tensor) else x for x in inst.inputs]
+    )
+    # kept where they were computed: the comparisons run on the task's device
+    native = native_outputs(inst)
+    refs = reference_outputs(inst)
+    release(device)
     for i, ref in enumerate(refs):
         if ref.is_floating_point() and not bool(torch.isfinite(ref).all()):
             raise _error(
@@ -458,8 +466,10 @@ def _run_python(runner, inst: Instance, pristine: list, native: list, diag):
 def _compare(task, inputs: list, name: str, out, ref, native, verdict: Verdict):
     import torch
 
-    out = out.detach().cpu()
-    ref = ref.detach().cpu()
+    # on the reference's device (a GPU compares a bench-size output in milliseconds, a host in
+    # seconds); the candidate's output arrives in host memory
+    ref = ref.detach()
+    out = out.detach().to(ref.device)
     how = task.compare.get(name, "close" if out.is_floating_point() else "exact")
     if out.is_floating_point():
         bad = ~torch.isfinite(out)
@@ -479,7 +489,7 @@ def _compare(task, inputs: list, name: str, out, ref, native, verdict: Verdict):
         fn = getattr(task.module, how.split(":", 1)[1])
         precision = ref.dtype if ref.is_floating_point() else torch_dtype(task.reference_precision)
         widened = [
-            x.detach().cpu().to(precision) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+            x.detach().to(ref.device, precision) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
             for x in inputs
         ]
         message = fn(widened, out.to(precision) if out.is_floating_point() else out, ref, rtol, atol)
@@ -504,7 +514,7 @@ def _compare(task, inputs: list, name: str, out, ref, native, verdict: Verdict):
     # PyTorch's own result in the task's dtype sets a floor on the absolute allowance: a kernel
     # is never asked to be more accurate than twice the worst error of the reference model run
     # in that dtype (bf16 attention rounds its probabilities; so does every fast kernel).
-    baseline = float((native.detach().cpu().to(ref.dtype) - ref).abs().max()) if native.numel() else 0.0
+    baseline = float((native.detach().to(ref.device, ref.dtype) - ref).abs().max()) if native.numel() else 0.0
     if not math.isfinite(baseline):
         baseline = 0.0
     absolute = max(atol * scale, 2 * baseline)

@@ -652,6 +652,18 @@ def _fork_candidate(plan: dict[str, Any], env: dict[str, str], out_w: int, serve
     os._exit(0)
 
 
+PIPE_BYTES = 1 << 20  # Linux's default limit for an unprivileged pipe (/proc/sys/fs/pipe-max-size)
+
+
+def _wide_pipe() -> tuple[int, int]:
+    """A pipe of `PIPE_BYTES` where the system allows it: the inputs and outputs of a bench-size
+    instance cross in sixteen times fewer turns than through the default 64 KiB."""
+    read, write = os.pipe()
+    with contextlib.suppress(OSError, AttributeError):
+        fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    return read, write
+
+
 class CandidateProcess:
     """One candidate in its sandbox, and the checker's end of its two pipes."""
 
@@ -662,8 +674,8 @@ class CandidateProcess:
         started one reaches through `main`)."""
         self.deadline = deadline
         self.sandbox = Sandbox(memory=memory, env=env)
-        req_r, self.req_w = os.pipe()
-        self.resp_r, resp_w = os.pipe()
+        req_r, self.req_w = _wide_pipe()
+        self.resp_r, resp_w = _wide_pipe()
         out_r, out_w = os.pipe()
         plan = {**self.sandbox.plan, "fd_in": req_r, "fd_out": resp_w}
         boot = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from agent.harness.candidate import main; main()"

@@ -54,6 +54,7 @@ from kir.diagnostics import Diagnostic, KirError
 from lowering.targets import runtimes
 
 DEFAULT_TIMEOUT = 300.0
+CHECKER_THREADS = 2  # a CUDA job's host threads for torch
 DEVICE_FRACTION = 0.75  # the checker keeps the reference, inputs and peers on the same GPU
 _live: list = []  # candidate processes, killed if the checker is told to stop
 
@@ -184,8 +185,7 @@ class Candidate:
 
 def evaluate(job: dict[str, Any], announce: Callable[[Any], None] = lambda process: None) -> dict[str, Any]:
     if job.get("kind") == "time":
-        with device_share(str(job.get("device", "cpu"))):
-            return time_task(job, announce)
+        return time_task(job, announce)
     if job.get("kind") == "ceilings":
         from agent.harness.timing import Timer, measure_ceilings
 
@@ -333,16 +333,18 @@ class _TimingSets:
     must give, computed now, before any candidate is timed."""
 
     def __init__(self, task, preset: str, device: str, n: int):
-        from agent.harness.instance import make_inputs, make_instance, native_outputs, reference_outputs
+        from agent.harness.instance import make_inputs, make_instance, native_outputs, reference_outputs, release
 
         seeds = [secrets.randbelow(2**31) for _ in range(1 + 2 * n)]
         self.task, self.preset, self.device = task, preset, device
         self.inst = make_instance(task, preset, seeds[0], device)
         self.sets = [make_inputs(task, preset, s, device) for s in seeds[1 : 1 + n]]
         self.fresh = [make_inputs(task, preset, s, device) for s in seeds[1 + n :]]
-        self.native = [[o.cpu() for o in native_outputs(self.inst, x)] for x in self.sets]
-        self.fresh_native = [[o.cpu() for o in native_outputs(self.inst, x)] for x in self.fresh]
-        self.fresh_refs = [[r.cpu() for r in reference_outputs(self.inst, x)] for x in self.fresh]
+        # on the device, where the comparisons run
+        self.native = [native_outputs(self.inst, x) for x in self.sets]
+        self.fresh_native = [native_outputs(self.inst, x) for x in self.fresh]
+        self.fresh_refs = [reference_outputs(self.inst, x) for x in self.fresh]
+        release(device)
 
     def set_bytes(self) -> int:
         import torch
@@ -572,12 +574,15 @@ def time_task(job: dict[str, Any], announce: Callable[[Any], None] = lambda proc
 
     spec = job["time"]
     try:
-        task = load_task(job["task"])
-        task.module  # noqa: B018 - the reference imported now: its errors are the task's
-        ts = _TimingSets(task, job.get("preset", "bench"), job.get("device", "cuda"), int(spec.get("sets", 3)))
-        compiled = _compiled_peer(job, ts)
-        entries = [timed(c, ts, spec) for c in started]
-        result = _peers(job, task, ts, entries, compiled)
+        # the device's place taken only now: finding its lock starts CUDA in this process, after
+        # which no candidate can be forked from it
+        with device_share(str(job.get("device", "cpu"))):
+            task = load_task(job["task"])
+            task.module  # noqa: B018 - the reference imported now: its errors are the task's
+            ts = _TimingSets(task, job.get("preset", "bench"), job.get("device", "cuda"), int(spec.get("sets", 3)))
+            compiled = _compiled_peer(job, ts)
+            entries = [timed(c, ts, spec) for c in started]
+            result = _peers(job, task, ts, entries, compiled)
     except TaskError as err:
         return _record(False, "task", err.diagnostics)
     finally:
@@ -656,7 +661,12 @@ def main() -> None:
     sandbox.harden_checker()
     signal.signal(signal.SIGTERM, _stop)
     job = json.loads(sys.stdin.read())
-    import torch  # noqa: F401 - imported once, here, for the candidates forked before any of it runs
+    import torch  # imported once, here, for the candidates forked before any of it runs
+
+    if str(job.get("device", "cpu")).startswith("cuda"):
+        # its tensors' work is on the GPU: the host's threads would only contend with the other
+        # checkers of a search (a pool of them per task, on one machine)
+        torch.set_num_threads(CHECKER_THREADS)
 
     sandbox.allow_fork(True)
     out = os.fdopen(record_fd, "w") if record_fd is not None else sys.stdout

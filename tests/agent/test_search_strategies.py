@@ -80,7 +80,8 @@ def test_beam_gate_drops_children_slower_than_their_parent():
     s.tell(tree, kids)
     assert [e.node for e in s.ask(tree)] == [6]  # 94 beats its parent 95; 91 and 96 do not beat theirs
     s.tell(tree, grow(tree, 6, [99], 3))
-    assert s.ask(tree) == []  # nothing passed the gate: the search ends
+    # nothing passed the gate and every node that passed was expanded: the fastest two again
+    assert [e.node for e in s.ask(tree)] == [3, 6]
 
 
 def test_mcts_follows_rewards_and_is_deterministic():
@@ -159,4 +160,14 @@ def test_beam_goes_back_to_the_best_unexpanded_node_that_passed_when_a_round_pas
     s.tell(tree, grow(tree, 1, [93], 2))  # regressed
     assert [e.node for e in s.ask(tree)] == [2]  # back to 95, which passed its gate
     s.tell(tree, grow(tree, 2, [97], 3))
-    assert s.ask(tree) == []  # 93 and 97 regressed: none left that passed
+    # 93 and 97 regressed: every node that passed was expanded once, so the fastest of them is
+    # expanded again (for the children its proposer ranked lower), until each brings none
+    assert [e.node for e in s.ask(tree)] == [1]
+    s.tell(tree, grow(tree, 1, [89], 4))  # a new child of 90, faster: the beam follows it
+    assert [e.node for e in s.ask(tree)] == [5]
+    s.tell(tree, [])  # 89 has no children to give
+    order = []
+    while asks := s.ask(tree):
+        order.append(asks[0].node)
+        s.tell(tree, [])
+    assert order == [1, 2, 0]  # 90, 95, 100 once more each (89 is spent), then nothing
