@@ -47,7 +47,23 @@ SCHEMAS["search show"] = ("task", "name", "nodes", "best", "path")
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks"
 STRATEGIES = ("beam", "greedy", "mcts", "evolve")
 EXECUTORS = ("inline", "pool", "ray")
-GPU_TIMING = {"time": {"sets": 3, "runs": 50, "peers": ["eager", "compile"]}, "warm": True}
+TIMED: dict[str, Any] = {"sets": 3, "runs": 50, "peers": ["eager", "compile"]}
+GPU_TIMING: dict[str, Any] = {"time": TIMED, "warm": True}
+
+
+PEERS = ("eager", "compile")
+
+
+def _timing(peers: str) -> dict[str, Any]:
+    """The harness's timing settings with the peers of `--peers` (torch.compile's warmed once
+    with the seed, where it is timed)."""
+    chosen = [] if peers.strip() == "none" else [p.strip() for p in peers.split(",")]
+    if any(p not in PEERS for p in chosen) or len(set(chosen)) != len(chosen):
+        raise usage(f"--peers '{peers}' is not a list of distinct peers", "eager, compile, eager,compile or none")
+    if chosen == list(PEERS):
+        return GPU_TIMING
+    timing: dict[str, Any] = {"time": {**TIMED, "peers": chosen}}
+    return {**timing, "warm": True} if "compile" in chosen else timing
 
 
 def _task_folder(task: str) -> Path:
@@ -133,6 +149,14 @@ def search_cmd(
     timed: Annotated[
         bool | None, typer.Option("--time/--no-time", help="Time on the GPU (default: on for GPU backends).")
     ] = None,
+    peers: Annotated[
+        str,
+        typer.Option(
+            "--peers",
+            metavar="LIST",
+            help="What the seed is timed beside on a GPU: eager, compile, both (eager,compile) or none.",
+        ),
+    ] = "eager,compile",
     timeout: TimeoutOpt = 600.0,
     json_out: JsonOpt = False,
 ) -> None:
@@ -181,7 +205,8 @@ def search_cmd(
         else:
             program = load_program(seed)
         gpu = backend not in CPU_BACKENDS
-        harness = GPU_TIMING if (timed if timed is not None else gpu) else {}
+        timing = _timing(peers)  # checked on every backend
+        harness = timing if (timed if timed is not None else gpu) else {}
         chosen_target = target or ("mtia-sim" if backend == "mtia-sim" else None)
         floor = None
         if roofline is not None:

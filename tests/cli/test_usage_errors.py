@@ -142,6 +142,7 @@ BAD = {
     "--width": ["0", "x"],
     "--memory": ["everything", ""],
     "--random-seed": ["-1", "x"],
+    "--peers": ["nonsense", "", "eager,eager"],
 }
 # bench's --out is a folder: a file is what it cannot take
 BAD_FOR = {
