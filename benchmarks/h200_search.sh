@@ -31,7 +31,17 @@ if [[ -n "${SEARCH_FROM:-}" ]]; then tar xzf "$SEARCH_FROM"/search-h200.tar.gz -
   git log -1 --format=%h 2>/dev/null
 } | tee "$WORK/environment-${PHASE:-search}.txt"
 if [[ "${PHASE:-search}" == search ]]; then
-  python3 benchmarks/search_h200.py search --out "$WORK" --parallel "${SEARCH_PARALLEL:-5}" --workers "${SEARCH_WORKERS:-3}" \
+  # one check and timing at the bench shapes before the searches: a harness that fails on the
+  # device fails here in a minute, not in every search's seed
+  for task in softmax knn_topk; do  # the harness's own comparison, and a task's (reference.py)
+    timeout 150 python3 -m agent.cli run "benchmarks/tasks/$task/tuned.kir" --task "$task" --backend triton \
+      --preset bench --seed 1 --json > "$WORK/smoke-$task.json" 2>&1
+    smoke=$?
+    echo "smoke check ($task tuned at the bench shapes): exit $smoke, $(head -c 300 "$WORK/smoke-$task.json")"
+    if [[ $smoke -ne 0 ]]; then cp "$WORK/smoke-$task.json" "$OUT"/; exit 1; fi
+  done
+  python3 benchmarks/search_h200.py search --peers "${SEARCH_PEERS:-eager}" --measure-top "${SEARCH_TOP:-3}" \
+    --out "$WORK" --parallel "${SEARCH_PARALLEL:-5}" --workers "${SEARCH_WORKERS:-3}" \
     --budget "${SEARCH_BUDGET:-300}" --seconds "${SEARCH_SECONDS:-420}" --timeout "${SEARCH_TIMEOUT:-300}" ${SEARCH_TASKS:+--tasks "$SEARCH_TASKS"} 2>&1 | tee -a "$WORK/search.log"
 else
   timeout "${BENCH_SECONDS:-540}" python3 benchmarks/search_h200.py bench --out "$WORK" --workers 8 ${SEARCH_TASKS:+--tasks "$SEARCH_TASKS"} 2>&1 | tee -a "$WORK/bench.log"

@@ -49,7 +49,7 @@ def search(task: str, args: argparse.Namespace) -> dict:
         sys.executable, "-m", "agent.cli", "search", task, "--backend", "triton", "--preset", "bench",
         "--strategy", args.strategy, "--budget", str(args.budget), "--executor", "pool",
         "--workers", str(args.workers), "--measure-top", str(args.measure_top), "--width", str(args.width),
-        "--db", str(db), "--random-seed", "0", "--timeout", str(args.timeout), "--json",
+        "--db", str(db), "--random-seed", "0", "--timeout", str(args.timeout), "--peers", args.peers, "--json",
     ]  # fmt: skip
     if db.exists():
         cmd.append("--resume")
@@ -185,6 +185,7 @@ def main() -> int:
     ap.add_argument("--measure-top", type=int, default=4)
     ap.add_argument("--width", type=int, default=2)
     ap.add_argument("--seconds", type=float, default=None)
+    ap.add_argument("--peers", default="eager,compile", help="what each seed is timed beside (kir search --peers)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds before an evaluation is killed")
     args = ap.parse_args()
     Path(args.out).mkdir(parents=True, exist_ok=True)
