@@ -29,7 +29,8 @@
   named after the GPU's UUID) around each timed loop (a candidate's, once its input sets are
   in its process; the peers'), so that evaluations run side by side (a search's pool, several
   searches on one machine) check, compile and move data in parallel but never share the device
-  while a timed loop runs.
+  while a timed loop runs: their own work on the device (`device_work`) holds the same lock
+  shared, and a timing that waits for it goes before work that asks after it.
 - Ceilings measured in the same run: a large device-to-device copy (bytes read + written per
   second) and a large bf16 matmul (flop/s). The floor of a task is max(bytes / copy rate,
   flops / matmul rate); a time below a tenth of the floor is implausible and flagged.
@@ -53,22 +54,65 @@ _perf_counter = time.perf_counter  # taken at import, before any candidate code 
 _CLOCK: dict[str, Any] = {}
 
 
+_HELD = {"exclusive": 0, "work": 0}  # this process's holds of its GPU's lock
+
+
 @contextlib.contextmanager
 def exclusive(device: str, gpu: str | None = None) -> Iterator[None]:
     """The device to this process while the block runs: on a CUDA device, an exclusive lock on
     a file named after the GPU's UUID (`gpu`, default the one this process sees as its current
     device), taken by every checker on this machine before it times; on the CPU nothing (its
     timings are CI's). The lock lives in a folder only this user can enter: a candidate (another
-    uid) cannot take it and stall the others."""
-    if not device.startswith("cuda"):
+    uid) cannot take it and stall the others.
+
+    The checkers' other work on the device (`device_work`: inputs made, references run,
+    outputs compared, data sent to a candidate) holds the same lock shared, so a timed loop
+    runs with the GPU to itself: a time slice of another process's kernels inside a timed run
+    doubled conv1d's time on an H200 shared by 14 searches. A timing that waits goes first:
+    it takes the lock's gate, which new work must pass, and the work already running finishes."""
+    if not device.startswith("cuda") or _HELD["exclusive"]:
         yield
         return
+    if _HELD["work"]:
+        raise RuntimeError("a timing asked for the GPU inside this process's own device work: it would wait on itself")
+    gate = os.open(_lock_path(gpu, "gate"), os.O_RDWR | os.O_CREAT, 0o600)
     fd = os.open(_lock_path(gpu, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
+        fcntl.flock(gate, fcntl.LOCK_EX)  # no new work starts while this timing waits
         fcntl.flock(fd, fcntl.LOCK_EX)  # released when the fd closes, or when the process dies
+        fcntl.flock(gate, fcntl.LOCK_UN)
+        _HELD["exclusive"] += 1
         yield
     finally:
+        _HELD["exclusive"] = max(0, _HELD["exclusive"] - 1)
         os.close(fd)
+        os.close(gate)
+
+
+@contextlib.contextmanager
+def device_work(device: str, gpu: str | None = None) -> Iterator[None]:
+    """The device shared with other checkers' work, never with a timed loop, while the block
+    runs (see `exclusive`); on the CPU, inside this process's own timing, or inside work it
+    holds already, nothing more."""
+    if not device.startswith("cuda") or _HELD["exclusive"] or _HELD["work"]:
+        _HELD["work"] += 1
+        try:
+            yield
+        finally:
+            _HELD["work"] -= 1
+        return
+    gate = os.open(_lock_path(gpu, "gate"), os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(_lock_path(gpu, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(gate, fcntl.LOCK_EX)  # behind any timing that waits
+        fcntl.flock(gate, fcntl.LOCK_UN)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        _HELD["work"] += 1
+        yield
+    finally:
+        _HELD["work"] = max(0, _HELD["work"] - 1)
+        os.close(fd)
+        os.close(gate)
 
 
 def _lock_path(gpu: str | None, name: str) -> str:

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from agent import pipeline
-from agent.harness.timing import device_share
+from agent.harness.timing import device_share, device_work
 from kir.diagnostics import Diagnostic, KirError
 from lowering.targets import runtimes
 
@@ -284,10 +284,11 @@ def _check_job(job: dict[str, Any], candidate: Candidate) -> dict[str, Any]:
         if not job.get("check", True):
             verdict = Verdict(True)
         else:
-            verdict = check(
-                task, runner, preset, seeds=job.get("seeds"), rounds=job.get("rounds", 3), device=device,
-                vary=job.get("vary", True),
-            )  # fmt: skip
+            with device_work(device):  # never beside another checker's timed loop
+                verdict = check(
+                    task, runner, preset, seeds=job.get("seeds"), rounds=job.get("rounds", 3), device=device,
+                    vary=job.get("vary", True),
+                )  # fmt: skip
     except TaskError as err:
         return _record(False, "task", err.diagnostics)
     metrics: dict[str, Any] = {"seeds": verdict.seeds, "max_error": verdict.max_error}
@@ -298,7 +299,8 @@ def _check_job(job: dict[str, Any], candidate: Candidate) -> dict[str, Any]:
     if not verdict.ok:
         return _record(False, "correctness", verdict.diagnostics, **metrics)
     if job.get("warm"):
-        _warm(task, preset, device)
+        with device_work(device):
+            _warm(task, preset, device)
     if not job.get("time"):
         return _record(True, "done", **metrics)
     try:
@@ -420,19 +422,19 @@ TIMING_ATTEMPTS = 2
 def time_one(runner, ts: _TimingSets, spec: dict[str, Any]) -> dict[str, Any]:
     """Time one candidate on the timing sets and check what it timed: `{"ms", "timing"}`, or
     `{"failed": CandidateFailed}`."""
-    from agent.harness.correctness import Verdict, _compare, error_of
+    from agent.harness.correctness import error_of
     from agent.harness.failure import CandidateFailed
     from agent.harness.timing import Timing, exclusive
-    from agent.harness.wire import WireError, decode_tensor
 
     def fail(rule: str, message: str, extra: dict | None = None) -> dict[str, Any]:
         d = Diagnostic(rule, "error", None, message, counterexample={"phase": "timing", **(extra or {})})
         return {"failed": CandidateFailed("timing", [d])}
 
-    header, payloads, names = _setup_header(runner, ts, int(spec.get("warmup", 5)))
     limit = 2 * len(ts.sets) * ts.set_bytes() + (1 << 20)
     try:
-        ((answer, _),) = runner.request(header, payloads, limit=1 << 20)
+        with device_work(ts.device):  # the sets copied to the host and into the candidate's device memory
+            header, payloads, names = _setup_header(runner, ts, int(spec.get("warmup", 5)))
+            ((answer, _),) = runner.request(header, payloads, limit=1 << 20)
         failed = error_of(answer, "timing")
         if failed:
             return {"failed": failed}
@@ -463,6 +465,19 @@ def time_one(runner, ts: _TimingSets, spec: dict[str, Any]) -> dict[str, Any]:
     outputs = second.get("outputs")
     if not isinstance(outputs, list) or len(outputs) != len(ts.sets):
         return fail("harness.timed-mismatch", "the candidate kept no outputs of its timed runs")
+    with device_work(ts.device):  # compared on the device
+        problem = _timed_outputs(ts, outputs, out_payloads, names, fail)
+    if problem is not None:
+        return problem
+    timing = Timing.of(times)
+    return {"ms": timing.median_ms, "timing": {**timing.to_json(), "wall_ms_per_run": wall * 1e3 / len(times)}}
+
+
+def _timed_outputs(ts: _TimingSets, outputs: list, out_payloads: list, names: list[str], fail) -> dict[str, Any] | None:
+    """What is wrong with the outputs of the timed loop's last runs (`fail`'s answer), or None."""
+    from agent.harness.correctness import Verdict, _compare
+    from agent.harness.wire import WireError, decode_tensor
+
     verdict = Verdict(True)
     for k, (metas, natives, refs) in enumerate(zip(outputs, ts.fresh_native, ts.fresh_refs, strict=True)):
         if not isinstance(metas, list) or len(metas) != len(natives):
@@ -484,8 +499,7 @@ def time_one(runner, ts: _TimingSets, spec: dict[str, Any]) -> dict[str, Any]:
                     f"the last timed run on input set {k} (values it had not seen): output `{names[i]}`: {problem[1]}",
                     {"set": k},
                 )
-    timing = Timing.of(times)
-    return {"ms": timing.median_ms, "timing": {**timing.to_json(), "wall_ms_per_run": wall * 1e3 / len(times)}}
+    return None
 
 
 def _check_times(first: dict[str, Any], runs: int, ts: _TimingSets, wall: float, fail) -> dict[str, Any] | None:
@@ -535,8 +549,10 @@ def time_candidates(job: dict[str, Any], task, runners: list) -> dict[str, Any]:
     in this process) on the same rotated input sets: the ratios between them are measured side
     by side. A candidate that fails while being timed gets a `failed` entry; the others go on."""
     spec = job["time"]
-    ts = _TimingSets(task, job.get("preset", "test"), job.get("device", "cpu"), int(spec.get("sets", 3)))
-    compiled = _compiled_peer(job, ts)  # compiled before the device is taken: it can take a minute
+    device = job.get("device", "cpu")
+    with device_work(device):
+        ts = _TimingSets(task, job.get("preset", "test"), device, int(spec.get("sets", 3)))
+        compiled = _compiled_peer(job, ts)  # compiled before the device is taken: it can take a minute
     return _peers(job, task, ts, [time_one(r, ts, spec) for r in runners], compiled)
 
 
@@ -579,8 +595,9 @@ def time_task(job: dict[str, Any], announce: Callable[[Any], None] = lambda proc
         with device_share(str(job.get("device", "cpu"))):
             task = load_task(job["task"])
             task.module  # noqa: B018 - the reference imported now: its errors are the task's
-            ts = _TimingSets(task, job.get("preset", "bench"), job.get("device", "cuda"), int(spec.get("sets", 3)))
-            compiled = _compiled_peer(job, ts)
+            with device_work(str(job.get("device", "cuda"))):
+                ts = _TimingSets(task, job.get("preset", "bench"), job.get("device", "cuda"), int(spec.get("sets", 3)))
+                compiled = _compiled_peer(job, ts)
             entries = [timed(c, ts, spec) for c in started]
             result = _peers(job, task, ts, entries, compiled)
     except TaskError as err:
