@@ -5,8 +5,9 @@ only in where `run_job` runs."""
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -49,23 +50,39 @@ class Job:
         return cls(**values)
 
 
-def run_job(job: Job) -> Record:
+# On a GPU shared by several checks (a search's pool, searches side by side), an allocation can
+# fail because of the others: the reference's (`harness.device-memory`) or the candidate's copies
+# (`harness.out-of-memory`). Such an evaluation is run again, after a wait, before it counts as
+# the candidate's failure; a candidate that needs more than the device has fails every time.
+TRANSIENT = frozenset({"harness.device-memory", "harness.out-of-memory"})
+RETRIES = 2
+RETRY_WAIT_S = 10.0
+
+
+def run_job(job: Job, wait: Callable[[float], None] = time.sleep) -> Record:
     """The job through the one pipeline, up to the run (the harness's checker process, with
-    the job's timeout, runs the candidate)."""
-    record = evaluate(
-        Candidate(job.text, job.params, f"<{job.key[:12]}>"),
-        until="run",
-        backend=job.backend,
-        target=job.target,
-        task=load_task(job.task),
-        preset=job.preset,
-        seeds=None if job.seeds is None else list(job.seeds),
-        timeout=job.timeout,
-        harness=dict(job.harness),
-    )
-    if record.candidate != job.key:  # the job's text is the candidate it names
-        raise ValueError(f"job {job.key[:12]} holds candidate {record.candidate[:12]}")
-    return record
+    the job's timeout, runs the candidate); on a GPU, again after a failure the shared device
+    caused (`TRANSIENT`), at most `RETRIES` times."""
+    attempt = 0
+    while True:
+        record = evaluate(
+            Candidate(job.text, job.params, f"<{job.key[:12]}>"),
+            until="run",
+            backend=job.backend,
+            target=job.target,
+            task=load_task(job.task),
+            preset=job.preset,
+            seeds=None if job.seeds is None else list(job.seeds),
+            timeout=job.timeout,
+            harness=dict(job.harness),
+        )
+        if record.candidate != job.key:  # the job's text is the candidate it names
+            raise ValueError(f"job {job.key[:12]} holds candidate {record.candidate[:12]}")
+        transient = not record.ok and any(d.rule in TRANSIENT for d in record.errors)
+        if not transient or job.backend in CPU_BACKENDS or attempt == RETRIES:
+            return record
+        attempt += 1
+        wait(RETRY_WAIT_S * attempt)
 
 
 class Executor(ABC):

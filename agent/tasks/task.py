@@ -204,9 +204,24 @@ class Task:
             for frame in traceback.extract_tb(err.__traceback__):
                 if Path(frame.filename).resolve() == self.reference_file.resolve():
                     line = frame.lineno or 1
+            if _out_of_device_memory(err):
+                raise _error(
+                    "harness.device-memory",
+                    f"{what} ran out of device memory: {type(err).__name__}: {err}",
+                    self.reference_file,
+                    line,
+                    "the GPU is shared with the checks running beside this one (a search retries the evaluation)",
+                ) from None
             raise _error(
                 "task.reference", f"{what} raised {type(err).__name__}: {err}", self.reference_file, line
             ) from None
+
+
+def _out_of_device_memory(err: BaseException) -> bool:
+    """A GPU allocation that failed (torch's OutOfMemoryError, or a CUDA error saying so): the
+    device's state, not the reference's fault."""
+    text = str(err)
+    return type(err).__name__ in ("OutOfMemoryError", "AcceleratorError") and "out of memory" in text
 
 
 def _line_of(file: Path, key: str) -> int:
