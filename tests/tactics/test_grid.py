@@ -39,6 +39,20 @@ kernel gemm<BM = 16, BN = 16, BK = 16>(
 
 ROWSUMS = "acc = acc + sum(at, axis = 1)[:, None] * sum(bt, axis = 0)[None, :]"
 
+ROWNORM = """
+kernel rownorm<BLOCK = 64>(x: global f32[M, N], w: global f32[N], y: out global f32[M, N])
+  where N <= BLOCK
+  target sm_90 grid(M) warps(4)
+{
+  row = program_id(0)
+  cols = arange(0, BLOCK)
+  mask = cols < N
+  v = load(x[row, cols], mask = mask)
+  s = sum(v * v, axis = 0) + cast<f32>(num_programs(0))
+  store(y[row, cols], v / s * load(w[cols], mask = mask), mask = mask)
+}
+"""
+
 # tactic: (the program it applies to, its parameters, a fragment of the result; the twin, the
 # rule it is refused with, a fragment of the line the reason points at)
 PAIRS = {
@@ -59,6 +73,10 @@ PAIRS = {
         GEMM, {}, "acc = dot<f32>(at_lo, bt_hi, acc)",
         GEMM.replace("f32[M, K]", "bf16[M, K]").replace("f32[K, N]", "bf16[K, N]"),
         "tactic.split-dot.no-f32-dot", "acc = dot<f32>",
+    ),
+    "row-band": (
+        ROWNORM, {"rows": 4}, "for i in 0 .. R pipeline(stages = 2) {",
+        twin(ROWNORM, "grid(M)", "grid(M, 1)"), "tactic.row-band.grid", "grid(M, 1)",
     ),
     "reverse-order": (
         GEMM, {"axis": 1}, "cols = ((N + BN - 1) / BN - 1 - program_id(1)) * BN",
@@ -164,3 +182,25 @@ def test_reverse_order_refuses_an_axis_reversed_already():
     assert domains["axis"] == (1,)
     both = tactics.get("reverse-order").apply(again, axis=1)
     assert "reverse-order" not in [t.name for t, _ in tactics.applicable(program(both.text()), "sm_90")]
+
+
+@pytest.mark.parametrize("rows", [1, 2, 4])
+def test_row_band_computes_every_row_once_and_keeps_the_grids_extent_where_it_is_read(rows):
+    rng = np.random.default_rng(0)
+    inputs = {
+        "x": rng.standard_normal((8, 50), dtype=np.float32),
+        "w": rng.standard_normal(50, dtype=np.float32),
+        "y": np.full((8, 50), np.nan, dtype=np.float32),
+    }
+    banded = tactics.get("row-band").apply(program(ROWNORM), rows=rows)
+    text = banded.text()
+    assert "grid(M / R)" in text and "M % R == 0" in text and "row = first + i" in text
+    assert run(banded, inputs)["y"].tobytes() == run(ROWNORM, inputs)["y"].tobytes()
+    with pytest.raises(KirError) as err:  # a band of bands: the body is one loop now
+        tactics.get("row-band").apply(banded, rows=2)
+    assert [d.rule for d in err.value.diagnostics] == ["tactic.row-band.looped"]
+
+
+def test_row_band_offers_the_row_counts_that_divide_the_rows():
+    domains = tactics.get("row-band").domains(program(ROWNORM), "mtia-sim", {"M": 12, "N": 50})
+    assert domains["rows"] == (1, 2, 4)

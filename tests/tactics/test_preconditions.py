@@ -174,8 +174,11 @@ def test_applicable_lists_the_tactics_that_apply_with_their_domains():
     found = dict(tactics.applicable(program(SCALE), "sm_90", shapes={"N": 1000, "R": 1}))
     by_name = {t.name: d for t, d in found.items()}
     # every tactic whose precondition holds on this row kernel (split-row and one-pass do not: it
-    # reduces the row, and computes no variance)
-    assert set(by_name) == {"warps", "retile", "fix-shape", "reciprocal", "cache-policy", "specialize-where", "align"}
+    # reduces the row, and computes no variance); row-band takes its blocks as the band's rows
+    assert set(by_name) == {
+        "warps", "retile", "fix-shape", "reciprocal", "cache-policy", "specialize-where", "align", "row-band",
+    }  # fmt: skip
+    assert by_name["row-band"] == {"rows": (1, 2, 4)}  # cdiv(1000, 256) = 4 blocks
     assert by_name["warps"]["warps"] == (1, 2, 8, 16, 32)
     assert by_name["fix-shape"] == {"symbol": ("N",), "value": (1000,)}  # R is fixed already
     exact = {t.name for t, _ in tactics.applicable(program(SCALE), numerics=("exact",))}
