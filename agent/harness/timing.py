@@ -75,18 +75,8 @@ def exclusive(device: str, gpu: str | None = None) -> Iterator[None]:
         return
     if _HELD["work"]:
         raise RuntimeError("a timing asked for the GPU inside this process's own device work: it would wait on itself")
-    gate = os.open(_lock_path(gpu, "gate"), os.O_RDWR | os.O_CREAT, 0o600)
-    fd = os.open(_lock_path(gpu, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(gate, fcntl.LOCK_EX)  # no new work starts while this timing waits
-        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the fd closes, or when the process dies
-        fcntl.flock(gate, fcntl.LOCK_UN)
-        _HELD["exclusive"] += 1
+    with _held(gpu, "exclusive"):
         yield
-    finally:
-        _HELD["exclusive"] = max(0, _HELD["exclusive"] - 1)
-        os.close(fd)
-        os.close(gate)
 
 
 @contextlib.contextmanager
@@ -101,16 +91,30 @@ def device_work(device: str, gpu: str | None = None) -> Iterator[None]:
         finally:
             _HELD["work"] -= 1
         return
+    with _held(gpu, "work"):
+        yield
+
+
+@contextlib.contextmanager
+def _held(gpu: str | None, kind: str) -> Iterator[None]:
+    """The GPU's lock, exclusive for a timing and shared for work, taken through its gate: a
+    timing holds the gate while it waits, so new work queues behind it; work only passes it.
+    Both are released when the files close, or when the process dies."""
     gate = os.open(_lock_path(gpu, "gate"), os.O_RDWR | os.O_CREAT, 0o600)
     fd = os.open(_lock_path(gpu, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    taken = False
     try:
-        fcntl.flock(gate, fcntl.LOCK_EX)  # behind any timing that waits
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        if kind == "work":
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        fcntl.flock(fd, fcntl.LOCK_EX if kind == "exclusive" else fcntl.LOCK_SH)
         fcntl.flock(gate, fcntl.LOCK_UN)
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        _HELD["work"] += 1
+        _HELD[kind] += 1
+        taken = True
         yield
     finally:
-        _HELD["work"] = max(0, _HELD["work"] - 1)
+        if taken:
+            _HELD[kind] -= 1
         os.close(fd)
         os.close(gate)
 
