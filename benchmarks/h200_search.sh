@@ -16,6 +16,9 @@ fi
 # (the job, the checker) compiled them from source again, about 4 s each (benchmarks/profile_eval.py
 # under py-spy). Compiled once here into a cache prefix that every later process reads.
 export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 PYTHONPYCACHEPREFIX=/tmp/kir-pycache
+# 14 searches of 2 workers and 8 checks on the GPU at once: 12-30 evaluations a task in one call
+# (benchmarks/results/search-h200-2026-12-04c); 3 workers and 12 checks ran the H200 out of memory
+export KIR_GPU_SHARES="${KIR_GPU_SHARES:-8}"
 started=$(date +%s)
 timeout 120 python3 -m compileall -q -j 0 agent kir costmodel lowering tactics verifier /tmp/site \
   $(python3 -c "import os, numpy, torch, triton; print(' '.join(os.path.dirname(m.__file__) for m in (numpy, torch, triton)))") \
@@ -41,8 +44,8 @@ if [[ "${PHASE:-search}" == search ]]; then
     if [[ $smoke -ne 0 ]]; then cp "$WORK/smoke-$task.json" "$OUT"/; exit 1; fi
   done
   python3 benchmarks/search_h200.py search --peers "${SEARCH_PEERS:-eager}" --measure-top "${SEARCH_TOP:-3}" \
-    --out "$WORK" --parallel "${SEARCH_PARALLEL:-5}" --workers "${SEARCH_WORKERS:-3}" \
-    --budget "${SEARCH_BUDGET:-300}" --seconds "${SEARCH_SECONDS:-420}" --timeout "${SEARCH_TIMEOUT:-300}" ${SEARCH_TASKS:+--tasks "$SEARCH_TASKS"} 2>&1 | tee -a "$WORK/search.log"
+    --out "$WORK" --parallel "${SEARCH_PARALLEL:-14}" --workers "${SEARCH_WORKERS:-2}" \
+    --budget "${SEARCH_BUDGET:-300}" --seconds "${SEARCH_SECONDS:-430}" --timeout "${SEARCH_TIMEOUT:-300}" ${SEARCH_TASKS:+--tasks "$SEARCH_TASKS"} 2>&1 | tee -a "$WORK/search.log"
 else
   timeout "${BENCH_SECONDS:-540}" python3 benchmarks/search_h200.py bench --out "$WORK" --workers 8 ${SEARCH_TASKS:+--tasks "$SEARCH_TASKS"} 2>&1 | tee -a "$WORK/bench.log"
 fi
