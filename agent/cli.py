@@ -26,8 +26,10 @@ from typing import Annotated, Any, cast
 
 import typer
 
+from agent.frontend import cli as frontend_cli
 from agent.search import cli as search_cli
 from agent.search import report_cli
+from agent.tasks.task import SCALE_PREFIX
 from kir import cli as kcli
 from kir.cli import (
     DEFAULT_PRESET,
@@ -145,12 +147,22 @@ def find_task(name: str):
     return load_task(path)
 
 
+def _scale(value: float | None) -> float | None:
+    """--scale: a factor in (0, 1]."""
+    if value is not None and not 0 < value <= 1:
+        raise typer.BadParameter(f"{value} is not in (0, 1]")
+    return value
+
+
 def preset_of(task, given: str | None) -> str:
     """--preset, checked against the task's presets; without it `test`, or `default` (the
     reference's own shapes) for a task that has no `test` preset (a bare KernelBench file)."""
     known = ("default", *task.presets)
     if given is None:
         return DEFAULT_PRESET if DEFAULT_PRESET in task.presets else "default"
+    if given.startswith(SCALE_PREFIX):
+        task.preset(given)  # the scale checked: a TaskError otherwise
+        return given
     if given not in known:
         raise KirError(
             Diagnostic(
@@ -158,7 +170,7 @@ def preset_of(task, given: str | None) -> str:
                 "error",
                 None,
                 f"task `{task.name}` has no preset `{given}`",
-                f"presets: {', '.join(known)}",
+                f"presets: {', '.join(known)}, or {SCALE_PREFIX}F (every size of the reference times F)",
             )
         )
     return given
@@ -513,12 +525,24 @@ def run_cmd(
     ] = None,
     timeout: TimeoutOpt = 600.0,
     json_out: JsonOpt = False,
+    scale: Annotated[
+        float | None,
+        typer.Option(
+            "--scale",
+            metavar="F",
+            callback=_scale,
+            help="Every size variable of the reference times F, derived values computed again (the preset scale:F).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Verify a program, then check it against a task's reference: the harness's correctness
     protocol (fresh seeds, poisoned outputs, inputs checked unchanged, a higher-precision
     reference), in a child process with a timeout. Parameters come from the task's entry for
     this file, then --param. The backend defaults to triton where torch sees a CUDA device,
     else mtia-sim."""
+    if scale is not None:
+        preset = f"{SCALE_PREFIX}{scale:g}"
     state: dict[str, Any] = {"backend": backend, "preset": preset or DEFAULT_PRESET}
 
     def body(outcome: Outcome) -> None:
@@ -666,6 +690,7 @@ def _assemble() -> typer.Typer:
     tactics_cli.register(app)
     search_cli.register(app)
     report_cli.register(app)
+    frontend_cli.register(app)
     return app
 
 

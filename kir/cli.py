@@ -64,7 +64,7 @@ TARGET_HELP = (
 BACKEND_HELP = "The backend: a target to lower and compile for, or a runtime to run on."
 PRESET_HELP = (
     f"A task's shape preset: test (small shapes, what a CPU runs) or bench (the GPU shapes), or another "
-    f"that the task's task.toml names. Default: {DEFAULT_PRESET}."
+    f"that the task's task.toml names, or scale:F (every size of the reference times F). Default: {DEFAULT_PRESET}."
 )
 PARAM_HELP = "A compile-time parameter's value, an integer: -p BLOCK=256 (repeatable)."
 SHAPE_HELP = "A shape symbol's value, a positive integer: -s N=4096 (repeatable)."

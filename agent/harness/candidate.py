@@ -95,7 +95,7 @@ class ModuleRun(PythonRun):
             model = self.cls(*spec["init"]).to(device)
             if spec.get("dtype"):
                 model = model.to(getattr(torch, spec["dtype"]))
-            self._models[key] = model.eval()
+            self._models[key] = model.train(spec.get("mode") == "train")
         return self._models[key]
 
     def callable_for(self, key: Any, model: dict | None, inputs: list, device: str) -> Callable[[], object]:

@@ -406,6 +406,7 @@ def _run_python(runner, inst: Instance, pristine: list, native: list, diag):
             "init": enc.value(list(inst.init)),
             "rng": enc.tensor(inst.rng_state),
             "dtype": str(torch_dtype(inst.task.dtype)).removeprefix("torch.") if inst.task.dtype else None,
+            "mode": inst.task.mode,
         }
     tensors = [x for x in pristine if isinstance(x, torch.Tensor)]
     ((answer, payloads),) = runner.request(header, enc.payloads, limit=_limit([*tensors, *native]))

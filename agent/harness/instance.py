@@ -72,7 +72,7 @@ def make_instance(task: Task, preset: str, seed: int, device: str = "cpu", shape
     model = model.to(device)
     if dtype is not None:
         model = model.to(dtype)
-    model.eval()
+    model.train(task.mode == "train")
     inputs = make_inputs(task, preset, seed, device, shape)
     return Instance(task, preset, seed, device, model, inputs, list(init), rng_state, dict(shape or {}))
 

@@ -391,6 +391,7 @@ def _setup_header(runner, ts: _TimingSets, warmup: int):
             "model": {
                 "init": enc.value(list(ts.inst.init)), "rng": enc.tensor(ts.inst.rng_state),
                 "dtype": str(torch_dtype(task.dtype)).removeprefix("torch.") if task.dtype else None,
+                "mode": task.mode,
             },
         }  # fmt: skip
         names = [f"output {i}" for i in range(len(ts.native[0]))]

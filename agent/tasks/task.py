@@ -30,6 +30,11 @@ from lowering import targets as lowering_targets
 from tactics.replay import Step, read_entry
 
 DTYPES = ("f16", "bf16", "f32", "f64")
+MODES = ("train", "eval")
+SCALE_PREFIX = "scale:"  # a preset named `scale:0.01`: every size variable of the reference scaled
+# a size variable: a top-level integer literal of the reference at least this large (smaller ones,
+# such as a kernel size, a stride or a group count, are kept as they are)
+SIZE_FLOOR = 64
 PRECISIONS = ("f32", "f64")
 COMPARES = ("close", "exact")
 _BIND = re.compile(r"^(inputs|outputs)\[(\d+)\]$|^model((?:\.[A-Za-z_][A-Za-z0-9_]*)+)$")
@@ -94,6 +99,9 @@ class Task:
     reference: Path  # reference.py, or the KernelBench file itself
     description: str = ""
     dtype: str | None = None  # None: inputs as get_inputs() makes them
+    # the mode the models run in: "train" for a bare KernelBench file (KernelBench calls neither
+    # train() nor eval(), so BatchNorm takes batch statistics and Dropout drops), else task.toml's
+    mode: str = "eval"
     reference_precision: str = "f64"
     flops: str = "0"
     bytes: str | None = None  # None: the sizes of the inputs, outputs and parameters
@@ -142,12 +150,33 @@ class Task:
     def preset(self, name: str) -> Preset:
         if name == "default":
             return Preset("default", {})
+        if name.startswith(SCALE_PREFIX):
+            return self.scaled(name)
         if name not in self.presets:
             known = ", ".join(["default", *self.presets])
             raise _error(
                 "task.preset", f"task `{self.name}` has no preset `{name}`", self._toml, 1, f"presets: {known}"
             )
         return self.presets[name]
+
+    def scaled(self, name: str) -> Preset:
+        """The preset `scale:F`: every size variable of the reference (a top-level integer
+        literal of at least `SIZE_FLOOR`) times F, at least 16 and a multiple of 16 where the
+        size was one; the values derived from them are computed again (`_apply`)."""
+        try:
+            factor = float(name[len(SCALE_PREFIX) :])
+        except ValueError:
+            factor = -1.0
+        if not 0 < factor <= 1:
+            raise _error("task.preset", f"`{name}`: the scale is a number in (0, 1]", self._toml, 1, "e.g. scale:0.01")
+        variables: dict[str, int | float] = {}
+        for key, value in _literals(self.reference).items():
+            if isinstance(value, int) and not isinstance(value, bool) and value >= SIZE_FLOOR:
+                size = max(1, round(value * factor))
+                if value % 16 == 0:
+                    size = max(16, round(size / 16) * 16)
+                variables[key] = size
+        return Preset(name, variables)
 
     @property
     def _toml(self) -> Path:
@@ -179,18 +208,24 @@ class Task:
             ) from None
 
     def _apply(self, preset: Preset, shape: dict[str, int] | None = None) -> None:
+        """Set the reference's module-level variables for a preset (and a drawn shape), then
+        compute again the top-level values derived from them (`hidden = 4 * dim`), in order."""
         module = self.module
+        given = {**preset.variables, **(shape or {})}
         for key, value in self._defaults.items():
             setattr(module, key, value)
-        for key, value in preset.variables.items():
+        for key, value in given.items():
             setattr(module, key, value)
-        for key, value in (shape or {}).items():
-            setattr(module, key, value)
+        for target, code, line in _derived(self.reference):
+            if target in given:
+                continue
+            self.call(f"the value of `{target}` (line {line})", exec, code, vars(module))
 
     @property
     def _defaults(self) -> dict[str, Any]:
         if not hasattr(self, "_saved_defaults"):
             names = {k for p in self.presets.values() for k in p.variables} | set(self.vary)
+            names |= set(_literals(self.reference))
             self._saved_defaults = {k: getattr(self.module, k) for k in names if hasattr(self.module, k)}
         return self._saved_defaults
 
@@ -215,6 +250,56 @@ class Task:
             raise _error(
                 "task.reference", f"{what} raised {type(err).__name__}: {err}", self.reference_file, line
             ) from None
+
+
+def _top_level(reference: Path) -> list[ast.Assign]:
+    """The reference's top-level assignments to one plain name."""
+    try:
+        tree = ast.parse(reference.read_text())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    return [
+        node
+        for node in tree.body
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+    ]
+
+
+def _name(node: ast.Assign) -> str:
+    target = node.targets[0]
+    assert isinstance(target, ast.Name)  # _top_level's
+    return target.id
+
+
+def _literals(reference: Path) -> dict[str, Any]:
+    """The top-level variables the reference sets to a number literal (`batch_size = 4096`)."""
+    found: dict[str, Any] = {}
+    for node in _top_level(reference):
+        value = node.value
+        if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
+            value = value.operand
+        if isinstance(value, ast.Constant) and isinstance(value.value, int | float):
+            found[_name(node)] = ast.literal_eval(node.value)
+    return found
+
+
+def _derived(reference: Path) -> list[tuple[str, Any, int]]:
+    """The top-level assignments computed from other top-level names (`hidden = 4 * dim`,
+    `out_len = (length - k) // stride + 1`), compiled, in the file's order: what a preset
+    that changes a size must compute again. Calls other than `int`, `min`, `max`, `round` and
+    `abs` make an assignment not a derived size (a tensor, a model: left alone)."""
+    plain = {"int", "min", "max", "round", "abs", "float"}
+    found = []
+    for node in _top_level(reference):
+        names = [n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)]
+        calls = [n for n in ast.walk(node.value) if isinstance(n, ast.Call)]
+        if not names or any(not isinstance(c.func, ast.Name) or c.func.id not in plain for c in calls):
+            continue
+        if any(isinstance(n, ast.Attribute | ast.Lambda | ast.Subscript) for n in ast.walk(node.value)):
+            continue
+        code = compile(ast.Module([node], []), str(reference), "exec")
+        found.append((_name(node), code, node.lineno))
+    return found
 
 
 def _out_of_device_memory(err: BaseException) -> bool:
@@ -295,6 +380,7 @@ def load_task(folder: str | Path) -> Task:
         name=reference.stem if path.suffix == ".py" else path.name, folder=reference.parent, reference=reference
     )
     if path.suffix == ".py":
+        task.mode = "train"  # as KernelBench runs a problem file
         return task
     toml = path / "task.toml"
     if not toml.exists():
@@ -321,6 +407,7 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
         "outputs",
         "programs",
         "vary",
+        "mode",
     }
     for key in meta:
         if key not in known:
@@ -347,6 +434,7 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
     task.description = text("description") or ""
     task.dtype = text("dtype", DTYPES)
     task.reference_precision = text("reference_precision", PRECISIONS) or "f64"
+    task.mode = text("mode", MODES) or "eval"
     task.flops = text("flops") or "0"
     task.bytes = text("bytes")
     tolerance = meta.get("tolerance", {})

@@ -33,6 +33,7 @@ from kir.check import MAX_SOURCE_BYTES
 ROOT = Path(__file__).resolve().parents[2]
 VECTOR_ADD = str(ROOT / "examples" / "vector_add.kir")
 SOFTMAX = str(ROOT / "benchmarks" / "tasks" / "softmax" / "seed.kir")
+PROBLEM = str(ROOT / "benchmarks" / "kernelbench" / "softmax_01_softmax_last_dim.py")
 runner = CliRunner()
 
 
@@ -95,6 +96,8 @@ def base(command: str, f: dict[str, str]) -> list[str]:
         "tactics replay": [str(ROOT / "benchmarks" / "tasks" / "softmax")],
         "search": ["softmax", "--budget", "1", "--executor", "inline", "--db", f["search_db"]],
         "report": [f["report_db"], "-o", f["out"] + ".html"],
+        "seed": [PROBLEM],
+        "solve": [PROBLEM, "--budget", "1"],
     }[command]
 
 
@@ -143,6 +146,9 @@ BAD = {
     "--memory": ["everything", ""],
     "--random-seed": ["-1", "x"],
     "--peers": ["nonsense", "", "eager,eager"],
+    "PROBLEM": ["{missing}", "{dir}", "{huge}", "{rule}"],
+    "--work": ["{rule}"],
+    "--scale": ["0", "-1", "2", "x", "nan"],
 }
 # bench's --out is a folder: a file is what it cannot take
 BAD_FOR = {
@@ -151,6 +157,8 @@ BAD_FOR = {
     ("tactics replay", "TASK_DIR"): ["{missing}", "{rule}"],
     ("search", "--seed"): ["{missing}", "{dir}", "{huge}"],
     ("report", "--out"): ["{dir}", "{no_folder}"],
+    ("seed", "--out"): ["{rule}"],
+    ("solve", "--preset"): ["nonsense", "scale:2", "scale:x"],
 }
 
 
@@ -228,7 +236,7 @@ def test_every_command_and_option_has_cases(files):
     assert documented == {
         "check", "fmt", "hash", "version", "interp", "lower", "compile", "cost", "run", "bench",
         "rules list", "rules explain", "rules add", "tactics list", "tactics explain", "tactics apply",
-        "tactics replay", "search", "report",
+        "tactics replay", "search", "report", "seed", "solve",
     }  # fmt: skip
     for command, cmd in COMMANDS:
         base(command, files)  # raises KeyError for a command without a base line

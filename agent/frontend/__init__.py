@@ -1,0 +1,124 @@
+"""The PyTorch frontend: a KernelBench problem file -> a task folder with a seed KIR program.
+
+    from agent.frontend import seed_task
+    made = seed_task("problem.py", "out/problem")   # out/problem/{reference.py, task.toml, seed.kir}
+    made.seed.text                                   # the KIR program
+
+`trace` runs `Model.forward` through torch.fx on the meta device (the file's own sizes cost no
+memory); `make_seed` writes one kernel for the graph (agent/frontend/emit.py: the flat, rows and
+gemm forms); `seed_task` writes the task folder around it: the problem file as `reference.py`
+(run as KernelBench runs it: training mode), a `test` preset that scales every size variable of
+the file down (`Task.scaled`: what the CPU interpreters check) and the file's own sizes as
+`bench`, every kernel argument bound to the input, parameter or output it is, and the seed's
+parameters per preset. An op, shape or output the frontend does not take is a `FrontendError`
+located at the line of the problem file that makes it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.frontend.emit import Seed, make_seed
+from agent.frontend.trace import FrontendError, error, meta, trace
+from agent.tasks.task import SCALE_PREFIX, Task, load_task
+
+__all__ = ["FrontendError", "Made", "Seed", "seed_of", "seed_task"]
+
+# the largest main tensor of the test preset: what the interpreters run in seconds
+TEST_ELEMENTS = 1 << 16
+
+
+@dataclass
+class Made:
+    """A seed and the task folder written around it."""
+
+    seed: Seed
+    task: Task
+    folder: Path | None
+    test_scale: str
+
+
+def kernel_name(problem: Path) -> str:
+    stem = "".join(c if c.isalnum() or c == "_" else "_" for c in problem.stem)
+    return stem if stem and not stem[0].isdigit() else f"k_{stem}"
+
+
+def seed_of(problem: str | Path) -> Made:
+    """The seed of a problem file and its test scale, writing nothing."""
+    path = Path(problem)
+    if path.suffix != ".py" or not path.is_file():
+        raise error("frontend.file", f"{path}: not a problem file (a .py file in the KernelBench format)", path)
+    task = load_task(path)
+    traced = trace(task, "default")
+    seed = make_seed(traced, kernel_name(path))
+    scale, test = _test_scale(task, seed)
+    seed.params["test"] = test
+    return Made(seed, task, None, scale)
+
+
+def _test_scale(task: Task, seed: Seed) -> tuple[str, dict[str, int]]:
+    """The smallest-step scale (of 1/2, 1/4, ...) under which the kernel's largest tensor has at
+    most `TEST_ELEMENTS` elements, and the seed's parameters there."""
+    factor = 1.0
+    for _ in range(16):
+        name = f"{SCALE_PREFIX}{factor:g}"
+        traced = trace(task, name)
+        sizes = [_numel(m[0]) for n in traced.graph.nodes if (m := meta(n)) is not None]
+        if max(sizes, default=0) <= TEST_ELEMENTS or factor < 1e-4:
+            break
+        factor /= 2
+    test = dict(seed.params.get("bench", {}))
+    if seed.form == "rows" and "where N <= BLOCK" in seed.text:
+        widths = [m[0][-1] for n in traced.graph.nodes if (m := meta(n)) is not None and m[0]]
+        test["BLOCK"] = max(16, 1 << (max(widths, default=16) - 1).bit_length())
+    elif seed.form == "flat":
+        test["BLOCK"] = 256
+    elif seed.form == "gemm":
+        test.update(BM=32, BN=32, BK=16)
+    return name, test
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def seed_task(problem: str | Path, folder: str | Path) -> Made:
+    """Write the task folder of a problem file: reference.py, seed.kir and task.toml."""
+    made = seed_of(problem)
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(problem, out / "reference.py")
+    (out / "seed.kir").write_text(made.seed.text)
+    (out / "task.toml").write_text(task_toml(made))
+    made.folder = out
+    made.task = load_task(out)
+    return made
+
+
+def task_toml(made: Made) -> str:
+    seed, task = made.seed, made.task
+    doc = (task.module.__doc__ or "").strip().splitlines()
+    lines = [
+        f"description = {_q(doc[0] if doc else task.name)}",
+        f'mode = "{task.mode}"  # as KernelBench runs the file',
+        "",
+        f"# {made.test_scale}: every size variable of the file scaled down (what the CPU interpreters run)",
+        "[presets.test]",
+    ]
+    lines += [f"{k} = {v!r}" for k, v in task.preset(made.test_scale).variables.items()]
+    lines += ["", "# the file's own sizes", "[presets.bench]", "", "[bind]"]
+    lines += [f"{a.name} = {_q(a.source)}" for a in seed.args]
+    lines += ["", "[programs.seed]", 'file = "seed.kir"']
+    for preset in ("test", "bench"):
+        params = seed.params.get(preset, {})
+        lines.append(f"params.{preset} = {{ {', '.join(f'{k} = {v}' for k, v in params.items())} }}")
+    return "\n".join(lines) + "\n"
+
+
+def _q(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

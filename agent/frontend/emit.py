@@ -1,0 +1,701 @@
+"""From a traced forward to one seed KIR kernel.
+
+Three forms, chosen by the graph:
+
+- **flat**: elementwise ops on tensors of one shape (and Python scalars): the tensors as one
+  flat vector, a program per `BLOCK` elements;
+- **rows**: elementwise ops and reductions along the last dimension (sum, mean, max, min, prod,
+  arg-reductions, softmax, log-softmax, log-sum-exp, variance, norms, LayerNorm, scans), with
+  vectors along it (weights, biases) and per-row values: one program per row, the whole row in
+  one tile (`N <= BLOCK`), or `BLOCK` columns of it when nothing reduces;
+- **gemm**: a matrix product (`matmul`, `mm`, `bmm`, `@`, `nn.Linear`, `F.linear`; an operand
+  may be transposed) with the elementwise ops after it fused into the epilogue: a tile-level
+  GEMM, a program per `BM x BN` tile (and per batch), masked on every edge.
+
+Values are f32 in registers whatever the tensors hold. An op or a shape none of these take is a
+`FrontendError` at the line of the module's source that calls it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.frontend.ops import BINARY, canonical, literal, unary
+from agent.frontend.trace import FrontendError, Traced, error, meta
+
+KIR_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64",
+              "int32": "i32", "bool": "i1", "int8": "i8", "uint8": "u8"}  # fmt: skip
+REDUCTIONS = ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "logsumexp", "var", "std", "norm")
+ROW_TO_ROW = ("softmax", "log_softmax", "cumsum", "cumprod", "layer_norm", "normalize")
+MATMULS = ("matmul", "linear")
+NOT_YET = {
+    "conv1d": "convolution", "conv2d": "convolution", "conv3d": "convolution",
+    "conv_transpose1d": "convolution", "conv_transpose2d": "convolution", "conv_transpose3d": "convolution",
+    "nn.Conv1d": "convolution", "nn.Conv2d": "convolution", "nn.Conv3d": "convolution",
+    "nn.ConvTranspose1d": "convolution", "nn.ConvTranspose2d": "convolution", "nn.ConvTranspose3d": "convolution",
+    "nn.MaxPool1d": "pooling", "nn.MaxPool2d": "pooling", "nn.AvgPool1d": "pooling", "nn.AvgPool2d": "pooling",
+    "nn.AdaptiveAvgPool2d": "pooling", "max_pool2d": "pooling", "avg_pool2d": "pooling",
+    "nn.BatchNorm1d": "batch statistics", "nn.BatchNorm2d": "batch statistics", "batch_norm": "batch statistics",
+    "nn.GroupNorm": "group statistics", "group_norm": "group statistics",
+    "nn.InstanceNorm2d": "instance statistics", "instance_norm": "instance statistics",
+    "mse_loss": "a scalar output", "cross_entropy": "a scalar output", "smooth_l1_loss": "a scalar output",
+    "kl_div": "a scalar output", "huber_loss": "a scalar output", "l1_loss": "a scalar output",
+    "nll_loss": "a scalar output",
+}  # fmt: skip
+
+
+@dataclass
+class Arg:
+    """A kernel argument and the tensor of the task it is bound to."""
+
+    name: str
+    dtype: str
+    dims: list[str]
+    source: str  # "inputs[i]", "outputs[i]" or "model.<path>"
+    out: bool = False
+
+    def decl(self) -> str:
+        return f"{self.name}: {'out ' if self.out else ''}global {self.dtype}[{', '.join(self.dims)}]"
+
+
+@dataclass
+class Seed:
+    """A seed program: its KIR text, the bindings of its arguments, its parameters per preset."""
+
+    name: str
+    form: str
+    text: str
+    args: list[Arg]
+    params: dict[str, dict[str, int]] = field(default_factory=dict)  # preset -> parameters
+    notes: list[str] = field(default_factory=list)
+
+
+def _next_pow2(n: int, lo: int = 16) -> int:
+    p = lo
+    while p < n:
+        p *= 2
+    return p
+
+
+class _Graph:
+    """The traced graph's nodes by kind, and what each is bound to."""
+
+    def __init__(self, traced: Traced) -> None:
+        self.traced = traced
+        self.file: Path = traced.task.reference
+        nodes = list(traced.graph.nodes)
+        self.placeholders = [n for n in nodes if n.op == "placeholder"]
+        self.outputs = [n for n in nodes if n.op == "output"]
+        self.compute = [n for n in nodes if n.op in ("call_function", "call_method", "call_module")]
+        self.inputs: dict[str, Any] = {}
+        for i, node in enumerate(self.placeholders):
+            self.inputs[node.name] = traced.inputs[i] if i < len(traced.inputs) else None
+        self.index = {node.name: i for i, node in enumerate(self.placeholders)}
+
+    def fail(self, node, rule: str, message: str, hint: str = "") -> FrontendError:
+        return error(rule, message, self.file, self.traced.line(node) if node is not None else 1, hint)
+
+    def results(self) -> list:
+        (out,) = self.outputs
+        value = out.args[0]
+        return list(value) if isinstance(value, tuple | list) else [value]
+
+
+def make_seed(traced: Traced, name: str) -> Seed:
+    """The seed kernel of the traced forward (a `FrontendError` at the first op it cannot take)."""
+    g = _Graph(traced)
+    for node in g.compute:
+        op, args = canonical(node, traced)
+        if op in NOT_YET:
+            raise g.fail(
+                node, "frontend.op", f"`{op}` is not translated yet: it needs {NOT_YET[op]}",
+                "write the kernel by hand in KIR, or leave this op to PyTorch",
+            )  # fmt: skip
+        if op == "dropout" and args.get("training", True) and _p(args) > 0:
+            raise g.fail(
+                node, "frontend.op", "`dropout` in training mode needs random numbers, which KIR does not have yet",
+                "run the task in eval mode (task.toml: mode = \"eval\") where dropout is the identity",
+            )  # fmt: skip
+    results = g.results()
+    for r in results:
+        if not hasattr(r, "op"):
+            raise g.fail(None, "frontend.output", f"forward returns {r!r}, not a tensor")
+        m = meta(r)
+        if m is None or len(m[0]) == 0:
+            raise g.fail(
+                r, "frontend.output", "forward returns a scalar (0-dimensional) tensor: KIR kernels write tensors only",
+                "scalar outputs (losses) are not in the language yet",
+            )  # fmt: skip
+    skip = ("identity", "dropout", "contiguous", "getattr", "t", "transpose")
+    first = next((n for n in g.compute if canonical(n, traced)[0] not in skip), None)
+    if first is not None and canonical(first, traced)[0] in MATMULS:
+        return _Gemm(g, name).emit()
+    return _Rows(g, name).emit()
+
+
+def _p(args: dict) -> float:
+    p = args.get("p", 0.5)
+    return float(p) if isinstance(p, int | float) else 0.5
+
+
+class _Emitter:
+    """Shared by the forms: arguments, statements, the elementwise walk."""
+
+    def __init__(self, g: _Graph, name: str) -> None:
+        self.g = g
+        self.name = name
+        self.args: list[Arg] = []
+        self.by_source: dict[str, Arg] = {}
+        self.lines: list[str] = []
+        self.values: dict[str, tuple[str, str]] = {}  # node name -> (kind, KIR expression or variable)
+        self.notes: list[str] = []
+        self._n = 0
+
+    def var(self, expr: str, prefix: str = "t") -> str:
+        self._n += 1
+        v = f"{prefix}{self._n}"
+        self.lines.append(f"  {v} = {expr}")
+        return v
+
+    def arg(self, source: str, dtype: str, dims: list[str], base: str, out: bool = False) -> Arg:
+        key = f"{source}{dims}"  # one tensor read in two shapes (x as a [M, K] operand and an [M, N] residual): two arguments
+        if key in self.by_source:
+            return self.by_source[key]
+        names = {a.name for a in self.args}
+        name = base
+        i = 1
+        while name in names or name in ("M", "N", "K", "T", "BLOCK", "BM", "BN", "BK"):
+            i += 1
+            name = f"{base}{i}"
+        a = Arg(name, dtype, dims, source, out)
+        self.args.append(a)
+        self.by_source[key] = a
+        return a
+
+    def tensor_source(self, node) -> tuple[str, str] | None:
+        """(binding, a name for the argument) of a node that is a tensor of the task: an input
+        or a parameter (a `get_attr`)."""
+        if node.op == "placeholder":
+            return f"inputs[{self.g.index[node.name]}]", _ident(node.name)
+        if node.op == "get_attr":
+            return f"model.{node.target}", _ident(str(node.target).split(".")[-1])
+        return None
+
+    def scalar(self, x) -> str | None:
+        """A Python number, or a placeholder holding one (a scalar input of get_inputs(), taken
+        as the constant it is in the problem)."""
+        if isinstance(x, int | float) and not isinstance(x, bool):
+            return literal(x)
+        if hasattr(x, "op") and x.op == "placeholder":
+            value = self.g.inputs.get(x.name)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                self.notes.append(f"the scalar input `{x.name}` is the constant {value!r} of get_inputs()")
+                return literal(value)
+        return None
+
+    def elementwise(self, node, op: str, args: dict, operand) -> str | None:
+        """The expression of an elementwise node, with `operand(x)` giving each input's
+        expression (None if an input is not one this form can read)."""
+        x = args.get("input")
+        if op in BINARY or op == "rsub":
+            a, b = operand(x), operand(args.get("other", args.get("exponent")))
+            if a is None or b is None:
+                return None
+            alpha = args.get("alpha")
+            if alpha not in (None, 1) and isinstance(alpha, int | float):
+                b = f"({b} * {literal(alpha)})"
+            if op == "rsub":
+                return f"({b} - {a})"
+            if op == "pow" and b in ("2.0", "2"):
+                return f"({a} * {a})"
+            return BINARY[op].format(a=a, b=b)
+        v = operand(x)
+        if v is None:
+            return None
+        settings = {
+            k: (float(lit) if (lit := self.scalar(a)) is not None else a) for k, a in args.items() if k != "input"
+        }
+        return unary(op, v, settings)
+
+
+def _ident(name: str) -> str:
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return out if out and not out[0].isdigit() else f"a_{out}"
+
+
+class _Rows(_Emitter):
+    """The flat and rows forms."""
+
+    def emit(self) -> Seed:
+        g = self.g
+        main = self._main_shape()
+        self.shape = main
+        self.rank = len(main)
+        reduces = any(self._reduces(n) for n in g.compute)
+        vectors = any(self._broadcasts(n) for n in g.compute)
+        self.form = "rows" if (reduces or vectors) else "flat"
+        if self.form == "rows" and self.rank < 2:
+            raise g.fail(
+                next(n for n in g.compute if self._reduces(n)), "frontend.output",
+                "a reduction of a 1-dimensional tensor gives a scalar: KIR kernels write tensors only",
+            )  # fmt: skip
+        lead = ["M"] if self.rank == 2 else [f"R{i}" for i in range(self.rank - 1)]
+        self.full_dims = ["T"] if self.form == "flat" else [*lead, "N"]
+        self.row_dims = lead
+        body: list[str] = []
+        if self.form == "flat":
+            body += ["  offs = program_id(0) * BLOCK + arange(0, BLOCK)", "  mask = offs < T"]
+            self.full_index = "offs"
+            grid = "cdiv(T, BLOCK)"
+        else:
+            if reduces:
+                body.append("  cols = arange(0, BLOCK)")
+                grid = " * ".join(lead)
+                row = "program_id(0)"
+            else:
+                body.append("  cols = program_id(1) * BLOCK + arange(0, BLOCK)")
+                grid = f"{' * '.join(lead)}, cdiv(N, BLOCK)"
+                row = "program_id(0)"
+            body.append("  mask = cols < N")
+            if len(lead) == 1:
+                body.append(f"  row = {row}")
+                self.row_index = ["row"]
+            else:  # the row's coordinates from the program's index, the last one fastest
+                body.append(f"  p = {row}")
+                index: list[str] = []
+                rest = "p"
+                for i in range(len(lead) - 1, -1, -1):
+                    if i == 0:
+                        body.append(f"  row{i} = {rest}")
+                    else:
+                        body.append(f"  row{i} = {rest} % {lead[i]}")
+                        body.append(f"  rest{i} = {rest} / {lead[i]}")
+                        rest = f"rest{i}"
+                    index.insert(0, f"row{i}")
+                self.row_index = index
+            self.full_index = ", ".join([*self.row_index, "cols"])
+        self.lines = body
+        for node in g.compute:
+            self._node(node)
+        stores = []
+        for i, r in enumerate(g.results()):
+            kind, expr = self.values[r.name]
+            shape, dtype = meta(r)  # type: ignore[misc]
+            kdt = KIR_DTYPES.get(dtype, "f32")
+            value = expr if kdt == "f32" or kind == "const" else f"cast<{kdt}>({expr})"
+            if kind == "full":
+                out = self.arg(f"outputs[{i}]", kdt, self.full_dims, "y" if i == 0 else f"y{i}", out=True)
+                stores.append(f"  store({out.name}[{self.full_index}], {value}, mask = mask)")
+            elif kind == "row":
+                out = self.arg(f"outputs[{i}]", kdt, self.row_dims, "y" if i == 0 else f"y{i}", out=True)
+                stores.append(f"  store({out.name}[{', '.join(self.row_index)}], {value})")
+            else:
+                raise g.fail(r, "frontend.output", "forward returns a value that does not depend on its inputs")
+        n_bench = main[-1]
+        block = 1024 if self.form == "flat" else (_next_pow2(n_bench) if reduces else 1024)
+        where = "\n  where N <= BLOCK" if self.form == "rows" and reduces else ""
+        if self.form == "rows" and reduces and n_bench > 65536:
+            raise g.fail(
+                next(n for n in g.compute if self._reduces(n)), "frontend.shape",
+                f"a reduction over rows of {n_bench} elements: the seed holds a row in one tile, at most 65536",
+            )  # fmt: skip
+        args = [a for a in self.args if not a.out] + [a for a in self.args if a.out]
+        text = (
+            f"# {self.form} seed of {self.g.file.name}, written by the frontend (agent/frontend)\n"
+            f"kernel {self.name}<BLOCK = {block}>(\n"
+            + "".join(f"    {a.decl()},\n" for a in args)
+            + f"){where}\n  target sm_90 grid({grid}) warps(4)\n{{\n"
+            + "\n".join(self.lines + stores)
+            + "\n}\n"
+        )
+        return Seed(self.name, self.form, text, args, {"bench": {"BLOCK": block}}, self.notes)
+
+    # -- shapes -------------------------------------------------------------------------------------
+
+    def _main_shape(self) -> tuple[int, ...]:
+        """The shape the kernel walks: the largest tensor the graph reads or makes."""
+        best: tuple[int, ...] = ()
+        for node in [*self.g.placeholders, *self.g.compute]:
+            m = meta(node)
+            if m is not None and _numel(m[0]) > _numel(best):
+                best = m[0]
+        return best
+
+    def _reduces(self, node) -> bool:
+        op, _ = canonical(node, self.g.traced)
+        return op in REDUCTIONS + ROW_TO_ROW
+
+    def _broadcasts(self, node) -> bool:
+        for x in node.all_input_nodes:
+            m = meta(x)
+            if m is not None and m[0] != self.shape and _numel(m[0]) > 1:
+                return True
+        return False
+
+    # -- operands -----------------------------------------------------------------------------------
+
+    def _operand(self, x) -> str | None:
+        s = self.scalar(x)
+        if s is not None:
+            return s
+        if not hasattr(x, "op"):
+            return None
+        if x.name in self.values:
+            return self.values[x.name][1]
+        src = self.tensor_source(x)
+        m = meta(x)
+        if src is None or m is None:
+            return None
+        source, base = src
+        shape, dtype = m
+        kdt = KIR_DTYPES.get(dtype)
+        if kdt is None:
+            return None
+        cast = (lambda e: e) if kdt == "f32" else (lambda e: f"cast<f32>({e})")
+        if shape == self.shape:
+            a = self.arg(source, kdt, self.full_dims, base)
+            v = self.var(cast(f"load({a.name}[{self.full_index}], mask = mask)"), "x")
+            self.values[x.name] = ("full", v)
+            return v
+        if self.form == "rows" and _numel(shape) == self.shape[-1] and shape[-1] == self.shape[-1]:
+            a = self.arg(source, kdt, ["N"], base)
+            v = self.var(cast(f"load({a.name}[cols], mask = mask)"), "w")
+            self.values[x.name] = ("full", v)
+            return v
+        if self.form == "rows" and shape in (self.shape[:-1], (*self.shape[:-1], 1)):
+            a = self.arg(source, kdt, self.row_dims, base)
+            v = self.var(cast(f"load({a.name}[{', '.join(self.row_index)}])"), "r")
+            self.values[x.name] = ("row", v)
+            return v
+        if _numel(shape) == 1:
+            a = self.arg(source, kdt, ["1"], base)
+            v = self.var(cast(f"load({a.name}[0])"), "s")
+            self.values[x.name] = ("row", v)
+            return v
+        return None
+
+    def _node(self, node) -> None:
+        g = self.g
+        op, args = canonical(node, g.traced)
+        x = args.get("input")
+        if op in ("identity", "contiguous") or (op == "dropout" and (not args.get("training", True) or _p(args) == 0)):
+            v = self._operand(x)
+            if v is None:
+                raise g.fail(node, "frontend.operand", f"`{op}` of a value this seed cannot read")
+            self.values[node.name] = self.values.get(getattr(x, "name", ""), ("full", v))
+            return
+        if op in REDUCTIONS + ROW_TO_ROW:
+            self._reduction(node, op, args)
+            return
+        if op == "getitem":
+            src = self.values.get(getattr(x, "name", ""))
+            if src is not None and src[0] == "pair":
+                a, b = src[1].split("|")
+                self.values[node.name] = ("row", a if args.get("index") == 0 else b)
+                return
+            raise g.fail(
+                node, "frontend.op", "indexing (`[...]`) is not translated, except max/min's (values, indices)"
+            )
+        expr = self.elementwise(node, op, args, self._operand)
+        if expr is None:
+            raise self._unknown(node, op, args)
+        kinds = {self.values[a.name][0] for a in node.all_input_nodes if a.name in self.values}
+        kind = "full" if "full" in kinds else ("row" if "row" in kinds else "full")
+        self.values[node.name] = (kind, self.var(expr))
+
+    def _unknown(self, node, op: str, args: dict) -> FrontendError:
+        for x in node.all_input_nodes:
+            m = meta(x)
+            if m is not None and self._operand(x) is None:
+                return self.g.fail(
+                    node, "frontend.shape",
+                    f"`{op}` reads a tensor of shape {list(m[0])} against {list(self.shape)}: a broadcast this seed does not make",
+                    "the seed reads tensors of the main shape, vectors along the last dimension and one value per row",
+                )  # fmt: skip
+        return self.g.fail(
+            node, "frontend.op", f"`{op}` is not translated yet", "the ops the frontend takes: docs/frontend.md"
+        )
+
+    def _reduction(self, node, op: str, args: dict) -> None:
+        g = self.g
+        x = args.get("input")
+        v = self._operand(x)
+        m = meta(x) if hasattr(x, "op") else None
+        if v is None or m is None or self.values.get(getattr(x, "name", ""), ("", ""))[0] != "full":
+            raise g.fail(node, "frontend.operand", f"`{op}` of a value that is not a row of the main shape")
+        rank = len(m[0])
+        dim = args.get("dim", None if op in REDUCTIONS else -1)
+        if op == "layer_norm":
+            shape = tuple(args.get("normalized_shape") or ())
+            dim = -1 if len(shape) == 1 else None
+        if isinstance(dim, tuple | list) and len(dim) == 1:
+            dim = dim[0]
+        if not isinstance(dim, int) or dim % rank != rank - 1 or self.form != "rows":
+            raise g.fail(
+                node, "frontend.op", f"`{op}` over dim {dim!r}: the seed reduces along the last dimension only",
+                "reductions over other dimensions (or all of them) are not translated yet",
+            )  # fmt: skip
+        n = "cast<f32>(N)"
+        neutral = {"sum": "0.0", "mean": "0.0", "max": "-inf", "min": "inf", "prod": "1.0", "argmax": "-inf",
+                   "argmin": "inf", "logsumexp": "-inf", "softmax": "-inf", "log_softmax": "-inf", "cumsum": "0.0",
+                   "cumprod": "1.0"}.get(op, "0.0")  # fmt: skip
+        masked = self.var(f"where(mask, {v}, {neutral})")
+        if op in ("sum", "prod"):
+            out = ("row", self.var(f"{op}({masked}, axis = 0)"))
+        elif op == "mean":
+            out = ("row", self.var(f"sum({masked}, axis = 0) / {n}"))
+        elif op in ("max", "min"):
+            val = self.var(f"{op}({masked}, axis = 0)")
+            if node.op == "call_function" and "dim" in args or node.op == "call_method" and "dim" in args:
+                idx = self.var(f"cast<f32>(arg{op}({masked}, axis = 0))")
+                users = list(node.users)
+                if users and all(canonical(u, g.traced)[0] == "getitem" for u in users):
+                    self.values[node.name] = ("pair", f"{val}|{idx}")
+                    return
+            out = ("row", val)
+        elif op in ("argmax", "argmin"):
+            out = ("row", self.var(f"{op}({masked}, axis = 0)"))
+        elif op == "logsumexp":
+            mx = self.var(f"max({masked}, axis = 0)")
+            out = ("row", self.var(f"{mx} + log(sum(exp({masked} - {mx}), axis = 0))"))
+        elif op in ("var", "std"):
+            mean = self.var(f"sum({masked}, axis = 0) / {n}")
+            d = self.var(f"where(mask, {v} - {mean}, 0.0)")
+            unbiased = args.get("unbiased", True)
+            correction = args.get("correction", 1 if unbiased else 0)
+            den = f"({n} - {literal(correction)})" if correction else n
+            var = self.var(f"sum({d} * {d}, axis = 0) / {den}")
+            out = ("row", var if op == "var" else self.var(f"sqrt({var})"))
+        elif op == "norm":
+            p = args.get("p", 2)
+            if p not in (2, 2.0, "fro", None):
+                raise g.fail(node, "frontend.op", f"`norm` with p = {p!r}: only the 2-norm is translated")
+            out = ("row", self.var(f"sqrt(sum({masked} * {masked}, axis = 0))"))
+        elif op == "softmax":
+            e = self.var(f"exp({masked} - max({masked}, axis = 0))")
+            out = ("full", self.var(f"{e} / sum({e}, axis = 0)"))
+        elif op == "log_softmax":
+            mx = self.var(f"max({masked}, axis = 0)")
+            out = ("full", self.var(f"{v} - {mx} - log(sum(exp({masked} - {mx}), axis = 0))"))
+        elif op in ("cumsum", "cumprod"):
+            out = ("full", self.var(f"{op}({masked}, axis = 0)"))
+        elif op == "normalize":
+            p, eps = args.get("p", 2.0), args.get("eps", 1e-12)
+            if p not in (2, 2.0):
+                raise g.fail(node, "frontend.op", f"`normalize` with p = {p!r}: only p = 2 is translated")
+            nrm = self.var(f"sqrt(sum({masked} * {masked}, axis = 0))")
+            out = ("full", self.var(f"{v} / maximum({nrm}, {literal(eps)})"))
+        else:  # layer_norm
+            mean = self.var(f"sum({masked}, axis = 0) / {n}")
+            d = self.var(f"where(mask, {v} - {mean}, 0.0)")
+            rstd = self.var(f"rsqrt(sum({d} * {d}, axis = 0) / {n} + {literal(args.get('eps', 1e-5))})")
+            y = f"{d} * {rstd}"
+            for key in ("weight", "bias"):
+                p = args.get(key)
+                if p is None:
+                    continue
+                if isinstance(p, str):  # an nn.LayerNorm's own parameter
+                    shape = tuple(self.g.traced.model.get_parameter(p).shape)
+                    a = self.arg(f"model.{p}", "f32", ["N"], key[0])
+                    w = self.var(f"load({a.name}[cols], mask = mask)", "w")
+                    del shape
+                else:
+                    read = self._operand(p)
+                    if read is None:
+                        raise g.fail(node, "frontend.operand", f"`layer_norm`'s {key} is not a vector this seed reads")
+                    w = read
+                y = f"({y}) * {w}" if key == "weight" else f"({y}) + {w}"
+            out = ("full", self.var(y))
+        if op in REDUCTIONS and args.get("keepdim"):
+            pass  # one value per row either way: the output's trailing 1 is merged by the binding
+        self.values[node.name] = out
+
+
+class _Gemm(_Emitter):
+    """The gemm form: a (batched) matrix product and its elementwise epilogue."""
+
+    def emit(self) -> Seed:
+        g = self.g
+        first = next(n for n in g.compute if canonical(n, g.traced)[0] in MATMULS)
+        op, args = canonical(first, g.traced)
+        for node in g.compute:
+            if node is first:
+                break
+            if canonical(node, g.traced)[0] not in ("identity", "contiguous", "transpose", "t", "getattr"):
+                raise g.fail(node, "frontend.op", "ops before the matrix product are not fused into its prologue yet")
+        out_meta = meta(first)
+        assert out_meta is not None
+        out_shape = out_meta[0]
+        batched = len(out_shape) == 3
+        if len(out_shape) not in (2, 3):
+            raise g.fail(
+                first, "frontend.shape", f"a matrix product giving shape {list(out_shape)}: 2-D and batched 3-D only"
+            )
+        self.shape = out_shape
+        a_node = args.get("input")
+        b_node = args.get("other") if op == "matmul" else args.get("weight")
+        a_src, a_t = self._operand_of(a_node)
+        if op == "linear":
+            if isinstance(b_node, str):
+                b_src: tuple[str, str] | None = (f"model.{b_node}", "w")
+            else:
+                b_src = self.tensor_source(b_node) if hasattr(b_node, "op") else None
+            b_t = True
+        else:
+            b_src, b_t = self._operand_of(b_node)
+        if a_src is None or b_src is None:
+            raise g.fail(
+                first, "frontend.operand", f"`{op}`'s operands must be inputs or parameters (or their transposes)"
+            )
+        if a_t:
+            raise g.fail(first, "frontend.operand", "a transposed left operand is not translated yet")
+        lead = ["BT"] if batched else []
+        ix = ["bt"] if batched else []
+        a = self.arg(a_src[0], "f32", [*lead, "M", "K"], "a")
+        b = self.arg(b_src[0], "f32", [*lead, *(["N", "K"] if b_t else ["K", "N"])], "b")
+        for arg, node in ((a, a_node), (b, b_node)):
+            m = meta(node) if hasattr(node, "op") else None
+            if m is not None and KIR_DTYPES.get(m[1]) != "f32":
+                raise g.fail(first, "frontend.operand", f"`{op}` of {m[1]} tensors: the seed takes float32 operands")
+            del arg
+        b_index = "cols[None, :], ks[:, None]" if b_t else "ks[:, None], cols[None, :]"
+        self.full_index = ", ".join([*ix, "rows[:, None]", "cols[None, :]"])
+        body = []
+        if batched:
+            body.append("  bt = program_id(2)")
+        body += [
+            "  rows = program_id(0) * BM + arange(0, BM)",
+            "  cols = program_id(1) * BN + arange(0, BN)",
+            "  rmask = rows < M",
+            "  cmask = cols < N",
+            "  mask = rmask[:, None] & cmask[None, :]",
+            "  acc = zeros(f32[BM, BN])",
+            "  for k in 0 .. (K + BK - 1) / BK {",
+            "    ks = k * BK + arange(0, BK)",
+            "    kmask = ks < K",
+            f"    at = load({a.name}[{', '.join([*ix, 'rows[:, None]', 'ks[None, :]'])}], mask = rmask[:, None] & kmask[None, :])",
+            f"    bt_ = load({b.name}[{', '.join([*ix, b_index])}], mask = kmask[:, None] & cmask[None, :])"
+            if not b_t
+            else f"    bt_ = load({b.name}[{', '.join([*ix, b_index])}], mask = kmask[:, None] & cmask[None, :])",
+            "    acc = dot<f32>(at, bt_, acc)",
+            "  }",
+        ]
+        self.lines = body
+        self.values[first.name] = ("full", "acc")
+        if op == "linear" and args.get("bias") is not None:
+            bias = args["bias"]
+            src = (f"model.{bias}", "bias") if isinstance(bias, str) else self.tensor_source(bias)
+            if src is None:
+                raise g.fail(first, "frontend.operand", "`linear`'s bias must be an input or a parameter")
+            ba = self.arg(src[0], "f32", ["N"], "bias")
+            self.values[first.name] = ("full", self.var(f"acc + load({ba.name}[cols], mask = cmask)[None, :]"))
+        started = False
+        for node in g.compute:
+            if node is first:
+                started = True
+                continue
+            if not started:
+                continue
+            self._epilogue(node)
+        results = g.results()
+        if len(results) != 1:
+            raise g.fail(results[-1], "frontend.output", "a matrix product's seed writes one output")
+        (r,) = results
+        kind, expr = self.values.get(r.name, ("", ""))
+        shape, dtype = meta(r)  # type: ignore[misc]
+        if kind != "full" or shape != out_shape:
+            raise g.fail(r, "frontend.output", "the output is not the matrix product's shape")
+        out = self.arg("outputs[0]", KIR_DTYPES.get(dtype, "f32"), [*lead, "M", "N"], "c", out=True)
+        value = expr if out.dtype == "f32" else f"cast<{out.dtype}>({expr})"
+        self.lines.append(f"  store({out.name}[{self.full_index}], {value}, mask = mask)")
+        grid = "cdiv(M, BM), cdiv(N, BN)" + (", BT" if batched else "")
+        args_sorted = [x for x in self.args if not x.out] + [x for x in self.args if x.out]
+        text = (
+            f"# gemm seed of {g.file.name}, written by the frontend (agent/frontend)\n"
+            f"kernel {self.name}<BM = 64, BN = 64, BK = 32>(\n"
+            + "".join(f"    {x.decl()},\n" for x in args_sorted)
+            + f")\n  target sm_90 grid({grid}) warps(4)\n{{\n"
+            + "\n".join(self.lines)
+            + "\n}\n"
+        )
+        return Seed(self.name, "gemm", text, args_sorted, {"bench": {"BM": 64, "BN": 64, "BK": 32}}, self.notes)
+
+    def _operand_of(self, node) -> tuple[tuple[str, str] | None, bool]:
+        """(binding, transposed) of a matrix product's operand: an input or a parameter, or its
+        transpose (`.t()`, `.T`, `.transpose(-2, -1)`)."""
+        if not hasattr(node, "op"):
+            return None, False
+        src = self.tensor_source(node)
+        if src is not None:
+            return src, False
+        op, args = canonical(node, self.g.traced)
+        if op in ("t", "transpose", "permute", "getattr") and node.all_input_nodes:
+            inner = node.all_input_nodes[0]
+            m = meta(inner)
+            rank = len(m[0]) if m else 2
+            if op == "transpose" and {args.get("dim0", 0) % rank, args.get("dim1", 1) % rank} != {rank - 2, rank - 1}:
+                return None, False
+            if op == "getattr" and node.args[1:] != ("T",) and node.args[1:] != ("mT",):
+                return None, False
+            if op == "permute":
+                return None, False
+            src = self.tensor_source(inner)
+            return src, src is not None
+        return None, False
+
+    def _operand(self, x) -> str | None:
+        s = self.scalar(x)
+        if s is not None:
+            return s
+        if not hasattr(x, "op"):
+            return None
+        if x.name in self.values:
+            return self.values[x.name][1]
+        src = self.tensor_source(x)
+        m = meta(x)
+        if src is None or m is None:
+            return None
+        source, base = src
+        shape, dtype = m
+        kdt = KIR_DTYPES.get(dtype)
+        if kdt is None:
+            return None
+        cast = (lambda e: e) if kdt == "f32" else (lambda e: f"cast<f32>({e})")
+        batched = len(self.shape) == 3
+        lead = ["BT"] if batched else []
+        if shape == self.shape:
+            a = self.arg(source, kdt, [*lead, "M", "N"], base)
+            v = self.var(cast(f"load({a.name}[{self.full_index}], mask = mask)"), "x")
+        elif _numel(shape) == self.shape[-1] and shape[-1] == self.shape[-1]:
+            a = self.arg(source, kdt, ["N"], base)
+            v = self.var(cast(f"load({a.name}[cols], mask = cmask)[None, :]"), "w")
+        elif not batched and shape == (self.shape[0], 1):
+            a = self.arg(source, kdt, ["M"], base)
+            v = self.var(cast(f"load({a.name}[rows], mask = rmask)[:, None]"), "r")
+        else:
+            return None
+        self.values[x.name] = ("full", v)
+        return v
+
+    def _epilogue(self, node) -> None:
+        g = self.g
+        op, args = canonical(node, g.traced)
+        x = args.get("input")
+        if op in ("identity", "contiguous") or (op == "dropout" and (not args.get("training", True) or _p(args) == 0)):
+            self.values[node.name] = self.values[getattr(x, "name", "")]
+            return
+        expr = self.elementwise(node, op, args, self._operand)
+        if expr is None:
+            if op in REDUCTIONS + ROW_TO_ROW:
+                raise g.fail(node, "frontend.op", f"`{op}` after a matrix product is not fused yet (a second kernel)")
+            raise g.fail(node, "frontend.op", f"`{op}` in a matrix product's epilogue is not translated yet")
+        self.values[node.name] = ("full", self.var(expr))
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n if shape else 0

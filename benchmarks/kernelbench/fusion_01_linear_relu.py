@@ -1,0 +1,25 @@
+"""Linear followed by ReLU."""
+
+import torch
+import torch.nn as nn
+
+batch_size = 2048
+out_features = 4096
+in_features = 2 * out_features
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.fc = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
