@@ -137,7 +137,7 @@ def solve_cmd(
         cmd = [
             sys.executable, "-m", "agent.cli", "search", str(folder / "task"), "--backend", chosen_backend,
             "--preset", chosen_preset, "--budget", str(budget), "--db", str(db), "--timeout", str(timeout),
-            "--peers", "eager,compile" if gpu else "none", "--json",
+            "--peers", "none", "--json",  # the solution is timed beside the peers below
         ]  # fmt: skip
         if seconds:
             cmd += ["--seconds", str(seconds)]
@@ -157,11 +157,11 @@ def solve_cmd(
         (folder / "best.kir").write_text(best["text"])
         target = Path(out) if out else folder / f"{stem}_solution.py"
         write_solution(made.task, program, Path(problem), target)
-        check = run_job(
-            {"task": str(folder / "task"), "candidate": {"kind": "python", "file": str(target.resolve())},
-             "preset": chosen_preset, "time": gpu},
-            timeout=timeout,
-        )  # fmt: skip
+        job = {"task": str(folder / "task"), "candidate": {"kind": "python", "file": str(target.resolve())},
+               "preset": chosen_preset, "device": "cuda" if gpu else "cpu"}  # fmt: skip
+        if gpu:  # timed beside PyTorch eager and torch.compile, as a search times its nodes
+            job.update(time={"sets": 3, "runs": 50, "peers": ["eager", "compile"]}, warm=True)
+        check = run_job(job, timeout=timeout)
         progress = found.get("progress") or {}
         outcome.fields.update(
             problem=problem, folder=str(folder), search=progress, solution=str(target),
