@@ -374,10 +374,9 @@ def _take_report(run: _Run, program: Program, report):
 
 def _task_shapes(task, preset: str | None) -> dict[str, int]:
     """The integer shape values of a task's preset (none for the reference's own shapes)."""
-    if task is None or preset in (None, "default"):
+    if task is None or preset is None:
         return {}
-    values = task.preset(preset).variables
-    return {k: v for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool)}
+    return task.shape_values(preset)
 
 
 def _run_stage(run: _Run, candidate: Candidate, backend, task, job: dict[str, Any], timeout, device) -> None:

@@ -17,7 +17,7 @@ located at the line of the problem file that makes it.
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.frontend.emit import Seed, make_seed
@@ -38,6 +38,7 @@ class Made:
     task: Task
     folder: Path | None
     test_scale: str
+    shapes: dict[str, dict[str, int]] = field(default_factory=dict)  # preset -> shape symbol values
 
 
 def kernel_name(problem: Path) -> str:
@@ -55,7 +56,38 @@ def seed_of(problem: str | Path) -> Made:
     seed = make_seed(traced, kernel_name(path))
     scale, test = _test_scale(task, seed)
     seed.params["test"] = test
-    return Made(seed, task, None, scale)
+    shapes = {"bench": symbol_values(seed, traced), "test": symbol_values(seed, trace(task, scale))}
+    return Made(seed, task, None, scale, shapes)
+
+
+def symbol_values(seed: Seed, traced) -> dict[str, int]:
+    """The value of each shape symbol of the seed's arguments under the traced preset: from the
+    tensor each argument is bound to, its trailing dimensions merged down to the argument's rank
+    (as the harness binds it)."""
+    import math
+
+    results = [n for n in traced.graph.nodes if n.op == "output"][0].args[0]
+    results = list(results) if isinstance(results, tuple | list) else [results]
+    values: dict[str, int] = {}
+    for a in seed.args:
+        kind, _, rest = a.source.partition("[")
+        if a.source.startswith("model."):
+            obj = traced.model
+            for part in a.source.removeprefix("model.").split("."):
+                obj = getattr(obj, part)
+            shape = tuple(obj.shape)
+        elif kind == "inputs":
+            shape = tuple(traced.inputs[int(rest.rstrip("]"))].shape)
+        else:
+            m = meta(results[int(rest.rstrip("]"))])
+            shape = m[0] if m else ()
+        rank = len(a.dims)
+        if 0 < rank < len(shape):
+            shape = (*shape[: rank - 1], math.prod(shape[rank - 1 :]))
+        for dim, size in zip(a.dims, shape, strict=False):
+            if dim.isidentifier() and dim not in seed.params.get("bench", {}):
+                values.setdefault(dim, int(size))
+    return values
 
 
 def _test_scale(task: Task, seed: Seed) -> tuple[str, dict[str, int]]:
@@ -113,6 +145,9 @@ def task_toml(made: Made) -> str:
     lines += [f"{k} = {v!r}" for k, v in task.preset(made.test_scale).variables.items()]
     lines += ["", "# the file's own sizes", "[presets.bench]", "", "[bind]"]
     lines += [f"{a.name} = {_q(a.source)}" for a in seed.args]
+    for preset in ("test", "bench"):
+        lines += ["", f"# the kernel's shape symbols at {preset} (the cost model's shapes)", f"[shapes.{preset}]"]
+        lines += [f"{k} = {v}" for k, v in made.shapes.get(preset, {}).items()]
     lines += ["", "[programs.seed]", 'file = "seed.kir"']
     for preset in ("test", "bench"):
         params = seed.params.get(preset, {})

@@ -19,7 +19,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -157,7 +157,7 @@ def solve_cmd(
         (folder / "best.kir").write_text(best["text"])
         target = Path(out) if out else folder / f"{stem}_solution.py"
         write_solution(made.task, program, Path(problem), target)
-        job = {"task": str(folder / "task"), "candidate": {"kind": "python", "file": str(target.resolve())},
+        job: dict[str, Any] = {"task": str(folder / "task"), "candidate": {"kind": "python", "file": str(target.resolve())},
                "preset": chosen_preset, "device": "cuda" if gpu else "cpu"}  # fmt: skip
         if gpu:  # timed beside PyTorch eager and torch.compile, as a search times its nodes
             job.update(time={"sets": 3, "runs": 50, "peers": ["eager", "compile"]}, warm=True)
@@ -165,13 +165,13 @@ def solve_cmd(
         progress = found.get("progress") or {}
         outcome.fields.update(
             problem=problem, folder=str(folder), search=progress, solution=str(target),
-            check={k: check.get(k) for k in ("ok", "stage", "verdict", "diagnostics")},
+            check=check,
         )  # fmt: skip
         outcome.lines.append(
             f"{problem}: {made.seed.form} seed, {progress.get('evaluations')} evaluations on {chosen_backend} "
             f"({chosen_preset}); best {best.get('score')} against the seed's {progress.get('seed_score')}"
         )
-        metrics = (check.get("verdict") or {}).get("metrics") or {}
+        metrics = check
         timing = ""
         if metrics.get("ms"):
             timing = f"; {metrics['ms']:.4f} ms"

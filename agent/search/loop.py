@@ -73,8 +73,7 @@ class Settings:
 
     @property
     def shapes(self) -> dict[str, int]:
-        values = self.task.preset(self.preset).variables
-        return {k: v for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool)}
+        return self.task.shape_values(self.preset)
 
     def context(self) -> dict[str, Any]:
         """What a measurement depends on besides the candidate: the evaluations cache's key."""

@@ -33,7 +33,7 @@ def compulsory_bytes(program: Program, shapes: dict[str, int]) -> float:
 
 def floor(program: Program, task, preset: str, target: str, unit: str) -> float:
     """The floor in `unit` ("ms" or "cycles") of `program`'s task at `preset` on `target`."""
-    shapes = {k: v for k, v in task.preset(preset).variables.items() if isinstance(v, int) and not isinstance(v, bool)}
+    shapes = task.shape_values(preset)
     counted = task.counted_bytes(preset)
     nbytes = counted if counted is not None else compulsory_bytes(program, shapes)
     flops = task.counted_flops(preset)

@@ -115,6 +115,9 @@ class Task:
     # variable -> (lowest, highest, step): the shapes a seed of the protocol may draw instead
     # of the preset's (a kernel right only for the preset's shapes is found out)
     vary: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    # preset -> the values of kernel shape symbols that are not variables of the reference (a
+    # frontend seed's `M`, `N` for a file's `batch_size`, `dim`): what the cost model is given
+    shapes: dict[str, dict[str, int]] = field(default_factory=dict)
     _module: ModuleType | None = field(default=None, repr=False)
     _traces: dict[str, list[Any]] = field(default_factory=dict, repr=False)  # agent.tasks.replay's
     _module_error: TaskError | None = field(default=None, repr=False)
@@ -146,6 +149,12 @@ class Task:
             for name, (lo, hi, step) in self.vary.items()
             if names is None or name in names
         }
+
+    def shape_values(self, preset: str) -> dict[str, int]:
+        """The integer shape values of a preset: its variables and its `[shapes]` table."""
+        values = self.preset(preset).variables if preset != "default" else {}
+        ints = {k: v for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool)}
+        return {**ints, **self.shapes.get(preset, {})}
 
     def preset(self, name: str) -> Preset:
         if name == "default":
@@ -408,6 +417,7 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
         "programs",
         "vary",
         "mode",
+        "shapes",
     }
     for key in meta:
         if key not in known:
@@ -415,7 +425,7 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
                 "task.toml", f"unknown key `{key}`", toml, _line_of(toml, key), f"keys: {', '.join(sorted(known))}"
             )
 
-    for key in ("tolerance", "presets", "bind", "outputs", "programs", "vary"):
+    for key in ("tolerance", "presets", "bind", "outputs", "programs", "vary", "shapes"):
         if not isinstance(meta.get(key, {}), dict):
             raise _error("task.toml", f"`{key}` must be a table", toml, _line_of(toml, key))
 
@@ -454,6 +464,17 @@ def _read_meta(task: Task, meta: dict, toml: Path) -> None:
                 "task.toml", f"preset `{name}` must map variables to numbers", toml, _line_of(toml, f"presets.{name}")
             )
         task.presets[name] = Preset(name, dict(variables))
+
+    for name, values in meta.get("shapes", {}).items():
+        ints = isinstance(values, dict) and all(isinstance(v, int) and not isinstance(v, bool) for v in values.values())
+        if not ints or (name not in task.presets and name != "default"):
+            raise _error(
+                "task.toml",
+                f"shapes `{name}` must map shape symbols to integers, for a preset of the task",
+                toml,
+                _line_of(toml, f"shapes.{name}"),
+            )
+        task.shapes[name] = dict(values)
 
     for var, spec in meta.get("vary", {}).items():
         ints = isinstance(spec, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in spec)
