@@ -53,7 +53,7 @@ def summary(rows: list[tuple[str, dict]]) -> str:
     ratios = []
     for name, d in rows:
         check = d.get("check") or {}
-        metrics = check
+        metrics = check.get("metrics") or {}
         search = d.get("search") or {}
         ms, eager, comp = metrics.get("ms"), metrics.get("eager_ms"), metrics.get("compile_ms")
 

@@ -171,7 +171,7 @@ def solve_cmd(
             f"{problem}: {made.seed.form} seed, {progress.get('evaluations')} evaluations on {chosen_backend} "
             f"({chosen_preset}); best {best.get('score')} against the seed's {progress.get('seed_score')}"
         )
-        metrics = check
+        metrics = check.get("metrics") or {}
         timing = ""
         if metrics.get("ms"):
             timing = f"; {metrics['ms']:.4f} ms"
