@@ -15,6 +15,8 @@ A task is a folder (benchmarks/tasks/<name>/) holding
                                    # (a gather reads rows many times; default: the sizes of the
                                    # inputs, outputs and parameters)
       tolerance = { rtol = 2e-2, atol = 2e-2 }   # overrides the dtype's default
+      mode = "eval"                # the models' mode: "eval" (default) or "train" (a bare
+                                   # KernelBench file: train, as KernelBench runs it)
 
       [presets.test]               # module-level variables of reference.py, overridden
       M = 8
@@ -36,6 +38,10 @@ A task is a folder (benchmarks/tasks/<name>/) holding
       N = [128, 512, 128]          #   the last seed (a KIR program: only shapes its `where`
                                    #   admits; a variable it fixes keeps the preset's value)
 
+      [shapes.bench]               # kernel shape symbols that are not variables of reference.py
+      M = 8192                     #   (a frontend seed's `M` for the file's `batch_size`): the
+                                   #   cost model's shapes at that preset
+
       [programs.seed]              # KIR programs for the task, by name
       file = "seed.kir"
       params.bench = { BLOCK = 8192 }   # compile-time parameters per preset
@@ -45,6 +51,10 @@ A task is a folder (benchmarks/tasks/<name>/) holding
   then one `out` argument per output. An argument declared with fewer dimensions than its
   (contiguous) tensor binds to the view that merges the trailing dimensions: a kernel may take
   the PyTorch weight [C, C, KW] as `w: global bf16[C, C * KW]`.
+
+A preset named `scale:F` (0 < F <= 1) needs no table: every size variable of reference.py (a
+top-level integer literal of at least 64) times F, at least 16 and a multiple of 16 where the
+size was; the top-level values derived from the sizes are computed again under every preset.
 
 Loading a task runs none of its code: reference.py is imported on first use of `Task.module`
 (in the harness's checker process, not in a caller such as `kir run`).
