@@ -23,6 +23,7 @@ from pathlib import Path
 from agent.frontend.emit import Seed, make_seed
 from agent.frontend.trace import FrontendError, error, meta, trace
 from agent.tasks.task import SCALE_PREFIX, Task, load_task
+from kir.diagnostics import KirError
 
 __all__ = ["FrontendError", "Made", "Seed", "seed_of", "seed_task"]
 
@@ -54,10 +55,25 @@ def seed_of(problem: str | Path) -> Made:
     task = load_task(path)
     traced = trace(task, "default")
     seed = make_seed(traced, kernel_name(path))
+    _parses(seed, path)
     scale, test = _test_scale(task, seed)
     seed.params["test"] = test
     shapes = {"bench": symbol_values(seed, traced), "test": symbol_values(seed, trace(task, scale))}
     return Made(seed, task, None, scale, shapes)
+
+
+def _parses(seed: Seed, problem: Path) -> None:
+    """A seed that does not parse is the frontend's bug: said so, at the forward's line."""
+    from kir.parser import parse
+
+    try:
+        parse(seed.text, f"<seed of {problem.name}>")
+    except KirError as err:
+        first = err.diagnostics[0]
+        raise error(
+            "frontend.internal", f"the {seed.form} seed does not parse ({first.rule}: {first.message}): a frontend bug",
+            problem, 1, "kir seed --json prints the text",
+        ) from None  # fmt: skip
 
 
 def symbol_values(seed: Seed, traced) -> dict[str, int]:

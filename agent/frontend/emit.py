@@ -30,10 +30,10 @@ KIR_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64":
 REDUCTIONS = ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "logsumexp", "var", "std", "norm")
 ROW_TO_ROW = ("softmax", "log_softmax", "cumsum", "cumprod", "layer_norm", "normalize")
 MATMULS = ("matmul", "linear")
+CONVS = ("nn.Conv1d", "nn.Conv2d", "nn.Conv3d")
 NOT_YET = {
     "conv1d": "convolution", "conv2d": "convolution", "conv3d": "convolution",
     "conv_transpose1d": "convolution", "conv_transpose2d": "convolution", "conv_transpose3d": "convolution",
-    "nn.Conv1d": "convolution", "nn.Conv2d": "convolution", "nn.Conv3d": "convolution",
     "nn.ConvTranspose1d": "convolution", "nn.ConvTranspose2d": "convolution", "nn.ConvTranspose3d": "convolution",
     "nn.MaxPool1d": "pooling", "nn.MaxPool2d": "pooling", "nn.AvgPool1d": "pooling", "nn.AvgPool2d": "pooling",
     "nn.AdaptiveAvgPool2d": "pooling", "max_pool2d": "pooling", "avg_pool2d": "pooling",
@@ -132,6 +132,8 @@ def make_seed(traced: Traced, name: str) -> Seed:
     first = next((n for n in g.compute if canonical(n, traced)[0] not in skip), None)
     if first is not None and canonical(first, traced)[0] in MATMULS:
         return _Gemm(g, name).emit()
+    if first is not None and canonical(first, traced)[0] in CONVS:
+        return _Conv(g, name).emit()
     return _Rows(g, name).emit()
 
 
@@ -692,6 +694,153 @@ class _Gemm(_Emitter):
                 raise g.fail(node, "frontend.op", f"`{op}` after a matrix product is not fused yet (a second kernel)")
             raise g.fail(node, "frontend.op", f"`{op}` in a matrix product's epilogue is not translated yet")
         self.values[node.name] = ("full", self.var(expr))
+
+
+class _Conv(_Emitter):
+    """The conv form: a convolution (1-3 spatial dimensions, any stride, zero padding and
+    dilation, one group) as an implicit GEMM: rows are the output positions of every batch
+    element, columns the output channels, the reduction runs over input channels x taps; the
+    elementwise ops after it (its bias, a per-channel vector, activations) in the epilogue."""
+
+    def emit(self) -> Seed:
+        g = self.g
+        first = next(n for n in g.compute if canonical(n, g.traced)[0] in CONVS)
+        if first is not g.compute[0]:
+            raise g.fail(g.compute[0], "frontend.op", "ops before the convolution are not fused into it yet")
+        conv = g.traced.module(first)
+        x_node = first.args[0]
+        src = self.tensor_source(x_node) if hasattr(x_node, "op") else None
+        xm = meta(x_node) if hasattr(x_node, "op") else None
+        ym = meta(first)
+        if src is None or xm is None or ym is None:
+            raise g.fail(first, "frontend.operand", "the convolution's input must be an input of forward")
+        if conv.groups != 1:
+            raise g.fail(first, "frontend.op", f"a grouped convolution (groups = {conv.groups}) is not translated yet")
+        if conv.padding_mode != "zeros" or isinstance(conv.padding, str):
+            raise g.fail(first, "frontend.op", "only zero padding given as numbers is translated")
+        if xm[1] != "float32":
+            raise g.fail(first, "frontend.operand", f"a convolution of {xm[1]} tensors: the seed takes float32")
+        sp = len(conv.kernel_size)
+        ks, st, pd, dl = (
+            tuple(int(v) for v in t) for t in (conv.kernel_size, conv.stride, conv.padding, conv.dilation)
+        )
+        self.shape = ym[0]
+        taps = 1
+        for k in ks:
+            taps *= k
+        spatial = [f"S{i}" for i in range(sp)]
+        outs = [f"(({spatial[i]} + {2 * pd[i] - dl[i] * (ks[i] - 1) - 1}) / {st[i]} + 1)" for i in range(sp)]
+        x = self.arg(src[0], "f32", ["NB", "CI", *spatial], "x")
+        w = self.arg(f"model.{first.target}.weight", "f32", ["CO", "K"], "w")
+        body = [
+            "  rows = program_id(0) * BM + arange(0, BM)",
+            "  cols = program_id(1) * BN + arange(0, BN)",
+            "  rmask = rows < NB * P",
+            "  cmask = cols < CO",
+            "  mask = rmask[:, None] & cmask[None, :]",
+            "  nb = rows / P",
+            "  pix = rows % P",
+        ]
+        rest = "pix"
+        for i in range(sp - 1, -1, -1):  # the output position's coordinates, the last fastest
+            if i == 0:
+                body.append(f"  o{i} = {rest}")
+            else:
+                body.append(f"  od{i} = {outs[i]}")
+                body.append(f"  o{i} = {rest} % od{i}")
+                body.append(f"  q{i} = {rest} / od{i}")
+                rest = f"q{i}"
+        body += [
+            "  acc = zeros(f32[BM, BN])",
+            "  for k in 0 .. (K + BK - 1) / BK {",
+            "    ks = k * BK + arange(0, BK)",
+            "    kmask = ks < K",
+            f"    ci = ks / {taps}",
+        ]
+        inner = 1
+        for i in range(sp - 1, -1, -1):
+            body.append(f"    tap{i} = (ks / {inner}) % {ks[i]}" if inner > 1 else f"    tap{i} = ks % {ks[i]}")
+            inner *= ks[i]
+        masks = ["rmask[:, None] & kmask[None, :]"]
+        for i in range(sp):
+            body.append(f"    pos{i} = o{i}[:, None] * {st[i]} - {pd[i]} + tap{i}[None, :] * {dl[i]}")
+            if pd[i]:
+                masks.append(f"pos{i} >= 0 & pos{i} < {spatial[i]}")
+        coords = ", ".join(["nb[:, None]", "ci[None, :]", *[f"pos{i}" for i in range(sp)]])
+        body += [
+            f"    xt = load({x.name}[{coords}], mask = {' & '.join(masks)})",
+            f"    wt = load({w.name}[cols[None, :], ks[:, None]], mask = kmask[:, None] & cmask[None, :])",
+            "    acc = dot<f32>(xt, wt, acc)",
+            "  }",
+        ]
+        self.lines = body
+        self.full_index = "nb[:, None], cols[None, :], pix[:, None]"
+        self.values[first.name] = ("full", "acc")
+        if conv.bias is not None:
+            b = self.arg(f"model.{first.target}.bias", "f32", ["CO"], "bias")
+            self.values[first.name] = ("full", self.var(f"acc + load({b.name}[cols], mask = cmask)[None, :]"))
+        for node in g.compute[1:]:
+            op, args = canonical(node, g.traced)
+            if op in ("identity", "contiguous") or (op == "dropout" and not args.get("training", True)):
+                self.values[node.name] = self.values[getattr(args.get("input"), "name", "")]
+                continue
+            expr = self.elementwise(node, op, args, self._operand)
+            if expr is None:
+                if op in NOT_YET:
+                    raise g.fail(
+                        node, "frontend.op", f"`{op}` after a convolution is not translated yet: it needs {NOT_YET[op]}"
+                    )
+                raise g.fail(node, "frontend.op", f"`{op}` in a convolution's epilogue is not translated yet")
+            self.values[node.name] = ("full", self.var(expr))
+        (r,) = g.results()
+        kind, expr = self.values.get(r.name, ("", ""))
+        rm = meta(r)
+        if kind != "full" or rm is None or rm[0] != self.shape:
+            raise g.fail(r, "frontend.output", "the output is not the convolution's shape")
+        y = self.arg("outputs[0]", "f32", ["NB", "CO", "P"], "y", out=True)
+        self.lines.append(f"  store({y.name}[{self.full_index}], {expr}, mask = mask)")
+        # every input at least as large as the dilated kernel: at least one output position
+        fits = [f"{spatial[i]} >= {dl[i] * (ks[i] - 1) + 1 - 2 * pd[i]}" for i in range(sp)]
+        where = ", ".join([f"K == CI * {taps}", "P == " + " * ".join(outs), *fits])
+        args_sorted = [a for a in self.args if not a.out] + [a for a in self.args if a.out]
+        text = (
+            f"# conv seed of {g.file.name} (an implicit GEMM), written by the frontend (agent/frontend)\n"
+            f"kernel {self.name}<BM = 64, BN = 64, BK = 32>(\n"
+            + "".join(f"    {a.decl()},\n" for a in args_sorted)
+            + f")\n  where {where}\n  target sm_90 grid(cdiv(NB * P, BM), cdiv(CO, BN)) warps(4)\n{{\n"
+            + "\n".join(self.lines)
+            + "\n}\n"
+        )
+        return Seed(self.name, "conv", text, args_sorted, {"bench": {"BM": 64, "BN": 64, "BK": 32}}, self.notes)
+
+    def _operand(self, x) -> str | None:
+        s = self.scalar(x)
+        if s is not None:
+            return s
+        if not hasattr(x, "op"):
+            return None
+        if x.name in self.values:
+            return self.values[x.name][1]
+        src = self.tensor_source(x)
+        m = meta(x)
+        if src is None or m is None:
+            return None
+        shape, dtype = m
+        if KIR_DTYPES.get(dtype) != "f32":
+            return None
+        channels = self.shape[1]
+        if shape == self.shape:
+            a = self.arg(src[0], "f32", ["NB", "CO", "P"], src[1])
+            v = self.var(f"load({a.name}[{self.full_index}], mask = mask)", "x")
+        elif _numel(shape) == channels and (
+            len(shape) == 1 or shape[0] == channels or shape[-len(self.shape) + 1] == channels
+        ):
+            a = self.arg(src[0], "f32", ["CO"], src[1])
+            v = self.var(f"load({a.name}[cols], mask = cmask)[None, :]", "w")
+        else:
+            return None
+        self.values[x.name] = ("full", v)
+        return v
 
 
 def _numel(shape) -> int:

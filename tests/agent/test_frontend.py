@@ -84,10 +84,20 @@ def test_a_linear_with_its_epilogue_and_a_residual_read_in_another_shape_is_corr
     assert record.ok, [d.render() for d in record.errors]
 
 
+def test_a_strided_padded_convolution_with_its_bias_is_an_implicit_gemm_and_correct(tmp_path):
+    made = seed_task(CORPUS / "conv_03_conv2d_stride2_pad1.py", tmp_path / "task")
+    assert made.seed.form == "conv" and "dot<f32>" in made.seed.text
+    record, _ = run_command(
+        str(tmp_path / "task" / "seed.kir"), str(tmp_path / "task"), "triton-interp", "test", {}, [3], 300, None
+    )
+    assert record.ok, [d.render() for d in record.errors]
+
+
 @pytest.mark.parametrize(
     ("name", "line", "words"),
     [
-        ("conv_02_conv2d.py", 20, "nn.Conv2d"),
+        ("conv_07_conv_transpose2d.py", 22, "nn.ConvTranspose2d"),
+        ("conv_05_depthwise_conv2d.py", 21, "grouped convolution"),
         ("fusion_04_matmul_dropout_softmax.py", 19, "random numbers"),
         ("loss_01_mse.py", 16, "scalar output"),
         ("softmax_04_softmax_dim1_3d.py", 16, "over dim 1"),
