@@ -57,8 +57,10 @@ def seed_of(problem: str | Path) -> Made:
     seed = make_seed(traced, kernel_name(path))
     _parses(seed, path)
     scale, test = _test_scale(task, seed)
-    seed.params["test"] = test
     shapes = {"bench": symbol_values(seed, traced), "test": symbol_values(seed, trace(task, scale))}
+    if "where N <= BLOCK" in seed.text:  # a row in one tile: the test rows' width
+        test["BLOCK"] = max(16, 1 << (shapes["test"]["N"] - 1).bit_length())
+    seed.params["test"] = test
     return Made(seed, task, None, scale, shapes)
 
 
@@ -118,10 +120,7 @@ def _test_scale(task: Task, seed: Seed) -> tuple[str, dict[str, int]]:
             break
         factor /= 2
     test = dict(seed.params.get("bench", {}))
-    if seed.form == "rows" and "where N <= BLOCK" in seed.text:
-        widths = [m[0][-1] for n in traced.graph.nodes if (m := meta(n)) is not None and m[0]]
-        test["BLOCK"] = max(16, 1 << (max(widths, default=16) - 1).bit_length())
-    elif seed.form == "flat":
+    if seed.form == "flat":
         test["BLOCK"] = 256
     elif seed.form == "gemm":
         test.update(BM=32, BN=32, BK=16)

@@ -233,8 +233,12 @@ class _Rows(_Emitter):
     def emit(self) -> Seed:
         g = self.g
         main = self._main_shape()
-        self.shape = main
-        self.rank = len(main)
+        self.main = main
+        # reductions over the last j dimensions together (an instance norm over H and W): the
+        # tensors as views with those dimensions merged into one, which the binding makes
+        self.merge = self._trailing(len(main))
+        self.shape = self._merged(main)
+        self.rank = len(self.shape)
         reduces = any(self._reduces(n) for n in g.compute)
         vectors = any(self._broadcasts(n) for n in g.compute)
         self.form = "rows" if (reduces or vectors) else "flat"
@@ -295,7 +299,7 @@ class _Rows(_Emitter):
                 stores.append(f"  store({out.name}[{', '.join(self.row_index)}], {value})")
             else:
                 raise g.fail(r, "frontend.output", "forward returns a value that does not depend on its inputs")
-        n_bench = main[-1]
+        n_bench = self.shape[-1]
         block = 1024 if self.form == "flat" else (_next_pow2(n_bench) if reduces else 1024)
         where = "\n  where N <= BLOCK" if self.form == "rows" and reduces else ""
         if self.form == "rows" and reduces and n_bench > 65536:
@@ -329,10 +333,28 @@ class _Rows(_Emitter):
         op, _ = canonical(node, self.g.traced)
         return op in REDUCTIONS + ROW_TO_ROW
 
+    def _trailing(self, rank: int) -> int:
+        """How many trailing dimensions the graph's reductions take together (1 when they take
+        the last one, or when they disagree: then `_reduction` says which one it cannot take)."""
+        found = set()
+        for node in self.g.compute:
+            op, args = canonical(node, self.g.traced)
+            dims = _dims(op, args, rank)
+            if dims is not None and len(dims) > 1 and dims == tuple(range(rank - len(dims), rank)):
+                found.add(len(dims))
+        return found.pop() if len(found) == 1 else 1
+
+    def _merged(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """A tensor of the main rank as the kernel reads it: its last `merge` dimensions as one."""
+        j = self.merge
+        if j == 1 or len(shape) != len(self.main):
+            return shape
+        return (*shape[:-j], _numel(shape[-j:]))
+
     def _broadcasts(self, node) -> bool:
         for x in node.all_input_nodes:
             m = meta(x)
-            if m is not None and m[0] != self.shape and _numel(m[0]) > 1:
+            if m is not None and self._merged(m[0]) != self.shape and _numel(m[0]) > 1:
                 return True
         return False
 
@@ -356,6 +378,7 @@ class _Rows(_Emitter):
         if kdt is None:
             return None
         cast = (lambda e: e) if kdt == "f32" else (lambda e: f"cast<f32>({e})")
+        shape = self._merged(shape)
         if shape == self.shape:
             a = self.arg(source, kdt, self.full_dims, base)
             v = self.var(cast(f"load({a.name}[{self.full_index}], mask = mask)"), "x")
@@ -428,15 +451,12 @@ class _Rows(_Emitter):
         if v is None or m is None or self.values.get(getattr(x, "name", ""), ("", ""))[0] != "full":
             raise g.fail(node, "frontend.operand", f"`{op}` of a value that is not a row of the main shape")
         rank = len(m[0])
-        dim = args.get("dim", None if op in REDUCTIONS else -1)
-        if op == "layer_norm":
-            shape = tuple(args.get("normalized_shape") or ())
-            dim = -1 if len(shape) == 1 else None
-        if isinstance(dim, tuple | list) and len(dim) == 1:
-            dim = dim[0]
-        if not isinstance(dim, int) or dim % rank != rank - 1 or self.form != "rows":
+        dims = _dims(op, args, rank)
+        trailing = tuple(range(rank - self.merge, rank)) if rank == len(self.main) else (rank - 1,)
+        dim: Any = args.get("dim") if op != "layer_norm" else args.get("normalized_shape")
+        if dims != trailing or self.form != "rows":
             raise g.fail(
-                node, "frontend.op", f"`{op}` over dim {dim!r}: the seed reduces along the last dimension only",
+                node, "frontend.op", f"`{op}` over dim {dim!r}: the seed reduces along the last dimension(s) only",
                 "reductions over other dimensions (or all of them) are not translated yet",
             )  # fmt: skip
         n = "cast<f32>(N)"
@@ -841,6 +861,23 @@ class _Conv(_Emitter):
             return None
         self.values[x.name] = ("full", v)
         return v
+
+
+def _dims(op: str, args: dict, rank: int) -> tuple[int, ...] | None:
+    """The dimensions a reduction (or a row op) takes, each in 0 .. rank - 1; None for an op
+    that is not one, or for "all of them"."""
+    if op == "layer_norm":
+        shape = tuple(args.get("normalized_shape") or ())
+        return tuple(range(rank - len(shape), rank)) if shape else None
+    if op not in REDUCTIONS + ROW_TO_ROW:
+        return None
+    dim = args.get("dim", None if op in REDUCTIONS else -1)
+    if dim is None:
+        return None
+    dims = tuple(dim) if isinstance(dim, tuple | list) else (dim,)
+    if not all(isinstance(d, int) for d in dims) or rank == 0:
+        return None
+    return tuple(sorted(d % rank for d in dims))
 
 
 def _numel(shape) -> int:

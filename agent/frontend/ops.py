@@ -119,6 +119,17 @@ def canonical(node, traced) -> tuple[str, dict[str, Any]]:
                 "input": x, "weight": f"{node.target}.weight",
                 "bias": f"{node.target}.bias" if module.bias is not None else None,
             }  # fmt: skip
+        if isinstance(module, nn.InstanceNorm1d | nn.InstanceNorm2d | nn.InstanceNorm3d) and not module.affine:
+            if module.track_running_stats:
+                return f"nn.{kind}", {"input": x}
+            spatial = {"InstanceNorm1d": 1, "InstanceNorm2d": 2, "InstanceNorm3d": 3}[kind]
+            # per (batch, channel) over the spatial dimensions: a LayerNorm of the trailing ones
+            return "layer_norm", {"input": x, "normalized_shape": (0,) * spatial, "eps": module.eps}
+        if isinstance(module, nn.AdaptiveAvgPool1d | nn.AdaptiveAvgPool2d | nn.AdaptiveAvgPool3d):
+            size = module.output_size
+            spatial = {"AdaptiveAvgPool1d": 1, "AdaptiveAvgPool2d": 2, "AdaptiveAvgPool3d": 3}[kind]
+            if all(v == 1 for v in (size if isinstance(size, tuple | list) else [size])):
+                return "mean", {"input": x, "dim": tuple(range(-spatial, 0)), "keepdim": True}
         if isinstance(module, nn.Dropout):
             return "dropout", {"input": x, "p": module.p, "training": module.training}
         return f"nn.{kind}", {"input": x}
