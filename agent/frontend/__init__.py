@@ -120,7 +120,7 @@ def _test_scale(task: Task, seed: Seed) -> tuple[str, dict[str, int]]:
             break
         factor /= 2
     test = dict(seed.params.get("bench", {}))
-    if seed.form == "flat":
+    if seed.form in ("flat", "pool"):
         test["BLOCK"] = 256
     elif seed.form == "gemm":
         test.update(BM=32, BN=32, BK=16)

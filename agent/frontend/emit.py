@@ -31,11 +31,11 @@ REDUCTIONS = ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "logsumex
 ROW_TO_ROW = ("softmax", "log_softmax", "cumsum", "cumprod", "layer_norm", "normalize")
 MATMULS = ("matmul", "linear")
 CONVS = ("nn.Conv1d", "nn.Conv2d", "nn.Conv3d")
+POOLS = ("nn.MaxPool1d", "nn.MaxPool2d", "nn.MaxPool3d", "nn.AvgPool1d", "nn.AvgPool2d", "nn.AvgPool3d")
 NOT_YET = {
     "conv1d": "convolution", "conv2d": "convolution", "conv3d": "convolution",
     "conv_transpose1d": "convolution", "conv_transpose2d": "convolution", "conv_transpose3d": "convolution",
     "nn.ConvTranspose1d": "convolution", "nn.ConvTranspose2d": "convolution", "nn.ConvTranspose3d": "convolution",
-    "nn.MaxPool1d": "pooling", "nn.MaxPool2d": "pooling", "nn.AvgPool1d": "pooling", "nn.AvgPool2d": "pooling",
     "nn.AdaptiveAvgPool2d": "pooling", "max_pool2d": "pooling", "avg_pool2d": "pooling",
     "nn.BatchNorm1d": "batch statistics", "nn.BatchNorm2d": "batch statistics", "batch_norm": "batch statistics",
     "nn.GroupNorm": "group statistics", "group_norm": "group statistics",
@@ -134,6 +134,8 @@ def make_seed(traced: Traced, name: str) -> Seed:
         return _Gemm(g, name).emit()
     if first is not None and canonical(first, traced)[0] in CONVS:
         return _Conv(g, name).emit()
+    if first is not None and canonical(first, traced)[0] in POOLS:
+        return _Pool(g, name).emit()
     return _Rows(g, name).emit()
 
 
@@ -861,6 +863,109 @@ class _Conv(_Emitter):
             return None
         self.values[x.name] = ("full", v)
         return v
+
+
+class _Pool(_Emitter):
+    """The pool form: max or average pooling (1-3 spatial dimensions, any window, stride,
+    padding and dilation for max), one program per `BLOCK` output elements, the window walked
+    by static loops; elementwise ops after it in the epilogue."""
+
+    def emit(self) -> Seed:
+        g = self.g
+        first = g.compute[0]
+        op, _ = canonical(first, g.traced)
+        if op not in POOLS:
+            raise g.fail(first, "frontend.op", "ops before the pooling are not fused into it yet")
+        pool = g.traced.module(first)
+        x_node = first.args[0]
+        src = self.tensor_source(x_node) if hasattr(x_node, "op") else None
+        xm, ym = (meta(x_node) if hasattr(x_node, "op") else None), meta(first)
+        if src is None or xm is None or ym is None or xm[1] != "float32":
+            raise g.fail(first, "frontend.operand", "the pooling's input must be a float32 input of forward")
+        sp = int(op[-2])
+        if len(xm[0]) != sp + 2 or getattr(pool, "ceil_mode", False) or getattr(pool, "return_indices", False):
+            raise g.fail(
+                first,
+                "frontend.op",
+                f"`{op}` on a {len(xm[0])}-D input, or with ceil_mode or indices: not translated yet",
+            )
+        avg = op.startswith("nn.Avg")
+
+        def per(v) -> tuple[int, ...]:
+            return tuple(int(t) for t in v) if isinstance(v, tuple | list) else (int(v),) * sp
+
+        ks = per(pool.kernel_size)
+        st = per(pool.stride if pool.stride is not None else pool.kernel_size)
+        pd = per(pool.padding)
+        dl = per(getattr(pool, "dilation", 1))
+        if avg and (not pool.count_include_pad and any(pd) or getattr(pool, "divisor_override", None)):
+            raise g.fail(first, "frontend.op", "average pooling without the padding counted is not translated yet")
+        self.shape = ym[0]
+        spatial = [f"S{i}" for i in range(sp)]
+        outs = [f"(({spatial[i]} + {2 * pd[i] - dl[i] * (ks[i] - 1) - 1}) / {st[i]} + 1)" for i in range(sp)]
+        x = self.arg(src[0], "f32", ["NB", "C", *spatial], "x")
+        body = ["  offs = program_id(0) * BLOCK + arange(0, BLOCK)", "  mask = offs < T"]
+        rest = "offs"
+        for i in range(sp - 1, -1, -1):
+            body.append(f"  od{i} = {outs[i]}")
+            body.append(f"  o{i} = {rest} % od{i}")
+            body.append(f"  q{i} = {rest} / od{i}")
+            rest = f"q{i}"
+        body += [f"  ch = {rest} % C", f"  nb = {rest} / C"]
+        body.append(f"  acc = full(f32[BLOCK], {'0.0' if avg else '-inf'})")
+        indent = "  "
+        for i in range(sp):
+            body.append(f"{indent}for tap{i} in 0 .. {ks[i]} {{")
+            indent += "  "
+        masks = ["mask"]
+        for i in range(sp):
+            body.append(f"{indent}pos{i} = o{i} * {st[i]} - {pd[i]} + tap{i} * {dl[i]}")
+            masks.append(f"pos{i} >= 0 & pos{i} < {spatial[i]}")
+        coords = ", ".join(["nb", "ch", *[f"pos{i}" for i in range(sp)]])
+        load = f"load({x.name}[{coords}], mask = {' & '.join(masks)}, other = {'0.0' if avg else '-inf'})"
+        body.append(f"{indent}acc = {'acc + ' + load if avg else 'maximum(acc, ' + load + ')'}")
+        for _ in range(sp):
+            indent = indent[:-2]
+            body.append(f"{indent}}}")
+        taps = 1
+        for k in ks:
+            taps *= k
+        self.lines = body
+        self.values[first.name] = ("full", self.var(f"acc / {taps}.0") if avg else "acc")
+        self.full_index = "offs"
+        for node in g.compute[1:]:
+            nop, args = canonical(node, g.traced)
+            expr = self.elementwise(node, nop, args, self._operand)
+            if expr is None:
+                raise g.fail(node, "frontend.op", f"`{nop}` after a pooling is not translated yet")
+            self.values[node.name] = ("full", self.var(expr))
+        (r,) = g.results()
+        kind, expr = self.values.get(r.name, ("", ""))
+        rm = meta(r)
+        if kind != "full" or rm is None or rm[0] != self.shape:
+            raise g.fail(r, "frontend.output", "the output is not the pooling's shape")
+        y = self.arg("outputs[0]", "f32", ["T"], "y", out=True)
+        self.lines.append(f"  store({y.name}[offs], {expr}, mask = mask)")
+        fits = [f"{spatial[i]} >= {dl[i] * (ks[i] - 1) + 1 - 2 * pd[i]}" for i in range(sp)]
+        where = ", ".join(["T == NB * C * " + " * ".join(outs), *fits])
+        args_sorted = [a for a in self.args if not a.out] + [a for a in self.args if a.out]
+        text = (
+            f"# pool seed of {g.file.name}, written by the frontend (agent/frontend)\n"
+            f"kernel {self.name}<BLOCK = 256>(\n"
+            + "".join(f"    {a.decl()},\n" for a in args_sorted)
+            + f")\n  where {where}\n  target sm_90 grid(cdiv(T, BLOCK)) warps(4)\n{{\n"
+            + "\n".join(self.lines)
+            + "\n}\n"
+        )
+        return Seed(self.name, "pool", text, args_sorted, {"bench": {"BLOCK": 256}}, self.notes)
+
+    def _operand(self, x) -> str | None:
+        s = self.scalar(x)
+        if s is not None:
+            return s
+        if hasattr(x, "op") and x.name in self.values:
+            return self.values[x.name][1]
+        return None
 
 
 def _dims(op: str, args: dict, rank: int) -> tuple[int, ...] | None:
