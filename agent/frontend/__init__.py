@@ -60,6 +60,9 @@ def seed_of(problem: str | Path) -> Made:
     shapes = {"bench": symbol_values(seed, traced), "test": symbol_values(seed, trace(task, scale))}
     if "where N <= BLOCK" in seed.text:  # a row in one tile: the test rows' width
         test["BLOCK"] = max(16, 1 << (shapes["test"]["N"] - 1).bit_length())
+    if "where R <= BLOCK" in seed.text:  # the reduced extent in one tile
+        test["BLOCK"] = max(16, 1 << (shapes["test"]["R"] - 1).bit_length())
+        test["BB"] = 16
     seed.params["test"] = test
     return Made(seed, task, None, scale, shapes)
 

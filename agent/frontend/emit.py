@@ -136,6 +136,9 @@ def make_seed(traced: Traced, name: str) -> Seed:
         return _Conv(g, name).emit()
     if first is not None and canonical(first, traced)[0] in POOLS:
         return _Pool(g, name).emit()
+    p = _middle(g)
+    if p is not None:
+        return _Cols(g, name, p).emit()
     return _Rows(g, name).emit()
 
 
@@ -331,6 +334,13 @@ class _Rows(_Emitter):
                 best = m[0]
         return best
 
+    e = ""  # after a reduction: nothing (a scalar per row); the cols form's `[None, :]`
+    count = "N"  # the reduced extent's symbol
+
+    def _expected(self, rank: int) -> tuple[int, ...]:
+        """The dimensions this form reduces (of a tensor of `rank` dimensions)."""
+        return tuple(range(rank - self.merge, rank)) if rank == len(self.main) else (rank - 1,)
+
     def _reduces(self, node) -> bool:
         op, _ = canonical(node, self.g.traced)
         return op in REDUCTIONS + ROW_TO_ROW
@@ -454,67 +464,67 @@ class _Rows(_Emitter):
             raise g.fail(node, "frontend.operand", f"`{op}` of a value that is not a row of the main shape")
         rank = len(m[0])
         dims = _dims(op, args, rank)
-        trailing = tuple(range(rank - self.merge, rank)) if rank == len(self.main) else (rank - 1,)
+        trailing = self._expected(rank)
         dim: Any = args.get("dim") if op != "layer_norm" else args.get("normalized_shape")
         if dims != trailing or self.form != "rows":
             raise g.fail(
                 node, "frontend.op", f"`{op}` over dim {dim!r}: the seed reduces along the last dimension(s) only",
                 "reductions over other dimensions (or all of them) are not translated yet",
             )  # fmt: skip
-        n = "cast<f32>(N)"
+        n = f"cast<f32>({self.count})"
         neutral = {"sum": "0.0", "mean": "0.0", "max": "-inf", "min": "inf", "prod": "1.0", "argmax": "-inf",
                    "argmin": "inf", "logsumexp": "-inf", "softmax": "-inf", "log_softmax": "-inf", "cumsum": "0.0",
                    "cumprod": "1.0"}.get(op, "0.0")  # fmt: skip
         masked = self.var(f"where(mask, {v}, {neutral})")
         if op in ("sum", "prod"):
-            out = ("row", self.var(f"{op}({masked}, axis = 0)"))
+            out = ("row", self.var(f"{op}({masked}, axis = 0){self.e}"))
         elif op == "mean":
-            out = ("row", self.var(f"sum({masked}, axis = 0) / {n}"))
+            out = ("row", self.var(f"sum({masked}, axis = 0){self.e} / {n}"))
         elif op in ("max", "min"):
-            val = self.var(f"{op}({masked}, axis = 0)")
+            val = self.var(f"{op}({masked}, axis = 0){self.e}")
             if node.op == "call_function" and "dim" in args or node.op == "call_method" and "dim" in args:
-                idx = self.var(f"cast<f32>(arg{op}({masked}, axis = 0))")
+                idx = self.var(f"cast<f32>(arg{op}({masked}, axis = 0){self.e})")
                 users = list(node.users)
                 if users and all(canonical(u, g.traced)[0] == "getitem" for u in users):
                     self.values[node.name] = ("pair", f"{val}|{idx}")
                     return
             out = ("row", val)
         elif op in ("argmax", "argmin"):
-            out = ("row", self.var(f"{op}({masked}, axis = 0)"))
+            out = ("row", self.var(f"{op}({masked}, axis = 0){self.e}"))
         elif op == "logsumexp":
-            mx = self.var(f"max({masked}, axis = 0)")
-            out = ("row", self.var(f"{mx} + log(sum(exp({masked} - {mx}), axis = 0))"))
+            mx = self.var(f"max({masked}, axis = 0){self.e}")
+            out = ("row", self.var(f"{mx} + log(sum(exp({masked} - {mx}), axis = 0){self.e})"))
         elif op in ("var", "std"):
-            mean = self.var(f"sum({masked}, axis = 0) / {n}")
+            mean = self.var(f"sum({masked}, axis = 0){self.e} / {n}")
             d = self.var(f"where(mask, {v} - {mean}, 0.0)")
             unbiased = args.get("unbiased", True)
             correction = args.get("correction", 1 if unbiased else 0)
             den = f"({n} - {literal(correction)})" if correction else n
-            var = self.var(f"sum({d} * {d}, axis = 0) / {den}")
+            var = self.var(f"sum({d} * {d}, axis = 0){self.e} / {den}")
             out = ("row", var if op == "var" else self.var(f"sqrt({var})"))
         elif op == "norm":
             p = args.get("p", 2)
             if p not in (2, 2.0, "fro", None):
                 raise g.fail(node, "frontend.op", f"`norm` with p = {p!r}: only the 2-norm is translated")
-            out = ("row", self.var(f"sqrt(sum({masked} * {masked}, axis = 0))"))
+            out = ("row", self.var(f"sqrt(sum({masked} * {masked}, axis = 0){self.e})"))
         elif op == "softmax":
-            e = self.var(f"exp({masked} - max({masked}, axis = 0))")
-            out = ("full", self.var(f"{e} / sum({e}, axis = 0)"))
+            e = self.var(f"exp({masked} - max({masked}, axis = 0){self.e})")
+            out = ("full", self.var(f"{e} / sum({e}, axis = 0){self.e}"))
         elif op == "log_softmax":
-            mx = self.var(f"max({masked}, axis = 0)")
-            out = ("full", self.var(f"{v} - {mx} - log(sum(exp({masked} - {mx}), axis = 0))"))
+            mx = self.var(f"max({masked}, axis = 0){self.e}")
+            out = ("full", self.var(f"{v} - {mx} - log(sum(exp({masked} - {mx}), axis = 0){self.e})"))
         elif op in ("cumsum", "cumprod"):
             out = ("full", self.var(f"{op}({masked}, axis = 0)"))
         elif op == "normalize":
             p, eps = args.get("p", 2.0), args.get("eps", 1e-12)
             if p not in (2, 2.0):
                 raise g.fail(node, "frontend.op", f"`normalize` with p = {p!r}: only p = 2 is translated")
-            nrm = self.var(f"sqrt(sum({masked} * {masked}, axis = 0))")
+            nrm = self.var(f"sqrt(sum({masked} * {masked}, axis = 0){self.e})")
             out = ("full", self.var(f"{v} / maximum({nrm}, {literal(eps)})"))
         else:  # layer_norm
-            mean = self.var(f"sum({masked}, axis = 0) / {n}")
+            mean = self.var(f"sum({masked}, axis = 0){self.e} / {n}")
             d = self.var(f"where(mask, {v} - {mean}, 0.0)")
-            rstd = self.var(f"rsqrt(sum({d} * {d}, axis = 0) / {n} + {literal(args.get('eps', 1e-5))})")
+            rstd = self.var(f"rsqrt(sum({d} * {d}, axis = 0){self.e} / {n} + {literal(args.get('eps', 1e-5))})")
             y = f"{d} * {rstd}"
             for key in ("weight", "bias"):
                 p = args.get(key)
@@ -966,6 +976,131 @@ class _Pool(_Emitter):
         if hasattr(x, "op") and x.name in self.values:
             return self.values[x.name][1]
         return None
+
+
+class _Cols(_Rows):
+    """The cols form: reductions along one dimension that is not the last (a softmax over the
+    channels of [B, C, L], a sum over the rows of a matrix). The tensors as views [lead..., R,
+    B] (the dimensions after the reduced one merged by the binding); a program per `BB` columns
+    of one lead position, the whole reduced extent in one tile of `BLOCK x BB`."""
+
+    e = "[None, :]"
+    count = "R"
+
+    def __init__(self, g: _Graph, name: str, p: int) -> None:
+        super().__init__(g, name)
+        self.p = p
+
+    def _expected(self, rank: int) -> tuple[int, ...]:
+        return (self.p,) if rank == len(self.main) else (-1,)
+
+    def _merged(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        if len(shape) != len(self.main) or self.p + 1 >= len(shape):
+            return shape
+        return (*shape[: self.p + 1], _numel(shape[self.p + 1 :]))
+
+    def emit(self) -> Seed:
+        g = self.g
+        main = self.main = self._main_shape()
+        p = self.p
+        self.merge = 1
+        self.shape = self._merged(main)
+        self.rank = len(self.shape)
+        self.form = "rows"
+        lead = [f"L{i}" for i in range(p)]
+        self.full_dims = [*lead, "R", "B"]
+        self.row_dims = [*lead, "B"]
+        body = ["  rr = arange(0, BLOCK)", "  bc = program_id(0) * BB + arange(0, BB)", "  rmask = rr < R",
+                "  bmask = bc < B", "  mask = rmask[:, None] & bmask[None, :]"]  # fmt: skip
+        index: list[str] = []
+        rest = "program_id(1)"
+        for i in range(len(lead) - 1, -1, -1):
+            if i == 0:
+                body.append(f"  lead{i} = {rest}")
+            else:
+                body.append(f"  lead{i} = {rest} % {lead[i]}")
+                body.append(f"  rest{i} = {rest} / {lead[i]}")
+                rest = f"rest{i}"
+            index.insert(0, f"lead{i}")
+        self.row_index = [*index, "bc[None, :]"]
+        self.full_index = ", ".join([*index, "rr[:, None]", "bc[None, :]"])
+        self.lines = body
+        for node in g.compute:
+            self._node(node)
+        stores = []
+        for i, r in enumerate(g.results()):
+            kind, expr = self.values[r.name]
+            _, dtype = meta(r)  # type: ignore[misc]
+            kdt = KIR_DTYPES.get(dtype, "f32")
+            value = expr if kdt == "f32" else f"cast<{kdt}>({expr})"
+            if kind == "full":
+                out = self.arg(f"outputs[{i}]", kdt, self.full_dims, "y" if i == 0 else f"y{i}", out=True)
+                stores.append(f"  store({out.name}[{self.full_index}], {value}, mask = mask)")
+            elif kind == "row":
+                out = self.arg(f"outputs[{i}]", kdt, self.row_dims, "y" if i == 0 else f"y{i}", out=True)
+                stores.append(f"  store({out.name}[{', '.join(self.row_index)}], {value}, mask = bmask[None, :])")
+            else:
+                raise g.fail(r, "frontend.output", "forward returns a value that does not depend on its inputs")
+        extent = self.shape[p]
+        if extent > 16384:
+            raise g.fail(
+                next(n for n in g.compute if self._reduces(n)), "frontend.shape",
+                f"a reduction over {extent} elements of a middle dimension: the seed holds them in one tile, at most 16384",
+            )  # fmt: skip
+        block = _next_pow2(extent)
+        bb = max(1, min(64, 8192 // block))
+        grid = "cdiv(B, BB)" + (f", {' * '.join(lead)}" if lead else "")
+        args = [a for a in self.args if not a.out] + [a for a in self.args if a.out]
+        text = (
+            f"# cols seed of {self.g.file.name}, written by the frontend (agent/frontend)\n"
+            f"kernel {self.name}<BLOCK = {block}, BB = {bb}>(\n"
+            + "".join(f"    {a.decl()},\n" for a in args)
+            + f")\n  where R <= BLOCK\n  target sm_90 grid({grid}) warps(4)\n{{\n"
+            + "\n".join(self.lines + stores)
+            + "\n}\n"
+        )
+        return Seed(self.name, "cols", text, args, {"bench": {"BLOCK": block, "BB": bb}}, self.notes)
+
+    def _operand(self, x) -> str | None:
+        s = self.scalar(x)
+        if s is not None:
+            return s
+        if not hasattr(x, "op"):
+            return None
+        if x.name in self.values:
+            return self.values[x.name][1]
+        src, m = self.tensor_source(x), meta(x)
+        if src is None or m is None or KIR_DTYPES.get(m[1]) is None:
+            return None
+        kdt = KIR_DTYPES[m[1]]
+        cast = (lambda e: e) if kdt == "f32" else (lambda e: f"cast<f32>({e})")
+        shape = self._merged(m[0])
+        if shape == self.shape:
+            a = self.arg(src[0], kdt, self.full_dims, src[1])
+            v = self.var(cast(f"load({a.name}[{self.full_index}], mask = mask)"), "x")
+        elif _numel(shape) == self.shape[self.p] and self.shape[self.p] in shape:
+            a = self.arg(src[0], kdt, ["R"], src[1])
+            v = self.var(cast(f"load({a.name}[rr], mask = rmask)[:, None]"), "w")
+        else:
+            return None
+        self.values[x.name] = ("full", v)
+        return v
+
+
+def _middle(g: _Graph) -> int | None:
+    """The one dimension, not the last, that every reduction of the graph takes, if there is one."""
+    found = set()
+    for node in g.compute:
+        op, args = canonical(node, g.traced)
+        x = args.get("input")
+        m = meta(x) if hasattr(x, "op") else None
+        if m is None or op not in REDUCTIONS + ROW_TO_ROW:
+            continue
+        dims = _dims(op, args, len(m[0]))
+        if dims is None or len(dims) != 1 or dims[0] == len(m[0]) - 1:
+            return None
+        found.add(dims[0])
+    return found.pop() if len(found) == 1 else None
 
 
 def _dims(op: str, args: dict, rank: int) -> tuple[int, ...] | None:

@@ -94,13 +94,31 @@ def test_a_strided_padded_convolution_with_its_bias_is_an_implicit_gemm_and_corr
 
 
 @pytest.mark.parametrize(
+    ("name", "form"),
+    [
+        ("softmax_04_softmax_dim1_3d.py", "cols"),
+        ("pooling_01_maxpool2d.py", "pool"),
+        ("norm_06_instancenorm2d.py", "rows"),
+    ],
+)
+def test_middle_dimension_reductions_pooling_and_trailing_reductions_are_correct(tmp_path, name, form):
+    made = seed_task(CORPUS / name, tmp_path / "task")
+    assert made.seed.form == form
+    record, _ = run_command(
+        str(tmp_path / "task" / "seed.kir"), str(tmp_path / "task"), "interp", "test", {}, [4], 300, None
+    )
+    assert record.ok, [d.render() for d in record.errors]
+
+
+@pytest.mark.parametrize(
     ("name", "line", "words"),
     [
         ("conv_07_conv_transpose2d.py", 22, "nn.ConvTranspose2d"),
         ("conv_05_depthwise_conv2d.py", 21, "grouped convolution"),
         ("fusion_04_matmul_dropout_softmax.py", 19, "random numbers"),
         ("loss_01_mse.py", 16, "scalar output"),
-        ("softmax_04_softmax_dim1_3d.py", 16, "over dim 1"),
+        ("norm_04_batchnorm1d.py", 16, "batch statistics"),
+        ("fusion_08_gemm_sigmoid_sum.py", 17, "second kernel"),
     ],
 )
 def test_what_is_not_translated_is_a_diagnostic_at_its_line(name, line, words):
