@@ -60,6 +60,8 @@ def seed_of(problem: str | Path) -> Made:
     shapes = {"bench": symbol_values(seed, traced), "test": symbol_values(seed, trace(task, scale))}
     if "where N <= BLOCK" in seed.text:  # a row in one tile: the test rows' width
         test["BLOCK"] = max(16, 1 << (shapes["test"]["N"] - 1).bit_length())
+    if "where N <= BN" in seed.text:  # whole rows of the product in a program
+        test["BN"] = max(16, 1 << (shapes["test"]["N"] - 1).bit_length())
     if "where R <= BLOCK" in seed.text:  # the reduced extent in one tile
         test["BLOCK"] = max(16, 1 << (shapes["test"]["R"] - 1).bit_length())
         test["BB"] = 16
@@ -126,7 +128,7 @@ def _test_scale(task: Task, seed: Seed) -> tuple[str, dict[str, int]]:
     if seed.form in ("flat", "pool"):
         test["BLOCK"] = 256
     elif seed.form == "gemm":
-        test.update(BM=32, BN=32, BK=16)
+        test.update(BM=16 if "where N <= BN" in seed.text else 32, BN=32, BK=16)
     return name, test
 
 

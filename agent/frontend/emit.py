@@ -232,7 +232,122 @@ def _ident(name: str) -> str:
     return out if out and not out[0].isdigit() else f"a_{out}"
 
 
-class _Rows(_Emitter):
+class _Reducing(_Emitter):
+    """Reductions and row ops of a tile along one of its axes (the rows form's 0, the gemm
+    form's 1 for whole rows of the product, the cols form's 0 with the result kept 2-D)."""
+
+    main: tuple[int, ...] = ()
+    merge = 1
+    form = "rows"
+
+    e = ""  # after a reduction: nothing (a scalar per row); the cols form's `[None, :]`
+    count = "N"  # the reduced extent's symbol
+    ax = 0  # the tile's axis that is reduced
+
+    def _vector(self, name: str) -> str:
+        """A load of a vector along the reduced dimension, shaped to the tile."""
+        return f"load({name}[cols], mask = mask)"
+
+    def _expected(self, rank: int) -> tuple[int, ...]:
+        """The dimensions this form reduces (of a tensor of `rank` dimensions)."""
+        return tuple(range(rank - self.merge, rank)) if rank == len(self.main) else (rank - 1,)
+
+    def _operand(self, x) -> str | None:  # pragma: no cover - each form reads its own
+        raise NotImplementedError
+
+    def _reduction(self, node, op: str, args: dict) -> None:
+        g = self.g
+        x = args.get("input")
+        v = self._operand(x)
+        m = meta(x) if hasattr(x, "op") else None
+        if v is None or m is None or self.values.get(getattr(x, "name", ""), ("", ""))[0] != "full":
+            raise g.fail(node, "frontend.operand", f"`{op}` of a value that is not a row of the main shape")
+        rank = len(m[0])
+        dims = _dims(op, args, rank)
+        trailing = self._expected(rank)
+        dim: Any = args.get("dim") if op != "layer_norm" else args.get("normalized_shape")
+        if dims != trailing or self.form != "rows":
+            raise g.fail(
+                node, "frontend.op", f"`{op}` over dim {dim!r}: the seed reduces along the last dimension(s) only",
+                "reductions over other dimensions (or all of them) are not translated yet",
+            )  # fmt: skip
+        n = f"cast<f32>({self.count})"
+        neutral = {"sum": "0.0", "mean": "0.0", "max": "-inf", "min": "inf", "prod": "1.0", "argmax": "-inf",
+                   "argmin": "inf", "logsumexp": "-inf", "softmax": "-inf", "log_softmax": "-inf", "cumsum": "0.0",
+                   "cumprod": "1.0"}.get(op, "0.0")  # fmt: skip
+        masked = self.var(f"where(mask, {v}, {neutral})")
+        if op in ("sum", "prod"):
+            out = ("row", self.var(f"{op}({masked}, axis = {self.ax}){self.e}"))
+        elif op == "mean":
+            out = ("row", self.var(f"sum({masked}, axis = {self.ax}){self.e} / {n}"))
+        elif op in ("max", "min"):
+            val = self.var(f"{op}({masked}, axis = {self.ax}){self.e}")
+            if node.op == "call_function" and "dim" in args or node.op == "call_method" and "dim" in args:
+                idx = self.var(f"cast<f32>(arg{op}({masked}, axis = {self.ax}){self.e})")
+                users = list(node.users)
+                if users and all(canonical(u, g.traced)[0] == "getitem" for u in users):
+                    self.values[node.name] = ("pair", f"{val}|{idx}")
+                    return
+            out = ("row", val)
+        elif op in ("argmax", "argmin"):
+            out = ("row", self.var(f"{op}({masked}, axis = {self.ax}){self.e}"))
+        elif op == "logsumexp":
+            mx = self.var(f"max({masked}, axis = {self.ax}){self.e}")
+            out = ("row", self.var(f"{mx} + log(sum(exp({masked} - {mx}), axis = {self.ax}){self.e})"))
+        elif op in ("var", "std"):
+            mean = self.var(f"sum({masked}, axis = {self.ax}){self.e} / {n}")
+            d = self.var(f"where(mask, {v} - {mean}, 0.0)")
+            unbiased = args.get("unbiased", True)
+            correction = args.get("correction", 1 if unbiased else 0)
+            den = f"({n} - {literal(correction)})" if correction else n
+            var = self.var(f"sum({d} * {d}, axis = {self.ax}){self.e} / {den}")
+            out = ("row", var if op == "var" else self.var(f"sqrt({var})"))
+        elif op == "norm":
+            p = args.get("p", 2)
+            if p not in (2, 2.0, "fro", None):
+                raise g.fail(node, "frontend.op", f"`norm` with p = {p!r}: only the 2-norm is translated")
+            out = ("row", self.var(f"sqrt(sum({masked} * {masked}, axis = {self.ax}){self.e})"))
+        elif op == "softmax":
+            e = self.var(f"exp({masked} - max({masked}, axis = {self.ax}){self.e})")
+            out = ("full", self.var(f"{e} / sum({e}, axis = {self.ax}){self.e}"))
+        elif op == "log_softmax":
+            mx = self.var(f"max({masked}, axis = {self.ax}){self.e}")
+            out = ("full", self.var(f"{v} - {mx} - log(sum(exp({masked} - {mx}), axis = {self.ax}){self.e})"))
+        elif op in ("cumsum", "cumprod"):
+            out = ("full", self.var(f"{op}({masked}, axis = {self.ax})"))
+        elif op == "normalize":
+            p, eps = args.get("p", 2.0), args.get("eps", 1e-12)
+            if p not in (2, 2.0):
+                raise g.fail(node, "frontend.op", f"`normalize` with p = {p!r}: only p = 2 is translated")
+            nrm = self.var(f"sqrt(sum({masked} * {masked}, axis = {self.ax}){self.e})")
+            out = ("full", self.var(f"{v} / maximum({nrm}, {literal(eps)})"))
+        else:  # layer_norm
+            mean = self.var(f"sum({masked}, axis = {self.ax}){self.e} / {n}")
+            d = self.var(f"where(mask, {v} - {mean}, 0.0)")
+            rstd = self.var(f"rsqrt(sum({d} * {d}, axis = {self.ax}){self.e} / {n} + {literal(args.get('eps', 1e-5))})")
+            y = f"{d} * {rstd}"
+            for key in ("weight", "bias"):
+                p = args.get(key)
+                if p is None:
+                    continue
+                if isinstance(p, str):  # an nn.LayerNorm's own parameter
+                    shape = tuple(self.g.traced.model.get_parameter(p).shape)
+                    a = self.arg(f"model.{p}", "f32", ["N"], key[0])
+                    w = self.var(self._vector(a.name), "w")
+                    del shape
+                else:
+                    read = self._operand(p)
+                    if read is None:
+                        raise g.fail(node, "frontend.operand", f"`layer_norm`'s {key} is not a vector this seed reads")
+                    w = read
+                y = f"({y}) * {w}" if key == "weight" else f"({y}) + {w}"
+            out = ("full", self.var(y))
+        if op in REDUCTIONS and args.get("keepdim"):
+            pass  # one value per row either way: the output's trailing 1 is merged by the binding
+        self.values[node.name] = out
+
+
+class _Rows(_Reducing):
     """The flat and rows forms."""
 
     def emit(self) -> Seed:
@@ -333,13 +448,6 @@ class _Rows(_Emitter):
             if m is not None and _numel(m[0]) > _numel(best):
                 best = m[0]
         return best
-
-    e = ""  # after a reduction: nothing (a scalar per row); the cols form's `[None, :]`
-    count = "N"  # the reduced extent's symbol
-
-    def _expected(self, rank: int) -> tuple[int, ...]:
-        """The dimensions this form reduces (of a tensor of `rank` dimensions)."""
-        return tuple(range(rank - self.merge, rank)) if rank == len(self.main) else (rank - 1,)
 
     def _reduces(self, node) -> bool:
         op, _ = canonical(node, self.g.traced)
@@ -455,100 +563,21 @@ class _Rows(_Emitter):
             node, "frontend.op", f"`{op}` is not translated yet", "the ops the frontend takes: docs/frontend.md"
         )
 
-    def _reduction(self, node, op: str, args: dict) -> None:
-        g = self.g
-        x = args.get("input")
-        v = self._operand(x)
-        m = meta(x) if hasattr(x, "op") else None
-        if v is None or m is None or self.values.get(getattr(x, "name", ""), ("", ""))[0] != "full":
-            raise g.fail(node, "frontend.operand", f"`{op}` of a value that is not a row of the main shape")
-        rank = len(m[0])
-        dims = _dims(op, args, rank)
-        trailing = self._expected(rank)
-        dim: Any = args.get("dim") if op != "layer_norm" else args.get("normalized_shape")
-        if dims != trailing or self.form != "rows":
-            raise g.fail(
-                node, "frontend.op", f"`{op}` over dim {dim!r}: the seed reduces along the last dimension(s) only",
-                "reductions over other dimensions (or all of them) are not translated yet",
-            )  # fmt: skip
-        n = f"cast<f32>({self.count})"
-        neutral = {"sum": "0.0", "mean": "0.0", "max": "-inf", "min": "inf", "prod": "1.0", "argmax": "-inf",
-                   "argmin": "inf", "logsumexp": "-inf", "softmax": "-inf", "log_softmax": "-inf", "cumsum": "0.0",
-                   "cumprod": "1.0"}.get(op, "0.0")  # fmt: skip
-        masked = self.var(f"where(mask, {v}, {neutral})")
-        if op in ("sum", "prod"):
-            out = ("row", self.var(f"{op}({masked}, axis = 0){self.e}"))
-        elif op == "mean":
-            out = ("row", self.var(f"sum({masked}, axis = 0){self.e} / {n}"))
-        elif op in ("max", "min"):
-            val = self.var(f"{op}({masked}, axis = 0){self.e}")
-            if node.op == "call_function" and "dim" in args or node.op == "call_method" and "dim" in args:
-                idx = self.var(f"cast<f32>(arg{op}({masked}, axis = 0){self.e})")
-                users = list(node.users)
-                if users and all(canonical(u, g.traced)[0] == "getitem" for u in users):
-                    self.values[node.name] = ("pair", f"{val}|{idx}")
-                    return
-            out = ("row", val)
-        elif op in ("argmax", "argmin"):
-            out = ("row", self.var(f"{op}({masked}, axis = 0){self.e}"))
-        elif op == "logsumexp":
-            mx = self.var(f"max({masked}, axis = 0){self.e}")
-            out = ("row", self.var(f"{mx} + log(sum(exp({masked} - {mx}), axis = 0){self.e})"))
-        elif op in ("var", "std"):
-            mean = self.var(f"sum({masked}, axis = 0){self.e} / {n}")
-            d = self.var(f"where(mask, {v} - {mean}, 0.0)")
-            unbiased = args.get("unbiased", True)
-            correction = args.get("correction", 1 if unbiased else 0)
-            den = f"({n} - {literal(correction)})" if correction else n
-            var = self.var(f"sum({d} * {d}, axis = 0){self.e} / {den}")
-            out = ("row", var if op == "var" else self.var(f"sqrt({var})"))
-        elif op == "norm":
-            p = args.get("p", 2)
-            if p not in (2, 2.0, "fro", None):
-                raise g.fail(node, "frontend.op", f"`norm` with p = {p!r}: only the 2-norm is translated")
-            out = ("row", self.var(f"sqrt(sum({masked} * {masked}, axis = 0){self.e})"))
-        elif op == "softmax":
-            e = self.var(f"exp({masked} - max({masked}, axis = 0){self.e})")
-            out = ("full", self.var(f"{e} / sum({e}, axis = 0){self.e}"))
-        elif op == "log_softmax":
-            mx = self.var(f"max({masked}, axis = 0){self.e}")
-            out = ("full", self.var(f"{v} - {mx} - log(sum(exp({masked} - {mx}), axis = 0){self.e})"))
-        elif op in ("cumsum", "cumprod"):
-            out = ("full", self.var(f"{op}({masked}, axis = 0)"))
-        elif op == "normalize":
-            p, eps = args.get("p", 2.0), args.get("eps", 1e-12)
-            if p not in (2, 2.0):
-                raise g.fail(node, "frontend.op", f"`normalize` with p = {p!r}: only p = 2 is translated")
-            nrm = self.var(f"sqrt(sum({masked} * {masked}, axis = 0){self.e})")
-            out = ("full", self.var(f"{v} / maximum({nrm}, {literal(eps)})"))
-        else:  # layer_norm
-            mean = self.var(f"sum({masked}, axis = 0){self.e} / {n}")
-            d = self.var(f"where(mask, {v} - {mean}, 0.0)")
-            rstd = self.var(f"rsqrt(sum({d} * {d}, axis = 0){self.e} / {n} + {literal(args.get('eps', 1e-5))})")
-            y = f"{d} * {rstd}"
-            for key in ("weight", "bias"):
-                p = args.get(key)
-                if p is None:
-                    continue
-                if isinstance(p, str):  # an nn.LayerNorm's own parameter
-                    shape = tuple(self.g.traced.model.get_parameter(p).shape)
-                    a = self.arg(f"model.{p}", "f32", ["N"], key[0])
-                    w = self.var(f"load({a.name}[cols], mask = mask)", "w")
-                    del shape
-                else:
-                    read = self._operand(p)
-                    if read is None:
-                        raise g.fail(node, "frontend.operand", f"`layer_norm`'s {key} is not a vector this seed reads")
-                    w = read
-                y = f"({y}) * {w}" if key == "weight" else f"({y}) + {w}"
-            out = ("full", self.var(y))
-        if op in REDUCTIONS and args.get("keepdim"):
-            pass  # one value per row either way: the output's trailing 1 is merged by the binding
-        self.values[node.name] = out
 
+class _Gemm(_Reducing):
+    """The gemm form: a (batched) matrix product and its elementwise epilogue; where the ops
+    after the product reduce along its rows (a LayerNorm, a softmax, a sum), a program holds
+    whole rows (`BN >= N`) and reduces them in the epilogue."""
 
-class _Gemm(_Emitter):
-    """The gemm form: a (batched) matrix product and its elementwise epilogue."""
+    e = "[:, None]"
+    count = "N"
+    ax = 1
+
+    def _expected(self, rank: int) -> tuple[int, ...]:
+        return (rank - 1,)
+
+    def _vector(self, name: str) -> str:
+        return f"load({name}[cols], mask = cmask)[None, :]"
 
     def emit(self) -> Seed:
         g = self.g
@@ -568,6 +597,10 @@ class _Gemm(_Emitter):
                 first, "frontend.shape", f"a matrix product giving shape {list(out_shape)}: 2-D and batched 3-D only"
             )
         self.shape = out_shape
+        self.main = out_shape
+        self.whole_rows = any(canonical(n, g.traced)[0] in REDUCTIONS + ROW_TO_ROW for n in g.compute if n is not first)
+        if self.whole_rows and batched:
+            raise g.fail(first, "frontend.op", "a reduction after a batched matrix product is not fused yet")
         a_node = args.get("input")
         b_node = args.get("other") if op == "matmul" else args.get("weight")
         a_src, a_t = self._operand_of(a_node)
@@ -639,22 +672,36 @@ class _Gemm(_Emitter):
         (r,) = results
         kind, expr = self.values.get(r.name, ("", ""))
         shape, dtype = meta(r)  # type: ignore[misc]
-        if kind != "full" or shape != out_shape:
-            raise g.fail(r, "frontend.output", "the output is not the matrix product's shape")
-        out = self.arg("outputs[0]", KIR_DTYPES.get(dtype, "f32"), [*lead, "M", "N"], "c", out=True)
-        value = expr if out.dtype == "f32" else f"cast<{out.dtype}>({expr})"
-        self.lines.append(f"  store({out.name}[{self.full_index}], {value}, mask = mask)")
+        kdt = KIR_DTYPES.get(dtype, "f32")
+        value = expr if kdt == "f32" else f"cast<{kdt}>({expr})"
+        if kind == "row" and self.whole_rows:
+            out = self.arg("outputs[0]", kdt, ["M"], "c", out=True)
+            self.lines.append(f"  store({out.name}[rows[:, None]], {value}, mask = rmask[:, None])")
+        elif kind == "full" and shape == out_shape:
+            out = self.arg("outputs[0]", kdt, [*lead, "M", "N"], "c", out=True)
+            self.lines.append(f"  store({out.name}[{self.full_index}], {value}, mask = mask)")
+        else:
+            raise g.fail(r, "frontend.output", "the output is not the matrix product's shape, nor one value per row")
         grid = "cdiv(M, BM), cdiv(N, BN)" + (", BT" if batched else "")
         args_sorted = [x for x in self.args if not x.out] + [x for x in self.args if x.out]
+        params = {"BM": 64, "BN": 64, "BK": 32}
+        where = ""
+        if self.whole_rows:  # whole rows in a program: the row reductions in the epilogue
+            if out_shape[-1] > 4096:
+                raise g.fail(
+                    first, "frontend.shape", f"rows of {out_shape[-1]} after a matrix product: at most 4096 are fused"
+                )
+            params = {"BM": 16, "BN": _next_pow2(out_shape[-1]), "BK": 32}
+            where = "\n  where N <= BN"
         text = (
             f"# gemm seed of {g.file.name}, written by the frontend (agent/frontend)\n"
-            f"kernel {self.name}<BM = 64, BN = 64, BK = 32>(\n"
+            f"kernel {self.name}<BM = {params['BM']}, BN = {params['BN']}, BK = {params['BK']}>(\n"
             + "".join(f"    {x.decl()},\n" for x in args_sorted)
-            + f")\n  target sm_90 grid({grid}) warps(4)\n{{\n"
+            + f"){where}\n  target sm_90 grid({grid}) warps({8 if self.whole_rows else 4})\n{{\n"
             + "\n".join(self.lines)
             + "\n}\n"
         )
-        return Seed(self.name, "gemm", text, args_sorted, {"bench": {"BM": 64, "BN": 64, "BK": 32}}, self.notes)
+        return Seed(self.name, "gemm", text, args_sorted, {"bench": params}, self.notes)
 
     def _operand_of(self, node) -> tuple[tuple[str, str] | None, bool]:
         """(binding, transposed) of a matrix product's operand: an input or a parameter, or its
@@ -720,12 +767,14 @@ class _Gemm(_Emitter):
         if op in ("identity", "contiguous") or (op == "dropout" and (not args.get("training", True) or _p(args) == 0)):
             self.values[node.name] = self.values[getattr(x, "name", "")]
             return
+        if op in REDUCTIONS + ROW_TO_ROW:
+            self._reduction(node, op, args)
+            return
         expr = self.elementwise(node, op, args, self._operand)
         if expr is None:
-            if op in REDUCTIONS + ROW_TO_ROW:
-                raise g.fail(node, "frontend.op", f"`{op}` after a matrix product is not fused yet (a second kernel)")
             raise g.fail(node, "frontend.op", f"`{op}` in a matrix product's epilogue is not translated yet")
-        self.values[node.name] = ("full", self.var(expr))
+        kinds = {self.values[a.name][0] for a in node.all_input_nodes if a.name in self.values}
+        self.values[node.name] = ("full" if "full" in kinds or not kinds else "row", self.var(expr))
 
 
 class _Conv(_Emitter):

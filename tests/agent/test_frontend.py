@@ -118,7 +118,7 @@ def test_middle_dimension_reductions_pooling_and_trailing_reductions_are_correct
         ("fusion_04_matmul_dropout_softmax.py", 19, "random numbers"),
         ("loss_01_mse.py", 16, "scalar output"),
         ("norm_04_batchnorm1d.py", 16, "batch statistics"),
-        ("fusion_08_gemm_sigmoid_sum.py", 17, "second kernel"),
+        ("fusion_06_conv2d_batchnorm_relu.py", 22, "batch statistics"),
     ],
 )
 def test_what_is_not_translated_is_a_diagnostic_at_its_line(name, line, words):
