@@ -27,7 +27,8 @@ from agent.frontend.trace import FrontendError, Traced, error, meta
 
 KIR_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64",
               "int32": "i32", "bool": "i1", "int8": "i8", "uint8": "u8"}  # fmt: skip
-REDUCTIONS = ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "logsumexp", "var", "std", "norm")
+REDUCTIONS = ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "logsumexp", "var", "std", "norm",
+              "cosine_similarity")  # fmt: skip
 ROW_TO_ROW = ("softmax", "log_softmax", "cumsum", "cumprod", "layer_norm", "normalize")
 MATMULS = ("matmul", "linear")
 CONVS = ("nn.Conv1d", "nn.Conv2d", "nn.Conv3d")
@@ -40,10 +41,16 @@ NOT_YET = {
     "nn.BatchNorm1d": "batch statistics", "nn.BatchNorm2d": "batch statistics", "batch_norm": "batch statistics",
     "nn.GroupNorm": "group statistics", "group_norm": "group statistics",
     "nn.InstanceNorm2d": "instance statistics", "instance_norm": "instance statistics",
-    "mse_loss": "a scalar output", "cross_entropy": "a scalar output", "smooth_l1_loss": "a scalar output",
-    "kl_div": "a scalar output", "huber_loss": "a scalar output", "l1_loss": "a scalar output",
     "nll_loss": "a scalar output",
 }  # fmt: skip
+# losses to a scalar: the elementwise term of two tensors a, b of one shape (written in {a}, {b})
+LOSSES = {
+    "mse_loss": "({a} - {b}) * ({a} - {b})",
+    "l1_loss": "abs({a} - {b})",
+    "smooth_l1_loss": "where(abs({a} - {b}) < {beta}, 0.5 * ({a} - {b}) * ({a} - {b}) / {beta}, abs({a} - {b}) - 0.5 * {beta})",
+    "huber_loss": "where(abs({a} - {b}) <= {delta}, 0.5 * ({a} - {b}) * ({a} - {b}), {delta} * (abs({a} - {b}) - 0.5 * {delta}))",
+    "kl_div": "where({b} > 0.0, {b} * (log({b}) - {a}), 0.0)",
+}
 
 
 @dataclass
@@ -122,12 +129,8 @@ def make_seed(traced: Traced, name: str) -> Seed:
     for r in results:
         if not hasattr(r, "op"):
             raise g.fail(None, "frontend.output", f"forward returns {r!r}, not a tensor")
-        m = meta(r)
-        if m is None or len(m[0]) == 0:
-            raise g.fail(
-                r, "frontend.output", "forward returns a scalar (0-dimensional) tensor: KIR kernels write tensors only",
-                "scalar outputs (losses) are not in the language yet",
-            )  # fmt: skip
+        if meta(r) is None:
+            raise g.fail(r, "frontend.output", "forward returns something that is not one tensor")
     skip = ("identity", "dropout", "contiguous", "getattr", "t", "transpose")
     first = next((n for n in g.compute if canonical(n, traced)[0] not in skip), None)
     if first is not None and canonical(first, traced)[0] in MATMULS:
@@ -302,6 +305,15 @@ class _Reducing(_Emitter):
             den = f"({n} - {literal(correction)})" if correction else n
             var = self.var(f"sum({d} * {d}, axis = {self.ax}){self.e} / {den}")
             out = ("row", var if op == "var" else self.var(f"sqrt({var})"))
+        elif op == "cosine_similarity":
+            other = self._operand(args.get("other"))
+            if other is None:
+                raise g.fail(node, "frontend.operand", "`cosine_similarity` of a tensor this seed does not read")
+            eps = literal(args.get("eps", 1e-8))
+            o = self.var(f"where(mask, {other}, 0.0)")
+            n1 = self.var(f"maximum(sqrt(sum({masked} * {masked}, axis = {self.ax}){self.e}), {eps})")
+            n2 = self.var(f"maximum(sqrt(sum({o} * {o}, axis = {self.ax}){self.e}), {eps})")
+            out = ("row", self.var(f"sum({masked} * {o}, axis = {self.ax}){self.e} / ({n1} * {n2})"))
         elif op == "norm":
             p = args.get("p", 2)
             if p not in (2, 2.0, "fro", None):
@@ -359,7 +371,7 @@ class _Rows(_Reducing):
         self.merge = self._trailing(len(main))
         self.shape = self._merged(main)
         self.rank = len(self.shape)
-        reduces = any(self._reduces(n) for n in g.compute)
+        reduces = any(self._reduces(n) or self._all(n) for n in g.compute)
         vectors = any(self._broadcasts(n) for n in g.compute)
         self.form = "rows" if (reduces or vectors) else "flat"
         if self.form == "rows" and self.rank < 2:
@@ -403,11 +415,29 @@ class _Rows(_Reducing):
                 self.row_index = index
             self.full_index = ", ".join([*self.row_index, "cols"])
         self.lines = body
+        self.totals: list[tuple[str, str, str]] = []
+        if self.form == "rows" and any(self._all(n) for n in g.compute):  # a loss: one program over the rows
+            self.lines = ["  cols = arange(0, BLOCK)", "  mask = cols < N"]
+            self.row_index = ["row"]
+            self.full_index = "row, cols"
+            grid = "1"
         for node in g.compute:
             self._node(node)
         stores = []
+        if self.totals:
+            head, rows = self.lines[:2], self.lines[2:]
+            self.lines = head + [f"  {t} = 0.0" for t, _, _ in self.totals] + ["  for row in 0 .. M {"]
+            self.lines += ["  " + line for line in rows]
+            self.lines += [f"    {t} = {t} + {part}" for t, part, _ in self.totals] + ["  }"]
         for i, r in enumerate(g.results()):
             kind, expr = self.values[r.name]
+            if kind == "total":
+                _, _, count = next(x for x in self.totals if x[0] == expr)
+                out = self.arg(f"outputs[{i}]", "f32", ["1"], "y" if i == 0 else f"y{i}", out=True)
+                stores.append(f"  store({out.name}[0], {expr} / ({count}))")
+                continue
+            if self.totals:
+                raise g.fail(r, "frontend.output", "a loss's seed writes the loss alone")
             shape, dtype = meta(r)  # type: ignore[misc]
             kdt = KIR_DTYPES.get(dtype, "f32")
             value = expr if kdt == "f32" or kind == "const" else f"cast<{kdt}>({expr})"
@@ -452,6 +482,11 @@ class _Rows(_Reducing):
     def _reduces(self, node) -> bool:
         op, _ = canonical(node, self.g.traced)
         return op in REDUCTIONS + ROW_TO_ROW
+
+    def _all(self, node) -> bool:
+        """A reduction of everything: a loss, or `sum`/`mean` without a dimension."""
+        op, args = canonical(node, self.g.traced)
+        return op in LOSSES or op == "cross_entropy" or (op in ("sum", "mean") and args.get("dim") is None)
 
     def _trailing(self, rank: int) -> int:
         """How many trailing dimensions the graph's reductions take together (1 when they take
@@ -531,6 +566,9 @@ class _Rows(_Reducing):
                 raise g.fail(node, "frontend.operand", f"`{op}` of a value this seed cannot read")
             self.values[node.name] = self.values.get(getattr(x, "name", ""), ("full", v))
             return
+        if op in LOSSES or op == "cross_entropy" or (op in ("sum", "mean") and args.get("dim") is None):
+            self._total(node, op, args)
+            return
         if op in REDUCTIONS + ROW_TO_ROW:
             self._reduction(node, op, args)
             return
@@ -549,6 +587,64 @@ class _Rows(_Reducing):
         kinds = {self.values[a.name][0] for a in node.all_input_nodes if a.name in self.values}
         kind = "full" if "full" in kinds else ("row" if "row" in kinds else "full")
         self.values[node.name] = (kind, self.var(expr))
+
+    def _total(self, node, op: str, args: dict) -> None:
+        """A reduction of everything to one value (a loss, `mean()`): the kernel becomes one
+        program looping over the rows, the value a sum carried by the loop (`self.totals`)."""
+        g = self.g
+        if self.rank != 2 or self.merge != 1:
+            raise g.fail(
+                node, "frontend.shape", f"`{op}` over a {len(self.main)}-D tensor: the loss seed takes matrices"
+            )
+        reduction = args.get("reduction", "mean") if op != "sum" else "sum"
+        if op in LOSSES:
+            a, b = (
+                self._operand(args.get("input")),
+                self._operand(args.get("target", args.get("other", args.get("arg1")))),
+            )
+            if a is None or b is None:
+                raise g.fail(node, "frontend.operand", f"`{op}` of tensors this seed does not read")
+            term = LOSSES[op].format(
+                a=a, b=b, beta=literal(args.get("beta", 1.0)), delta=literal(args.get("delta", 1.0))
+            )
+            if op == "kl_div" and args.get("log_target"):
+                term = f"exp({b}) * ({b} - {a})"
+            part = f"sum(where(mask, {term}, 0.0), axis = 0)"
+            count = {"mean": "cast<f32>(M) * cast<f32>(N)", "sum": "1.0", "batchmean": "cast<f32>(M)"}.get(reduction)
+        elif op == "cross_entropy":
+            logits, target = args.get("input"), args.get("target", args.get("arg1"))
+            v = self._operand(logits)
+            tm = meta(target) if hasattr(target, "op") else None
+            src = self.tensor_source(target) if hasattr(target, "op") else None
+            if v is None or tm is None or src is None or tm[1] != "int64" or args.get("weight") is not None:
+                raise g.fail(
+                    node, "frontend.operand", "`cross_entropy` of logits and int64 class indices (no weights) only"
+                )
+            if args.get("label_smoothing", 0.0) or args.get("ignore_index", -100) != -100:
+                raise g.fail(
+                    node, "frontend.op", "`cross_entropy` with label smoothing or ignore_index is not translated"
+                )
+            t = self.arg(src[0], "i64", ["M"], src[1])
+            lg = self.by_source[f"{self.tensor_source(logits)[0]}{self.full_dims}"]  # type: ignore[index]
+            masked = self.var(f"where(mask, {v}, -inf)")
+            mx = self.var(f"max({masked}, axis = 0)")
+            picked = self.var(f"load({lg.name}[row, cast<i32>(load({t.name}[row]))])")
+            part = f"{mx} + log(sum(exp({masked} - {mx}), axis = 0)) - {picked}"
+            count = {"mean": "cast<f32>(M)", "sum": "1.0"}.get(reduction)
+        else:  # mean or sum of everything
+            x = args.get("input")
+            v = self._operand(x)
+            kind = self.values.get(getattr(x, "name", ""), ("", ""))[0]
+            if v is None or kind not in ("full", "row"):
+                raise g.fail(node, "frontend.operand", f"`{op}` of a value this seed does not compute")
+            part = f"sum(where(mask, {v}, 0.0), axis = 0)" if kind == "full" else v
+            n = "cast<f32>(M) * cast<f32>(N)" if kind == "full" else "cast<f32>(M)"
+            count = n if op == "mean" else "1.0"
+        if count is None:
+            raise g.fail(node, "frontend.op", f"`{op}` with reduction = {reduction!r} is not translated")
+        total = f"total{len(self.totals)}"
+        self.totals.append((total, part, count))
+        self.values[node.name] = ("total", total)
 
     def _unknown(self, node, op: str, args: dict) -> FrontendError:
         for x in node.all_input_nodes:
@@ -1074,11 +1170,29 @@ class _Cols(_Rows):
         self.row_index = [*index, "bc[None, :]"]
         self.full_index = ", ".join([*index, "rr[:, None]", "bc[None, :]"])
         self.lines = body
+        self.totals: list[tuple[str, str, str]] = []
+        if self.form == "rows" and any(self._all(n) for n in g.compute):  # a loss: one program over the rows
+            self.lines = ["  cols = arange(0, BLOCK)", "  mask = cols < N"]
+            self.row_index = ["row"]
+            self.full_index = "row, cols"
+            grid = "1"
         for node in g.compute:
             self._node(node)
         stores = []
+        if self.totals:
+            head, rows = self.lines[:2], self.lines[2:]
+            self.lines = head + [f"  {t} = 0.0" for t, _, _ in self.totals] + ["  for row in 0 .. M {"]
+            self.lines += ["  " + line for line in rows]
+            self.lines += [f"    {t} = {t} + {part}" for t, part, _ in self.totals] + ["  }"]
         for i, r in enumerate(g.results()):
             kind, expr = self.values[r.name]
+            if kind == "total":
+                _, _, count = next(x for x in self.totals if x[0] == expr)
+                out = self.arg(f"outputs[{i}]", "f32", ["1"], "y" if i == 0 else f"y{i}", out=True)
+                stores.append(f"  store({out.name}[0], {expr} / ({count}))")
+                continue
+            if self.totals:
+                raise g.fail(r, "frontend.output", "a loss's seed writes the loss alone")
             _, dtype = meta(r)  # type: ignore[misc]
             kdt = KIR_DTYPES.get(dtype, "f32")
             value = expr if kdt == "f32" else f"cast<{kdt}>({expr})"
@@ -1160,7 +1274,7 @@ def _dims(op: str, args: dict, rank: int) -> tuple[int, ...] | None:
         return tuple(range(rank - len(shape), rank)) if shape else None
     if op not in REDUCTIONS + ROW_TO_ROW:
         return None
-    dim = args.get("dim", None if op in REDUCTIONS else -1)
+    dim = args.get("dim", 1 if op == "cosine_similarity" else None if op in REDUCTIONS else -1)
     if dim is None:
         return None
     dims = tuple(dim) if isinstance(dim, tuple | list) else (dim,)

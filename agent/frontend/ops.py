@@ -78,6 +78,13 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "linear": ("input", "weight", "bias"),
     "matmul": ("input", "other"),
     "getitem": ("input", "index"),
+    "cosine_similarity": ("input", "other", "dim", "eps"),
+    "mse_loss": ("input", "target", "size_average", "reduce", "reduction"),
+    "l1_loss": ("input", "target", "size_average", "reduce", "reduction"),
+    "smooth_l1_loss": ("input", "target", "size_average", "reduce", "reduction", "beta"),
+    "huber_loss": ("input", "target", "reduction", "delta"),
+    "kl_div": ("input", "target", "size_average", "reduce", "reduction", "log_target"),
+    "cross_entropy": ("input", "target", "weight", "size_average", "ignore_index", "reduce", "reduction"),
     "dropout": ("input", "p", "training"),
     "transpose": ("input", "dim0", "dim1"),
 }

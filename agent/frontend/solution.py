@@ -50,6 +50,8 @@ except ImportError:
 def _view(t, rank):
     """A tensor as a kernel argument of `rank` dimensions: its trailing dimensions merged."""
     t = t.contiguous()
+    if t.dim() == 0 and rank == 1:
+        return t.reshape(1)  # a scalar output: a 1-element view
     return t.flatten(rank - 1) if 0 < rank < t.dim() else t
 
 

@@ -119,6 +119,8 @@ def bind(program: Program, task, inputs: list, outputs: list, model) -> dict[str
                 program, name, f"`{name}` is declared {arg.dtype.data} but the task's tensor is {t.dtype}"
             )
         rank = len(shape_of(arg))
+        if t.dim() == 0 and rank == 1:
+            t = result[name] = t.reshape(1)  # a scalar output (a loss) as a 1-element argument: a view
         if 0 < rank < t.dim() and t.is_contiguous():
             # a contiguous tensor binds to an argument of lower rank as the view that merges its
             # trailing dimensions (w [C, C, KW] as w [C, C * KW]): the same memory, no copy

@@ -116,7 +116,7 @@ def test_middle_dimension_reductions_pooling_and_trailing_reductions_are_correct
         ("conv_07_conv_transpose2d.py", 22, "nn.ConvTranspose2d"),
         ("conv_05_depthwise_conv2d.py", 21, "grouped convolution"),
         ("fusion_04_matmul_dropout_softmax.py", 19, "random numbers"),
-        ("loss_01_mse.py", 16, "scalar output"),
+        ("norm_03_groupnorm.py", 20, "group statistics"),
         ("norm_04_batchnorm1d.py", 16, "batch statistics"),
         ("fusion_06_conv2d_batchnorm_relu.py", 22, "batch statistics"),
     ],
@@ -191,6 +191,17 @@ def test_a_solution_passes_the_harness_and_a_wrong_kernel_does_not(tmp_path):
     bad = write_solution(made.task, wrong, prob, tmp_path / "bad.py")
     record = run_job({**job, "candidate": {"kind": "python", "file": str(bad)}}, timeout=300)
     assert not record["ok"] and record["stage"] == "correctness", record
+
+
+def test_a_loss_is_one_program_over_the_rows_and_its_solution_writes_a_scalar(tmp_path):
+    prob = CORPUS / "loss_03_smooth_l1.py"
+    made = seed_task(prob, tmp_path / "task")
+    assert "grid(1)" in made.seed.text and "for row in 0 .. M" in made.seed.text
+    program = parse((tmp_path / "task" / "seed.kir").read_text()).with_params(**made.seed.params["test"])
+    solution = write_solution(made.task, program, prob, tmp_path / "solution.py")
+    job = {"task": str(tmp_path / "task"), "candidate": {"kind": "python", "file": str(solution)}, "preset": "test"}
+    record = run_job(job, timeout=300)
+    assert record["ok"] and record["stage"] == "done", record
 
 
 def test_kir_solve_writes_a_checked_solution(tmp_path):
