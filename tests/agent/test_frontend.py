@@ -99,6 +99,8 @@ def test_a_strided_padded_convolution_with_its_bias_is_an_implicit_gemm_and_corr
         ("softmax_04_softmax_dim1_3d.py", "cols"),
         ("pooling_01_maxpool2d.py", "pool"),
         ("norm_06_instancenorm2d.py", "rows"),
+        ("fusion_07_linear_layernorm.py", "gemm"),
+        ("loss_02_cross_entropy.py", "rows"),
     ],
 )
 def test_middle_dimension_reductions_pooling_and_trailing_reductions_are_correct(tmp_path, name, form):
