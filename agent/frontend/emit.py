@@ -160,6 +160,7 @@ class _Emitter:
         self.by_source: dict[str, Arg] = {}
         self.lines: list[str] = []
         self.values: dict[str, tuple[str, str]] = {}  # node name -> (kind, KIR expression or variable)
+        self.flipped: set[str] = set()  # rows held in reversed order (`flip` of the last dimension)
         self.notes: list[str] = []
         self._n = 0
 
@@ -278,6 +279,9 @@ class _Reducing(_Emitter):
         neutral = {"sum": "0.0", "mean": "0.0", "max": "-inf", "min": "inf", "prod": "1.0", "argmax": "-inf",
                    "argmin": "inf", "logsumexp": "-inf", "softmax": "-inf", "log_softmax": "-inf", "cumsum": "0.0",
                    "cumprod": "1.0"}.get(op, "0.0")  # fmt: skip
+        flipped = getattr(x, "name", "") in self.flipped
+        if flipped and op not in REDUCTIONS + ("cumsum", "cumprod"):
+            raise g.fail(node, "frontend.op", f"`{op}` of a flipped row is not translated yet")
         masked = self.var(f"where(mask, {v}, {neutral})")
         if op in ("sum", "prod"):
             out = ("row", self.var(f"{op}({masked}, axis = {self.ax}){self.e}"))
@@ -326,7 +330,9 @@ class _Reducing(_Emitter):
             mx = self.var(f"max({masked}, axis = {self.ax}){self.e}")
             out = ("full", self.var(f"{v} - {mx} - log(sum(exp({masked} - {mx}), axis = {self.ax}){self.e})"))
         elif op in ("cumsum", "cumprod"):
-            out = ("full", self.var(f"{op}({masked}, axis = {self.ax})"))
+            out = ("full", self.var(f"{op}({masked}, axis = {self.ax}{', reverse = 1' if flipped else ''})"))
+            if flipped:
+                self.flipped.add(node.name)
         elif op == "normalize":
             p, eps = args.get("p", 2.0), args.get("eps", 1e-12)
             if p not in (2, 2.0):
@@ -443,7 +449,10 @@ class _Rows(_Reducing):
             value = expr if kdt == "f32" or kind == "const" else f"cast<{kdt}>({expr})"
             if kind == "full":
                 out = self.arg(f"outputs[{i}]", kdt, self.full_dims, "y" if i == 0 else f"y{i}", out=True)
-                stores.append(f"  store({out.name}[{self.full_index}], {value}, mask = mask)")
+                at = self.full_index
+                if r.name in self.flipped:  # a reversed row goes back in memory order
+                    at = at.removesuffix("cols") + "N - 1 - cols"
+                stores.append(f"  store({out.name}[{at}], {value}, mask = mask)")
             elif kind == "row":
                 out = self.arg(f"outputs[{i}]", kdt, self.row_dims, "y" if i == 0 else f"y{i}", out=True)
                 stores.append(f"  store({out.name}[{', '.join(self.row_index)}], {value})")
@@ -569,6 +578,17 @@ class _Rows(_Reducing):
         if op in LOSSES or op == "cross_entropy" or (op in ("sum", "mean") and args.get("dim") is None):
             self._total(node, op, args)
             return
+        if op == "flip":  # the last dimension reversed: the same registers, read in the other order
+            dims = args.get("dims")
+            dims = tuple(dims) if isinstance(dims, tuple | list) else (dims,)
+            m = meta(x) if hasattr(x, "op") else None
+            v = self._operand(x)
+            if v is None or m is None or [d % len(m[0]) for d in dims] != [len(m[0]) - 1] or self.form != "rows":
+                raise g.fail(node, "frontend.op", "`flip` of a value this seed reads, along the last dimension only")
+            self.values[node.name] = self.values[getattr(x, "name", "")]
+            if getattr(x, "name", "") not in self.flipped:
+                self.flipped.add(node.name)
+            return
         if op in REDUCTIONS + ROW_TO_ROW:
             self._reduction(node, op, args)
             return
@@ -586,6 +606,11 @@ class _Rows(_Reducing):
             raise self._unknown(node, op, args)
         kinds = {self.values[a.name][0] for a in node.all_input_nodes if a.name in self.values}
         kind = "full" if "full" in kinds else ("row" if "row" in kinds else "full")
+        full = [a.name for a in node.all_input_nodes if self.values.get(a.name, ("",))[0] == "full"]
+        if len({n in self.flipped for n in full}) > 1:
+            raise g.fail(node, "frontend.op", f"`{op}` of a flipped and an unflipped row: not translated yet")
+        if full and full[0] in self.flipped:
+            self.flipped.add(node.name)
         self.values[node.name] = (kind, self.var(expr))
 
     def _total(self, node, op: str, args: dict) -> None:

@@ -78,6 +78,7 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "linear": ("input", "weight", "bias"),
     "matmul": ("input", "other"),
     "getitem": ("input", "index"),
+    "flip": ("input", "dims"),
     "cosine_similarity": ("input", "other", "dim", "eps"),
     "mse_loss": ("input", "target", "size_average", "reduce", "reduction"),
     "l1_loss": ("input", "target", "size_average", "reduce", "reduction"),
