@@ -29,7 +29,7 @@ KIR_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64":
               "int32": "i32", "bool": "i1", "int8": "i8", "uint8": "u8"}  # fmt: skip
 REDUCTIONS = ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "logsumexp", "var", "std", "norm",
               "cosine_similarity")  # fmt: skip
-ROW_TO_ROW = ("softmax", "log_softmax", "cumsum", "cumprod", "layer_norm", "normalize")
+ROW_TO_ROW = ("softmax", "log_softmax", "cumsum", "cumprod", "layer_norm", "normalize", "batch_norm")
 MATMULS = ("matmul", "linear")
 CONVS = ("nn.Conv1d", "nn.Conv2d", "nn.Conv3d")
 POOLS = ("nn.MaxPool1d", "nn.MaxPool2d", "nn.MaxPool3d", "nn.AvgPool1d", "nn.AvgPool2d", "nn.AvgPool3d")
@@ -38,7 +38,7 @@ NOT_YET = {
     "conv_transpose1d": "convolution", "conv_transpose2d": "convolution", "conv_transpose3d": "convolution",
     "nn.ConvTranspose1d": "convolution", "nn.ConvTranspose2d": "convolution", "nn.ConvTranspose3d": "convolution",
     "nn.AdaptiveAvgPool2d": "pooling", "max_pool2d": "pooling", "avg_pool2d": "pooling",
-    "nn.BatchNorm1d": "batch statistics", "nn.BatchNorm2d": "batch statistics", "batch_norm": "batch statistics",
+"nn.BatchNorm2d": "batch statistics",
     "nn.GroupNorm": "group statistics", "group_norm": "group statistics",
     "nn.InstanceNorm2d": "instance statistics", "instance_norm": "instance statistics",
     "nll_loss": "a scalar output",
@@ -252,6 +252,10 @@ class _Reducing(_Emitter):
         """A load of a vector along the reduced dimension, shaped to the tile."""
         return f"load({name}[cols], mask = mask)"
 
+    def _across(self, name: str) -> str:  # pragma: no cover - the cols form's
+        """A load of a vector across the reduced dimension (one value per column)."""
+        raise NotImplementedError
+
     def _expected(self, rank: int) -> tuple[int, ...]:
         """The dimensions this form reduces (of a tensor of `rank` dimensions)."""
         return tuple(range(rank - self.merge, rank)) if rank == len(self.main) else (rank - 1,)
@@ -339,6 +343,18 @@ class _Reducing(_Emitter):
                 raise g.fail(node, "frontend.op", f"`normalize` with p = {p!r}: only p = 2 is translated")
             nrm = self.var(f"sqrt(sum({masked} * {masked}, axis = {self.ax}){self.e})")
             out = ("full", self.var(f"{v} / maximum({nrm}, {literal(eps)})"))
+        elif op == "batch_norm":  # training mode: the batch's statistics of each feature (the cols form)
+            mean = self.var(f"sum({masked}, axis = {self.ax}){self.e} / {n}")
+            d = self.var(f"where(mask, {v} - {mean}, 0.0)")
+            rstd = self.var(f"rsqrt(sum({d} * {d}, axis = {self.ax}){self.e} / {n} + {literal(args.get('eps', 1e-5))})")
+            y = f"{d} * {rstd}"
+            for key in ("weight", "bias"):
+                p = args.get(key)
+                if isinstance(p, str):
+                    a = self.arg(f"model.{p}", "f32", ["B"], key[0])
+                    w = self.var(self._across(a.name), "w")
+                    y = f"({y}) * {w}" if key == "weight" else f"({y}) + {w}"
+            out = ("full", self.var(y))
         else:  # layer_norm
             mean = self.var(f"sum({masked}, axis = {self.ax}){self.e} / {n}")
             d = self.var(f"where(mask, {v} - {mean}, 0.0)")
@@ -1163,6 +1179,9 @@ class _Cols(_Rows):
 
     def _expected(self, rank: int) -> tuple[int, ...]:
         return (self.p,) if rank == len(self.main) else (-1,)
+
+    def _across(self, name: str) -> str:
+        return f"load({name}[bc], mask = bmask)[None, :]"
 
     def _merged(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         if len(shape) != len(self.main) or self.p + 1 >= len(shape):

@@ -138,6 +138,16 @@ def canonical(node, traced) -> tuple[str, dict[str, Any]]:
             spatial = {"AdaptiveAvgPool1d": 1, "AdaptiveAvgPool2d": 2, "AdaptiveAvgPool3d": 3}[kind]
             if all(v == 1 for v in (size if isinstance(size, tuple | list) else [size])):
                 return "mean", {"input": x, "dim": tuple(range(-spatial, 0)), "keepdim": True}
+        if isinstance(module, nn.BatchNorm1d) and (module.training or not module.track_running_stats):
+            from agent.frontend.trace import meta
+
+            m = meta(x) if hasattr(x, "meta") else None
+            rank = len(m[0]) if m else 2
+            return "batch_norm", {
+                "input": x, "dim": 0 if rank == 2 else (0, 2), "eps": module.eps,
+                "weight": f"{node.target}.weight" if module.affine else None,
+                "bias": f"{node.target}.bias" if module.affine else None,
+            }  # fmt: skip
         if isinstance(module, nn.Dropout):
             return "dropout", {"input": x, "p": module.p, "training": module.training}
         return f"nn.{kind}", {"input": x}
