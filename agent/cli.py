@@ -226,9 +226,13 @@ def describe(record, file: str, task: str, backend: str, preset: str) -> str:
         worst = ", ".join(f"{k} {v:.2f}" for k, v in m.get("max_error", {}).items())
         seeds = ", ".join(str(s) for s in m.get("seeds", []))
         cycles = f"; {m['cycles']:,} simulated cycles" if "cycles" in m else ""
+        weak = "".join(
+            f"\n  note: the reference's {name} is {why}: passing says little"
+            for name, why in m.get("degenerate", {}).items()
+        )
         return (
             f"{file}: correct on task {task} (backend {backend}, preset {preset}, seeds {seeds}; "
-            f"worst error / tolerance: {worst or 'exact'}{cycles})"
+            f"worst error / tolerance: {worst or 'exact'}{cycles}){weak}"
         )
     if record.stage in ("usage", "task"):
         return (

@@ -64,6 +64,11 @@ class Verdict:
     max_error: dict[str, float] = field(default_factory=dict)  # output -> worst error / tolerance
     varied: dict[str, Any] | None = None  # {"seed", "shape"} of the round on other shapes
     cycles: int | None = None  # mtia-sim: the simulated cycles of the last run at the preset's shape
+    # outputs of the reference that say little about a candidate: constant in every round, or the
+    # same for the inputs of every seed (output name -> why); the check passes, the task is weak
+    degenerate: dict[str, str] = field(default_factory=dict)
+    # per output, what each round's reference was: (constant value or None, a digest of it)
+    _seen: dict[int, list[tuple[float | None, str]]] = field(default_factory=dict, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +76,7 @@ class Verdict:
             "seeds": self.seeds,
             "max_error": self.max_error,
             "varied": self.varied,
+            "degenerate": self.degenerate,
             "diagnostics": [d.to_json() for d in self.diagnostics],
         }
 
@@ -235,7 +241,35 @@ def check(
             verdict.cycles = runner.cycles
     if verdict.cycles is None:
         verdict.cycles = runner.cycles
+    if verdict.ok:
+        _degenerate(verdict, len([p for p in plan if p[1] is None]))
     return verdict
+
+
+def _fingerprint(ref) -> tuple[float | None, str]:
+    """(the value of a constant output, else None; a digest of its values)."""
+    import hashlib
+
+    import torch
+
+    flat = ref.detach().reshape(-1)
+    constant = None
+    if flat.numel() and bool((flat == flat[0]).all()):
+        constant = float(flat[0].to(torch.float64)) if flat.is_floating_point() else float(flat[0])
+    raw = flat.to(torch.float64).cpu().numpy().tobytes() if flat.numel() else b""
+    return constant, hashlib.sha256(raw).hexdigest()
+
+
+def _degenerate(verdict: Verdict, rounds: int) -> None:
+    """Outputs that every round's reference made constant, or the same from different inputs."""
+    for i, seen in verdict._seen.items():
+        if len(seen) < min(rounds, 2):
+            continue
+        if all(c is not None for c, _ in seen):
+            values = sorted({c for c, _ in seen if c is not None})
+            verdict.degenerate[f"output {i}"] = f"constant in every round ({', '.join(f'{v:g}' for v in values)})"
+        elif len({d for _, d in seen}) == 1:
+            verdict.degenerate[f"output {i}"] = "the same for the inputs of every seed: independent of the input"
 
 
 def draw_shape(task, runner, preset: str, seed: int, device: str) -> dict[str, int] | None:
@@ -294,6 +328,9 @@ def _one_round(task, runner, preset, seed, round_, device, verdict: Verdict, sha
                 task.reference_file,
                 hint="draw inputs for which the reference is finite",
             )
+    if shape is None:
+        for i, ref in enumerate(refs):
+            verdict._seen.setdefault(i, []).append(_fingerprint(ref))
     where = {"seed": seed, "preset": preset, **({"shape": shape} if shape else {})}
     program = runner.program
     names = output_names(program, task, len(native))

@@ -294,6 +294,8 @@ def _check_job(job: dict[str, Any], candidate: Candidate) -> dict[str, Any]:
     metrics: dict[str, Any] = {"seeds": verdict.seeds, "max_error": verdict.max_error}
     if verdict.varied:
         metrics["varied"] = verdict.varied
+    if verdict.degenerate:
+        metrics["degenerate"] = verdict.degenerate
     if verdict.cycles is not None:
         metrics["cycles"] = verdict.cycles  # mtia-sim: simulated cycles at the preset's shape
     if not verdict.ok:

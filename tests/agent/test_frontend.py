@@ -266,3 +266,30 @@ def test_shape_symbols_reach_the_cost_model(tmp_path):
     )
     with pytest.raises(TaskError):
         load_task(tmp_path / "task")
+
+
+def test_a_degenerate_reference_output_is_reported(tmp_path):
+    path = problem(
+        tmp_path,
+        """
+        import torch
+        import torch.nn as nn
+
+        rows = 64
+        cols = 64
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return torch.relu(x) * 0.0
+
+        def get_inputs():
+            return [torch.randn(rows, cols)]
+        """,
+    )
+    made = seed_task(path, tmp_path / "task")
+    record, _ = run_command(
+        str(tmp_path / "task" / "seed.kir"), str(tmp_path / "task"), "interp", "test", {}, [1, 2], 300, None
+    )
+    assert record.ok
+    assert any("constant" in why for why in record.verdict["metrics"]["degenerate"].values())
+    del made
