@@ -501,6 +501,18 @@ def _run_python(runner, inst: Instance, pristine: list, native: list, diag):
     return got, problems
 
 
+COMPARE_CHUNK = 1 << 22  # elements of an output compared at once
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
+    """The index in `shape` of a row-major flat position."""
+    index = []
+    for d in reversed(shape):
+        index.append(flat % d if d else 0)
+        flat = flat // d if d else 0
+    return list(reversed(index))
+
+
 def _compare(task, inputs: list, name: str, out, ref, native, verdict: Verdict):
     import torch
 
@@ -546,29 +558,45 @@ def _compare(task, inputs: list, name: str, out, ref, native, verdict: Verdict):
             )
         verdict.max_error[name] = 0.0
         return None
-    got = out.to(ref.dtype)
-    scale = float(torch.sqrt(torch.mean(ref * ref))) if ref.numel() else 0.0
-    err = (got - ref).abs()
+    # in chunks of the flattened tensors, so that the comparison's temporaries (the widened
+    # output, the errors, the allowances) stay a few chunks in size whatever the output's
+    flat_ref, flat_out, flat_nat = ref.reshape(-1), out.reshape(-1), native.detach().reshape(-1)
+    n = flat_ref.numel()
+    spans = [(i, min(i + COMPARE_CHUNK, n)) for i in range(0, n, COMPARE_CHUNK)]
+    squares = sum(float((flat_ref[a:b] * flat_ref[a:b]).sum()) for a, b in spans)
+    scale = math.sqrt(squares / n) if n else 0.0
     # PyTorch's own result in the task's dtype sets a floor on the absolute allowance: a kernel
     # is never asked to be more accurate than twice the worst error of the reference model run
     # in that dtype (bf16 attention rounds its probabilities; so does every fast kernel).
-    baseline = float((native.detach().to(ref.device, ref.dtype) - ref).abs().max()) if native.numel() else 0.0
-    if not math.isfinite(baseline):
-        baseline = 0.0
+    baseline = 0.0
+    if flat_nat.numel() == n:
+        for a, b in spans:
+            part = float((flat_nat[a:b].to(ref.device, ref.dtype) - flat_ref[a:b]).abs().max())
+            baseline = max(baseline, part) if math.isfinite(part) else baseline
     absolute = max(atol * scale, 2 * baseline)
-    allowed = rtol * ref.abs() + absolute
-    ratio = err / torch.clamp(allowed, min=torch.finfo(ref.dtype).tiny)
-    worst = float(ratio.max()) if ratio.numel() else 0.0
+    worst, worst_at, count = -1.0, 0, 0
+    tiny = torch.finfo(ref.dtype).tiny
+    for a, b in spans:
+        r = flat_ref[a:b]
+        err = (flat_out[a:b].to(ref.dtype) - r).abs()
+        allowed = rtol * r.abs() + absolute
+        ratio = err / torch.clamp(allowed, min=tiny)
+        peak = int(torch.argmax(ratio))
+        if float(ratio[peak]) > worst:
+            worst, worst_at = float(ratio[peak]), a + peak
+        count += int((err > allowed).sum())
+    worst = max(worst, 0.0)
     verdict.max_error[name] = max(verdict.max_error.get(name, 0.0), worst)
-    bad = err > allowed
-    if bad.any():
-        index = [int(v) for v in torch.nonzero(ratio == ratio.max())[0]]
+    if count:
+        index = _unravel(worst_at, tuple(ref.shape))
         at = tuple(index)
+        got = out[at].to(ref.dtype) if ref.dim() else out.to(ref.dtype)
+        want = ref[at] if ref.dim() else ref
         return (
             "harness.mismatch",
-            f"{int(bad.sum())} of {out.numel()} elements differ beyond rtol {rtol:g} and an absolute {absolute:.3g} "
+            f"{count} of {out.numel()} elements differ beyond rtol {rtol:g} and an absolute {absolute:.3g} "
             f"(atol {atol:g} x rms {scale:.3g}, or twice PyTorch's own worst error in {out.dtype}, {baseline:.3g}); "
-            f"the worst at {index}: got {got[at].item():.6g}, want {ref[at].item():.6g}",
-            {"index": index, "count": int(bad.sum())},
+            f"the worst at {index}: got {got.item():.6g}, want {want.item():.6g}",
+            {"index": index, "count": count},
         )
     return None

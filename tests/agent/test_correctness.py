@@ -113,3 +113,20 @@ def test_an_argument_of_lower_rank_binds_the_contiguous_view_and_a_strided_tenso
     assert tensors["y"].data_ptr() == y.data_ptr()
     with pytest.raises(KirError, match="2 dimensions"):
         bind(program, plain, [w.transpose(1, 2)], [y], None)
+
+
+def test_the_comparison_in_chunks_finds_the_worst_element_past_the_first_chunk(task, monkeypatch):
+    import agent.harness.correctness as correctness
+
+    monkeypatch.setattr(correctness, "COMPARE_CHUNK", 100)  # 8 x 300 outputs: 24 chunks
+
+    def off_by_one_element(x):
+        y = torch.softmax(x.float(), -1)
+        y[5, 217] += 0.5
+        return y.to(x.dtype)
+
+    verdict = check(task, PythonRun(off_by_one_element), "test", seeds=[1])
+    assert not verdict.ok and rules(verdict) == ["harness.mismatch"]
+    assert "1 of 2400 elements" in verdict.diagnostics[0].message and "[5, 217]" in verdict.diagnostics[0].message
+    good = check(task, PythonRun(lambda x: torch.softmax(x.float(), -1).to(x.dtype)), "test", seeds=[1])
+    assert good.ok and max(good.max_error.values()) > 0
