@@ -29,7 +29,6 @@ import typer
 from agent.frontend import cli as frontend_cli
 from agent.search import cli as search_cli
 from agent.search import report_cli
-from agent.tasks.task import SCALE_PREFIX
 from kir import cli as kcli
 from kir.cli import (
     DEFAULT_PRESET,
@@ -157,6 +156,8 @@ def _scale(value: float | None) -> float | None:
 def preset_of(task, given: str | None) -> str:
     """--preset, checked against the task's presets; without it `test`, or `default` (the
     reference's own shapes) for a task that has no `test` preset (a bare KernelBench file)."""
+    from agent.tasks.task import SCALE_PREFIX
+
     known = ("default", *task.presets)
     if given is None:
         return DEFAULT_PRESET if DEFAULT_PRESET in task.presets else "default"
@@ -546,7 +547,7 @@ def run_cmd(
     this file, then --param. The backend defaults to triton where torch sees a CUDA device,
     else mtia-sim."""
     if scale is not None:
-        preset = f"{SCALE_PREFIX}{scale:g}"
+        preset = f"scale:{scale:g}"  # agent.tasks.task.SCALE_PREFIX, not imported at start-up
     state: dict[str, Any] = {"backend": backend, "preset": preset or DEFAULT_PRESET}
 
     def body(outcome: Outcome) -> None:

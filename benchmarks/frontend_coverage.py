@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agent.frontend import FrontendError, seed_task  # noqa: E402
+from agent.frontend.make import FrontendError, seed_task  # noqa: E402
 
 PROBLEMS = ROOT / "benchmarks" / "kernelbench"
 

@@ -23,7 +23,6 @@ from typing import Annotated, Any
 
 import typer
 
-from kir.check import MAX_SOURCE_BYTES
 from kir.cli import SCHEMAS, BackendOpt, JsonOpt, PresetOpt, TimeoutOpt, _finish, _guarded, _one_of, _writable, usage
 from kir.diagnostics import Diagnostic, KirError
 
@@ -37,6 +36,8 @@ PRESETS = ("test", "bench", "default")  # the frontend's task folders have these
 
 def _problem(path: str) -> None:
     """Refuse, before any work, what is not a problem file."""
+    from kir.check import MAX_SOURCE_BYTES
+
     p = Path(path)
     if not p.exists():
         raise usage(f"no problem file {path}", "a .py file in the KernelBench format", "io.read")
@@ -63,7 +64,7 @@ def seed_cmd(
 ) -> None:
     """The seed KIR program of a PyTorch problem file (torch.fx, agent/frontend), or the line of
     the op it cannot translate."""
-    from agent.frontend import seed_of, seed_task
+    from agent.frontend.make import seed_of, seed_task
 
     def body(outcome) -> None:
         _problem(problem)
@@ -100,21 +101,21 @@ def solve_cmd(
 ) -> None:
     """Frontend, search, and the best program written back as a KernelBench `ModelNew` file,
     checked against the problem."""
-    from agent.frontend import seed_task
+    from agent.frontend.make import seed_task
     from agent.frontend.solution import write_solution
     from agent.harness.isolate import run_job
     from kir.parser import parse
 
     def body(outcome) -> None:
-        from agent.cli import NAMES
         from agent.tasks.task import SCALE_PREFIX
+        from lowering import targets as registry
 
         _problem(problem)
         _folder(work, "--work")
         if out is not None:
             _writable(out)
         if backend is not None:
-            _one_of("backend", backend, NAMES["run"], "cli.backend", " for kir solve")
+            _one_of("backend", backend, tuple(registry.runtimes()), "cli.backend", " for kir solve")
         if preset is not None and preset not in PRESETS:
             try:
                 factor = float(preset.removeprefix(SCALE_PREFIX)) if preset.startswith(SCALE_PREFIX) else 0.0

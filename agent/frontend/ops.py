@@ -12,6 +12,8 @@ import math
 import operator
 from typing import Any
 
+from agent.frontend.trace import meta
+
 # fx call_function targets whose __name__ is not the op's canonical name
 _FUNCTIONS: dict[Any, str] = {
     operator.add: "add",
@@ -139,8 +141,6 @@ def canonical(node, traced) -> tuple[str, dict[str, Any]]:
             if all(v == 1 for v in (size if isinstance(size, tuple | list) else [size])):
                 return "mean", {"input": x, "dim": tuple(range(-spatial, 0)), "keepdim": True}
         if isinstance(module, nn.BatchNorm1d) and (module.training or not module.track_running_stats):
-            from agent.frontend.trace import meta
-
             m = meta(x) if hasattr(x, "meta") else None
             rank = len(m[0]) if m else 2
             return "batch_norm", {

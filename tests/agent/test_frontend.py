@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agent.cli import app, run_command
-from agent.frontend import FrontendError, seed_of, seed_task
+from agent.frontend.make import FrontendError, seed_of, seed_task
 from agent.frontend.solution import write_solution
 from agent.harness.instance import make_instance
 from agent.harness.isolate import run_job
@@ -119,7 +119,7 @@ def test_middle_dimension_reductions_pooling_and_trailing_reductions_are_correct
         ("conv_05_depthwise_conv2d.py", 21, "grouped convolution"),
         ("fusion_04_matmul_dropout_softmax.py", 19, "random numbers"),
         ("norm_03_groupnorm.py", 20, "group statistics"),
-        ("norm_04_batchnorm1d.py", 16, "batch statistics"),
+        ("norm_05_batchnorm2d.py", 18, "batch statistics"),
         ("fusion_06_conv2d_batchnorm_relu.py", 22, "batch statistics"),
     ],
 )

@@ -171,6 +171,8 @@ def test_every_command_with_json_prints_its_schema(tmp_path, monkeypatch):
         "tactics replay": ["tactics", "replay", Path(SOFTMAX).parent],
         "report": ["report", tmp_path / "none.sqlite", "-o", tmp_path / "r.html"],  # refused: no store
         "search": ["search", "no-such-task"],  # refused: a usage error, fast (a search: tests/agent)
+        "seed": ["seed", ROOT / "benchmarks" / "kernelbench" / "softmax_01_softmax_last_dim.py"],
+        "solve": ["solve", tmp_path / "no-such-problem.py"],  # refused: a usage error, fast (tests/agent)
     }
     having_json = {c for c, cmd in leaf_commands() if any("--json" in p.opts for p in cmd.params)}
     # `kir search show DB` is a mode of `kir search` with its own schema (tests/agent/test_search_report.py)

@@ -33,6 +33,8 @@ LIGHT = {
     "agent.search",
     "agent.search.cli",
     "agent.search.report_cli",
+    "agent.frontend",
+    "agent.frontend.cli",
     "verifier",
     "verifier.cli",
     "verifier.registry",
