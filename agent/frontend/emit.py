@@ -933,7 +933,7 @@ class _Conv(_Emitter):
         if src is None or xm is None or ym is None:
             raise g.fail(first, "frontend.operand", "the convolution's input must be an input of forward")
         if conv.groups != 1:
-            raise g.fail(first, "frontend.op", f"a grouped convolution (groups = {conv.groups}) is not translated yet")
+            return _Grouped(g, self.name).emit()
         if conv.padding_mode != "zeros" or isinstance(conv.padding, str):
             raise g.fail(first, "frontend.op", "only zero padding given as numbers is translated")
         if xm[1] != "float32":
@@ -1308,6 +1308,100 @@ def _middle(g: _Graph) -> int | None:
             return None
         found.add(dims[0])
     return found.pop() if len(found) == 1 else None
+
+
+class _Grouped(_Pool):
+    """A grouped convolution (a depthwise one: one input channel a group) as a direct one: a
+    program per `BLOCK` outputs, the group's input channels and the taps walked by static
+    loops, its bias and the elementwise ops after it in the epilogue (the pool form's frame)."""
+
+    def emit(self) -> Seed:
+        g = self.g
+        first = g.compute[0]
+        conv = g.traced.module(first)
+        x_node = first.args[0]
+        src = self.tensor_source(x_node) if hasattr(x_node, "op") else None
+        xm, ym = (meta(x_node) if hasattr(x_node, "op") else None), meta(first)
+        if src is None or xm is None or ym is None or xm[1] != "float32":
+            raise g.fail(first, "frontend.operand", "the convolution's input must be a float32 input of forward")
+        if conv.padding_mode != "zeros" or isinstance(conv.padding, str):
+            raise g.fail(first, "frontend.op", "only zero padding given as numbers is translated")
+        sp = len(conv.kernel_size)
+        ks, st, pd, dl = (
+            tuple(int(v) for v in t) for t in (conv.kernel_size, conv.stride, conv.padding, conv.dilation)
+        )
+        per_in = conv.in_channels // conv.groups  # input channels of a group
+        per_out = conv.out_channels // conv.groups
+        taps = 1
+        for k in ks:
+            taps *= k
+        self.shape = ym[0]
+        spatial = [f"S{i}" for i in range(sp)]
+        outs = [f"(({spatial[i]} + {2 * pd[i] - dl[i] * (ks[i] - 1) - 1}) / {st[i]} + 1)" for i in range(sp)]
+        x = self.arg(src[0], "f32", ["NB", "CI", *spatial], "x")
+        w = self.arg(f"model.{first.target}.weight", "f32", ["CO", "K"], "w")
+        body = ["  offs = program_id(0) * BLOCK + arange(0, BLOCK)", "  mask = offs < T"]
+        rest = "offs"
+        for i in range(sp - 1, -1, -1):
+            body.append(f"  od{i} = {outs[i]}")
+            body.append(f"  o{i} = {rest} % od{i}")
+            body.append(f"  q{i} = {rest} / od{i}")
+            rest = f"q{i}"
+        body += [f"  co = {rest} % CO", f"  nb = {rest} / CO", f"  first = (co / {per_out}) * {per_in}"]
+        body.append("  acc = zeros(f32[BLOCK])")
+        body.append(f"  for c in 0 .. {per_in} {{")
+        indent = "    "
+        for i in range(sp):
+            body.append(f"{indent}for tap{i} in 0 .. {ks[i]} {{")
+            indent += "  "
+        masks = ["mask"]
+        for i in range(sp):
+            body.append(f"{indent}pos{i} = o{i} * {st[i]} - {pd[i]} + tap{i} * {dl[i]}")
+            masks.append(f"pos{i} >= 0 & pos{i} < {spatial[i]}")
+        tap = "c"
+        for i in range(sp):
+            tap = f"({tap}) * {ks[i]} + tap{i}"
+        coords = ", ".join(["nb", "first + c", *[f"pos{i}" for i in range(sp)]])
+        body.append(f"{indent}xv = load({x.name}[{coords}], mask = {' & '.join(masks)})")
+        body.append(f"{indent}wv = load({w.name}[co, {tap}], mask = mask)")
+        body.append(f"{indent}acc = acc + xv * wv")
+        for _ in range(sp + 1):
+            indent = indent[:-2]
+            body.append(f"{indent}}}")
+        self.lines = body
+        self.full_index = "offs"
+        self.values[first.name] = ("full", "acc")
+        if conv.bias is not None:
+            b = self.arg(f"model.{first.target}.bias", "f32", ["CO"], "bias")
+            self.values[first.name] = ("full", self.var(f"acc + load({b.name}[co], mask = mask)"))
+        for node in g.compute[1:]:
+            nop, args = canonical(node, g.traced)
+            expr = self.elementwise(node, nop, args, self._operand)
+            if expr is None:
+                raise g.fail(node, "frontend.op", f"`{nop}` after a grouped convolution is not translated yet")
+            self.values[node.name] = ("full", self.var(expr))
+        (r,) = g.results()
+        kind, expr = self.values.get(r.name, ("", ""))
+        rm = meta(r)
+        if kind != "full" or rm is None or rm[0] != self.shape:
+            raise g.fail(r, "frontend.output", "the output is not the convolution's shape")
+        y = self.arg("outputs[0]", "f32", ["T"], "y", out=True)
+        self.lines.append(f"  store({y.name}[offs], {expr}, mask = mask)")
+        fits = [f"{spatial[i]} >= {dl[i] * (ks[i] - 1) + 1 - 2 * pd[i]}" for i in range(sp)]
+        where = ", ".join(
+            [f"CI * {per_out} == CO * {per_in}", f"K == {per_in * taps}",
+             "T == NB * CO * " + " * ".join(outs), *fits]
+        )  # fmt: skip
+        args_sorted = [a for a in self.args if not a.out] + [a for a in self.args if a.out]
+        text = (
+            f"# grouped conv seed of {g.file.name} ({conv.groups} groups, direct), written by the frontend (agent/frontend)\n"
+            f"kernel {self.name}<BLOCK = 256>(\n"
+            + "".join(f"    {a.decl()},\n" for a in args_sorted)
+            + f")\n  where {where}\n  target sm_90 grid(cdiv(T, BLOCK)) warps(4)\n{{\n"
+            + "\n".join(self.lines)
+            + "\n}\n"
+        )
+        return Seed(self.name, "grouped-conv", text, args_sorted, {"bench": {"BLOCK": 256}}, self.notes)
 
 
 def _dims(op: str, args: dict, rank: int) -> tuple[int, ...] | None:

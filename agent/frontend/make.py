@@ -111,7 +111,7 @@ def _test_scale(task: Task, seed: Seed) -> tuple[str, dict[str, int]]:
             break
         factor /= 2
     test = dict(seed.params.get("bench", {}))
-    if seed.form in ("flat", "pool"):
+    if seed.form in ("flat", "pool", "grouped-conv"):
         test["BLOCK"] = 256
     elif seed.form == "gemm":
         test.update(BM=16 if "where N <= BN" in seed.text else 32, BN=32, BK=16)
