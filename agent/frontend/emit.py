@@ -194,6 +194,22 @@ class _Emitter:
             return f"model.{node.target}", _ident(str(node.target).split(".")[-1])
         return None
 
+    def seed(self, form: str, params: dict[str, int], where: str, grid: str, lines: list[str], warps: int = 4,
+             what: str = "") -> Seed:  # fmt: skip
+        """The kernel's text (inputs first, then outputs) and the Seed around it."""
+        args = [a for a in self.args if not a.out] + [a for a in self.args if a.out]
+        text = (
+            f"# {form} seed of {self.g.file.name}{what}, written by the frontend (agent/frontend)\n"
+            f"kernel {self.name}<{', '.join(f'{k} = {v}' for k, v in params.items())}>(\n"
+            + "".join(f"    {a.decl()},\n" for a in args)
+            + ")"
+            + (f"\n  where {where}" if where else "")
+            + f"\n  target sm_90 grid({grid}) warps({warps})\n{{\n"
+            + "\n".join(lines)
+            + "\n}\n"
+        )
+        return Seed(self.name, form, text, args, {"bench": dict(params)}, self.notes)
+
     def scalar(self, x) -> str | None:
         """A Python number, or a placeholder holding one (a scalar input of get_inputs(), taken
         as the constant it is in the problem)."""
@@ -476,22 +492,13 @@ class _Rows(_Reducing):
                 raise g.fail(r, "frontend.output", "forward returns a value that does not depend on its inputs")
         n_bench = self.shape[-1]
         block = 1024 if self.form == "flat" else (_next_pow2(n_bench) if reduces else 1024)
-        where = "\n  where N <= BLOCK" if self.form == "rows" and reduces else ""
+        where = "N <= BLOCK" if self.form == "rows" and reduces else ""
         if self.form == "rows" and reduces and n_bench > 65536:
             raise g.fail(
                 next(n for n in g.compute if self._reduces(n)), "frontend.shape",
                 f"a reduction over rows of {n_bench} elements: the seed holds a row in one tile, at most 65536",
             )  # fmt: skip
-        args = [a for a in self.args if not a.out] + [a for a in self.args if a.out]
-        text = (
-            f"# {self.form} seed of {self.g.file.name}, written by the frontend (agent/frontend)\n"
-            f"kernel {self.name}<BLOCK = {block}>(\n"
-            + "".join(f"    {a.decl()},\n" for a in args)
-            + f"){where}\n  target sm_90 grid({grid}) warps(4)\n{{\n"
-            + "\n".join(self.lines + stores)
-            + "\n}\n"
-        )
-        return Seed(self.name, self.form, text, args, {"bench": {"BLOCK": block}}, self.notes)
+        return self.seed(self.form, {"BLOCK": block}, where, grid, self.lines + stores)
 
     # -- shapes -------------------------------------------------------------------------------------
 
@@ -820,7 +827,6 @@ class _Gemm(_Reducing):
         else:
             raise g.fail(r, "frontend.output", "the output is not the matrix product's shape, nor one value per row")
         grid = "cdiv(M, BM), cdiv(N, BN)" + (", BT" if batched else "")
-        args_sorted = [x for x in self.args if not x.out] + [x for x in self.args if x.out]
         params = {"BM": 64, "BN": 64, "BK": 32}
         where = ""
         if self.whole_rows:  # whole rows in a program: the row reductions in the epilogue
@@ -829,16 +835,8 @@ class _Gemm(_Reducing):
                     first, "frontend.shape", f"rows of {out_shape[-1]} after a matrix product: at most 4096 are fused"
                 )
             params = {"BM": 16, "BN": _next_pow2(out_shape[-1]), "BK": 32}
-            where = "\n  where N <= BN"
-        text = (
-            f"# gemm seed of {g.file.name}, written by the frontend (agent/frontend)\n"
-            f"kernel {self.name}<BM = {params['BM']}, BN = {params['BN']}, BK = {params['BK']}>(\n"
-            + "".join(f"    {x.decl()},\n" for x in args_sorted)
-            + f"){where}\n  target sm_90 grid({grid}) warps({8 if self.whole_rows else 4})\n{{\n"
-            + "\n".join(self.lines)
-            + "\n}\n"
-        )
-        return Seed(self.name, "gemm", text, args_sorted, {"bench": params}, self.notes)
+            where = "N <= BN"
+        return self.seed("gemm", params, where, grid, self.lines, warps=8 if self.whole_rows else 4)
 
     def _operand_of(self, node) -> tuple[tuple[str, str] | None, bool]:
         """(binding, transposed) of a matrix product's operand: an input or a parameter, or its
@@ -1020,16 +1018,10 @@ class _Conv(_Emitter):
         # every input at least as large as the dilated kernel: at least one output position
         fits = [f"{spatial[i]} >= {dl[i] * (ks[i] - 1) + 1 - 2 * pd[i]}" for i in range(sp)]
         where = ", ".join([f"K == CI * {taps}", "P == " + " * ".join(outs), *fits])
-        args_sorted = [a for a in self.args if not a.out] + [a for a in self.args if a.out]
-        text = (
-            f"# conv seed of {g.file.name} (an implicit GEMM), written by the frontend (agent/frontend)\n"
-            f"kernel {self.name}<BM = 64, BN = 64, BK = 32>(\n"
-            + "".join(f"    {a.decl()},\n" for a in args_sorted)
-            + f")\n  where {where}\n  target sm_90 grid(cdiv(NB * P, BM), cdiv(CO, BN)) warps(4)\n{{\n"
-            + "\n".join(self.lines)
-            + "\n}\n"
+        params = {"BM": 64, "BN": 64, "BK": 32}
+        return self.seed(
+            "conv", params, where, "cdiv(NB * P, BM), cdiv(CO, BN)", self.lines, what=" (an implicit GEMM)"
         )
-        return Seed(self.name, "conv", text, args_sorted, {"bench": {"BM": 64, "BN": 64, "BK": 32}}, self.notes)
 
     def _operand(self, x) -> str | None:
         s = self.scalar(x)
@@ -1144,16 +1136,7 @@ class _Pool(_Emitter):
         self.lines.append(f"  store({y.name}[offs], {expr}, mask = mask)")
         fits = [f"{spatial[i]} >= {dl[i] * (ks[i] - 1) + 1 - 2 * pd[i]}" for i in range(sp)]
         where = ", ".join(["T == NB * C * " + " * ".join(outs), *fits])
-        args_sorted = [a for a in self.args if not a.out] + [a for a in self.args if a.out]
-        text = (
-            f"# pool seed of {g.file.name}, written by the frontend (agent/frontend)\n"
-            f"kernel {self.name}<BLOCK = 256>(\n"
-            + "".join(f"    {a.decl()},\n" for a in args_sorted)
-            + f")\n  where {where}\n  target sm_90 grid(cdiv(T, BLOCK)) warps(4)\n{{\n"
-            + "\n".join(self.lines)
-            + "\n}\n"
-        )
-        return Seed(self.name, "pool", text, args_sorted, {"bench": {"BLOCK": 256}}, self.notes)
+        return self.seed("pool", {"BLOCK": 256}, where, "cdiv(T, BLOCK)", self.lines)
 
     def _operand(self, x) -> str | None:
         s = self.scalar(x)
@@ -1214,29 +1197,12 @@ class _Cols(_Rows):
         self.row_index = [*index, "bc[None, :]"]
         self.full_index = ", ".join([*index, "rr[:, None]", "bc[None, :]"])
         self.lines = body
-        self.totals: list[tuple[str, str, str]] = []
-        if self.form == "rows" and any(self._all(n) for n in g.compute):  # a loss: one program over the rows
-            self.lines = ["  cols = arange(0, BLOCK)", "  mask = cols < N"]
-            self.row_index = ["row"]
-            self.full_index = "row, cols"
-            grid = "1"
+        self.totals = []
         for node in g.compute:
             self._node(node)
         stores = []
-        if self.totals:
-            head, rows = self.lines[:2], self.lines[2:]
-            self.lines = head + [f"  {t} = 0.0" for t, _, _ in self.totals] + ["  for row in 0 .. M {"]
-            self.lines += ["  " + line for line in rows]
-            self.lines += [f"    {t} = {t} + {part}" for t, part, _ in self.totals] + ["  }"]
         for i, r in enumerate(g.results()):
             kind, expr = self.values[r.name]
-            if kind == "total":
-                _, _, count = next(x for x in self.totals if x[0] == expr)
-                out = self.arg(f"outputs[{i}]", "f32", ["1"], "y" if i == 0 else f"y{i}", out=True)
-                stores.append(f"  store({out.name}[0], {expr} / ({count}))")
-                continue
-            if self.totals:
-                raise g.fail(r, "frontend.output", "a loss's seed writes the loss alone")
             _, dtype = meta(r)  # type: ignore[misc]
             kdt = KIR_DTYPES.get(dtype, "f32")
             value = expr if kdt == "f32" else f"cast<{kdt}>({expr})"
@@ -1257,16 +1223,7 @@ class _Cols(_Rows):
         block = _next_pow2(extent)
         bb = max(1, min(64, 8192 // block))
         grid = "cdiv(B, BB)" + (f", {' * '.join(lead)}" if lead else "")
-        args = [a for a in self.args if not a.out] + [a for a in self.args if a.out]
-        text = (
-            f"# cols seed of {self.g.file.name}, written by the frontend (agent/frontend)\n"
-            f"kernel {self.name}<BLOCK = {block}, BB = {bb}>(\n"
-            + "".join(f"    {a.decl()},\n" for a in args)
-            + f")\n  where R <= BLOCK\n  target sm_90 grid({grid}) warps(4)\n{{\n"
-            + "\n".join(self.lines + stores)
-            + "\n}\n"
-        )
-        return Seed(self.name, "cols", text, args, {"bench": {"BLOCK": block, "BB": bb}}, self.notes)
+        return self.seed("cols", {"BLOCK": block, "BB": bb}, "R <= BLOCK", grid, self.lines + stores)
 
     def _operand(self, x) -> str | None:
         s = self.scalar(x)
@@ -1392,16 +1349,8 @@ class _Grouped(_Pool):
             [f"CI * {per_out} == CO * {per_in}", f"K == {per_in * taps}",
              "T == NB * CO * " + " * ".join(outs), *fits]
         )  # fmt: skip
-        args_sorted = [a for a in self.args if not a.out] + [a for a in self.args if a.out]
-        text = (
-            f"# grouped conv seed of {g.file.name} ({conv.groups} groups, direct), written by the frontend (agent/frontend)\n"
-            f"kernel {self.name}<BLOCK = 256>(\n"
-            + "".join(f"    {a.decl()},\n" for a in args_sorted)
-            + f")\n  where {where}\n  target sm_90 grid(cdiv(T, BLOCK)) warps(4)\n{{\n"
-            + "\n".join(self.lines)
-            + "\n}\n"
-        )
-        return Seed(self.name, "grouped-conv", text, args_sorted, {"bench": {"BLOCK": 256}}, self.notes)
+        what = f" ({conv.groups} groups, direct)"
+        return self.seed("grouped-conv", {"BLOCK": 256}, where, "cdiv(T, BLOCK)", self.lines, what=what)
 
 
 def _dims(op: str, args: dict, rank: int) -> tuple[int, ...] | None:
