@@ -381,10 +381,8 @@ class _Reducing(_Emitter):
                 if p is None:
                     continue
                 if isinstance(p, str):  # an nn.LayerNorm's own parameter
-                    shape = tuple(self.g.traced.model.get_parameter(p).shape)
                     a = self.arg(f"model.{p}", "f32", ["N"], key[0])
                     w = self.var(self._vector(a.name), "w")
-                    del shape
                 else:
                     read = self._operand(p)
                     if read is None:
@@ -576,7 +574,7 @@ class _Rows(_Reducing):
             v = self.var(cast(f"load({a.name}[cols], mask = mask)"), "w")
             self.values[x.name] = ("full", v)
             return v
-        if self.form == "rows" and shape in (self.shape[:-1], (*self.shape[:-1], 1)):
+        if self.form == "rows" and shape == (*self.shape[:-1], 1):  # keepdim: one value a row
             a = self.arg(source, kdt, self.row_dims, base)
             v = self.var(cast(f"load({a.name}[{', '.join(self.row_index)}])"), "r")
             self.values[x.name] = ("row", v)
@@ -766,11 +764,10 @@ class _Gemm(_Reducing):
         ix = ["bt"] if batched else []
         a = self.arg(a_src[0], "f32", [*lead, "M", "K"], "a")
         b = self.arg(b_src[0], "f32", [*lead, *(["N", "K"] if b_t else ["K", "N"])], "b")
-        for arg, node in ((a, a_node), (b, b_node)):
+        for node in (a_node, b_node):
             m = meta(node) if hasattr(node, "op") else None
             if m is not None and KIR_DTYPES.get(m[1]) != "f32":
                 raise g.fail(first, "frontend.operand", f"`{op}` of {m[1]} tensors: the seed takes float32 operands")
-            del arg
         b_index = "cols[None, :], ks[:, None]" if b_t else "ks[:, None], cols[None, :]"
         self.full_index = ", ".join([*ix, "rows[:, None]", "cols[None, :]"])
         body = []
@@ -1042,9 +1039,7 @@ class _Conv(_Emitter):
         if shape == self.shape:
             a = self.arg(src[0], "f32", ["NB", "CO", "P"], src[1])
             v = self.var(f"load({a.name}[{self.full_index}], mask = mask)", "x")
-        elif _numel(shape) == channels and (
-            len(shape) == 1 or shape[0] == channels or shape[-len(self.shape) + 1] == channels
-        ):
+        elif _along(shape, len(self.shape), 1, channels):  # (C, 1, 1): one value a channel
             a = self.arg(src[0], "f32", ["CO"], src[1])
             v = self.var(f"load({a.name}[cols], mask = cmask)[None, :]", "w")
         else:
@@ -1242,7 +1237,7 @@ class _Cols(_Rows):
         if shape == self.shape:
             a = self.arg(src[0], kdt, self.full_dims, src[1])
             v = self.var(cast(f"load({a.name}[{self.full_index}], mask = mask)"), "x")
-        elif _numel(shape) == self.shape[self.p] and self.shape[self.p] in shape:
+        elif _along(m[0], len(self.main), self.p, self.main[self.p]):  # (C, 1): one value along the reduced dimension
             a = self.arg(src[0], kdt, ["R"], src[1])
             v = self.var(cast(f"load({a.name}[rr], mask = rmask)[:, None]"), "w")
         else:
@@ -1351,6 +1346,15 @@ class _Grouped(_Pool):
         )  # fmt: skip
         what = f" ({conv.groups} groups, direct)"
         return self.seed("grouped-conv", {"BLOCK": 256}, where, "cdiv(T, BLOCK)", self.lines, what=what)
+
+
+def _along(shape: tuple[int, ...], rank: int, dim: int, size: int) -> bool:
+    """Whether a tensor of `shape`, broadcast against one of `rank` dimensions (aligned on the
+    right, as PyTorch does), holds `size` values along `dim` and one along every other."""
+    if len(shape) > rank:
+        return False
+    padded = (1,) * (rank - len(shape)) + tuple(shape)
+    return padded[dim] == size and all(d == 1 for i, d in enumerate(padded) if i != dim)
 
 
 def _dims(op: str, args: dict, rank: int) -> tuple[int, ...] | None:

@@ -293,3 +293,34 @@ def test_a_degenerate_reference_output_is_reported(tmp_path):
     assert record.ok
     assert any("constant" in why for why in record.verdict["metrics"]["degenerate"].values())
     del made
+
+
+def test_a_vector_broadcast_as_pytorch_does_is_not_taken_for_one_value_a_channel(tmp_path):
+    """A (C,) bias after a convolution broadcasts along the last dimension (W), not the channels:
+    with W == C a seed that added it per channel would be wrong; the frontend refuses it."""
+    body = """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(4, 16, 1)
+                self.bias = nn.Parameter(torch.randn(16))
+                self.per_channel = nn.Parameter(torch.randn(16, 1, 1))
+
+            def forward(self, x):
+                return self.conv(x) + BIAS
+
+        def get_inputs():
+            return [torch.randn(2, 4, 16, 16)]
+        """
+    refused = problem(tmp_path, body.replace("BIAS", "self.bias"), "along_w.py")
+    with pytest.raises(FrontendError):
+        seed_of(refused)
+    taken = problem(tmp_path, body.replace("BIAS", "self.per_channel"), "per_channel.py")
+    made = seed_task(taken, tmp_path / "task")
+    record, _ = run_command(
+        str(tmp_path / "task" / "seed.kir"), str(tmp_path / "task"), "interp", "test", {}, [1], 300, None
+    )
+    assert made.seed.form == "conv" and record.ok, [d.render() for d in record.errors]
