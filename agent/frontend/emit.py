@@ -210,6 +210,36 @@ class _Emitter:
         )
         return Seed(self.name, form, text, args, {"bench": dict(params)}, self.notes)
 
+    def _operand(self, x) -> str | None:
+        """The expression of a value: a Python number (or a scalar input), a value computed
+        already, or a tensor of the task read the way the form reads it (`_read`)."""
+        s = self.scalar(x)
+        if s is not None:
+            return s
+        if not hasattr(x, "op"):
+            return None
+        if x.name in self.values:
+            return self.values[x.name][1]
+        src, m = self.tensor_source(x), meta(x)
+        if src is None or m is None or m[1] not in KIR_DTYPES:
+            return None
+        read = self._read(src[0], src[1], m[0], KIR_DTYPES[m[1]])
+        if read is None:
+            return None
+        self.values[x.name] = read
+        return read[1]
+
+    def _read(self, source: str, base: str, shape: tuple[int, ...], kdt: str) -> tuple[str, str] | None:
+        """(kind, variable) of a tensor of the task bound to `source` as this form reads it, or
+        None for a shape it does not read (the pool forms read only their input)."""
+        return None
+
+    def _load(self, a: Arg, access: str, kdt: str, prefix: str, after: str = "") -> str:
+        """A variable holding a load of argument `a` (`access`: its index and mask; `after`:
+        the axes it is expanded by), in f32."""
+        expr = f"load({a.name}[{access}){after}"
+        return self.var(expr if kdt == "f32" else f"cast<f32>({expr})", prefix)
+
     def scalar(self, x) -> str | None:
         """A Python number, or a placeholder holding one (a scalar input of get_inputs(), taken
         as the constant it is in the problem)."""
@@ -275,9 +305,6 @@ class _Reducing(_Emitter):
     def _expected(self, rank: int) -> tuple[int, ...]:
         """The dimensions this form reduces (of a tensor of `rank` dimensions)."""
         return tuple(range(rank - self.merge, rank)) if rank == len(self.main) else (rank - 1,)
-
-    def _operand(self, x) -> str | None:  # pragma: no cover - each form reads its own
-        raise NotImplementedError
 
     def _reduction(self, node, op: str, args: dict) -> None:
         g = self.g
@@ -545,45 +572,20 @@ class _Rows(_Reducing):
 
     # -- operands -----------------------------------------------------------------------------------
 
-    def _operand(self, x) -> str | None:
-        s = self.scalar(x)
-        if s is not None:
-            return s
-        if not hasattr(x, "op"):
-            return None
-        if x.name in self.values:
-            return self.values[x.name][1]
-        src = self.tensor_source(x)
-        m = meta(x)
-        if src is None or m is None:
-            return None
-        source, base = src
-        shape, dtype = m
-        kdt = KIR_DTYPES.get(dtype)
-        if kdt is None:
-            return None
-        cast = (lambda e: e) if kdt == "f32" else (lambda e: f"cast<f32>({e})")
+    def _read(self, source: str, base: str, shape: tuple[int, ...], kdt: str) -> tuple[str, str] | None:
         shape = self._merged(shape)
         if shape == self.shape:
             a = self.arg(source, kdt, self.full_dims, base)
-            v = self.var(cast(f"load({a.name}[{self.full_index}], mask = mask)"), "x")
-            self.values[x.name] = ("full", v)
-            return v
+            return "full", self._load(a, f"{self.full_index}], mask = mask", kdt, "x")
         if self.form == "rows" and _numel(shape) == self.shape[-1] and shape[-1] == self.shape[-1]:
             a = self.arg(source, kdt, ["N"], base)
-            v = self.var(cast(f"load({a.name}[cols], mask = mask)"), "w")
-            self.values[x.name] = ("full", v)
-            return v
+            return "full", self._load(a, "cols], mask = mask", kdt, "w")
         if self.form == "rows" and shape == (*self.shape[:-1], 1):  # keepdim: one value a row
             a = self.arg(source, kdt, self.row_dims, base)
-            v = self.var(cast(f"load({a.name}[{', '.join(self.row_index)}])"), "r")
-            self.values[x.name] = ("row", v)
-            return v
+            return "row", self._load(a, f"{', '.join(self.row_index)}]", kdt, "r")
         if _numel(shape) == 1:
             a = self.arg(source, kdt, ["1"], base)
-            v = self.var(cast(f"load({a.name}[0])"), "s")
-            self.values[x.name] = ("row", v)
-            return v
+            return "row", self._load(a, "0]", kdt, "s")
         return None
 
     def _node(self, node) -> None:
@@ -858,39 +860,18 @@ class _Gemm(_Reducing):
             return src, src is not None
         return None, False
 
-    def _operand(self, x) -> str | None:
-        s = self.scalar(x)
-        if s is not None:
-            return s
-        if not hasattr(x, "op"):
-            return None
-        if x.name in self.values:
-            return self.values[x.name][1]
-        src = self.tensor_source(x)
-        m = meta(x)
-        if src is None or m is None:
-            return None
-        source, base = src
-        shape, dtype = m
-        kdt = KIR_DTYPES.get(dtype)
-        if kdt is None:
-            return None
-        cast = (lambda e: e) if kdt == "f32" else (lambda e: f"cast<f32>({e})")
+    def _read(self, source: str, base: str, shape: tuple[int, ...], kdt: str) -> tuple[str, str] | None:
         batched = len(self.shape) == 3
-        lead = ["BT"] if batched else []
         if shape == self.shape:
-            a = self.arg(source, kdt, [*lead, "M", "N"], base)
-            v = self.var(cast(f"load({a.name}[{self.full_index}], mask = mask)"), "x")
-        elif _numel(shape) == self.shape[-1] and shape[-1] == self.shape[-1]:
+            a = self.arg(source, kdt, [*(["BT"] if batched else []), "M", "N"], base)
+            return "full", self._load(a, f"{self.full_index}], mask = mask", kdt, "x")
+        if _numel(shape) == self.shape[-1] and shape[-1] == self.shape[-1]:
             a = self.arg(source, kdt, ["N"], base)
-            v = self.var(cast(f"load({a.name}[cols], mask = cmask)[None, :]"), "w")
-        elif not batched and shape == (self.shape[0], 1):
+            return "full", self._load(a, "cols], mask = cmask", kdt, "w", "[None, :]")
+        if not batched and shape == (self.shape[0], 1):
             a = self.arg(source, kdt, ["M"], base)
-            v = self.var(cast(f"load({a.name}[rows], mask = rmask)[:, None]"), "r")
-        else:
-            return None
-        self.values[x.name] = ("full", v)
-        return v
+            return "full", self._load(a, "rows], mask = rmask", kdt, "r", "[:, None]")
+        return None
 
     def _epilogue(self, node) -> None:
         g = self.g
@@ -1020,32 +1001,16 @@ class _Conv(_Emitter):
             "conv", params, where, "cdiv(NB * P, BM), cdiv(CO, BN)", self.lines, what=" (an implicit GEMM)"
         )
 
-    def _operand(self, x) -> str | None:
-        s = self.scalar(x)
-        if s is not None:
-            return s
-        if not hasattr(x, "op"):
+    def _read(self, source: str, base: str, shape: tuple[int, ...], kdt: str) -> tuple[str, str] | None:
+        if kdt != "f32":
             return None
-        if x.name in self.values:
-            return self.values[x.name][1]
-        src = self.tensor_source(x)
-        m = meta(x)
-        if src is None or m is None:
-            return None
-        shape, dtype = m
-        if KIR_DTYPES.get(dtype) != "f32":
-            return None
-        channels = self.shape[1]
         if shape == self.shape:
-            a = self.arg(src[0], "f32", ["NB", "CO", "P"], src[1])
-            v = self.var(f"load({a.name}[{self.full_index}], mask = mask)", "x")
-        elif _along(shape, len(self.shape), 1, channels):  # (C, 1, 1): one value a channel
-            a = self.arg(src[0], "f32", ["CO"], src[1])
-            v = self.var(f"load({a.name}[cols], mask = cmask)[None, :]", "w")
-        else:
-            return None
-        self.values[x.name] = ("full", v)
-        return v
+            a = self.arg(source, "f32", ["NB", "CO", "P"], base)
+            return "full", self._load(a, f"{self.full_index}], mask = mask", kdt, "x")
+        if _along(shape, len(self.shape), 1, self.shape[1]):  # (C, 1, 1): one value a channel
+            a = self.arg(source, "f32", ["CO"], base)
+            return "full", self._load(a, "cols], mask = cmask", kdt, "w", "[None, :]")
+        return None
 
 
 class _Pool(_Emitter):
@@ -1133,14 +1098,6 @@ class _Pool(_Emitter):
         where = ", ".join(["T == NB * C * " + " * ".join(outs), *fits])
         return self.seed("pool", {"BLOCK": 256}, where, "cdiv(T, BLOCK)", self.lines)
 
-    def _operand(self, x) -> str | None:
-        s = self.scalar(x)
-        if s is not None:
-            return s
-        if hasattr(x, "op") and x.name in self.values:
-            return self.values[x.name][1]
-        return None
-
 
 class _Cols(_Rows):
     """The cols form: reductions along one dimension that is not the last (a softmax over the
@@ -1220,30 +1177,14 @@ class _Cols(_Rows):
         grid = "cdiv(B, BB)" + (f", {' * '.join(lead)}" if lead else "")
         return self.seed("cols", {"BLOCK": block, "BB": bb}, "R <= BLOCK", grid, self.lines + stores)
 
-    def _operand(self, x) -> str | None:
-        s = self.scalar(x)
-        if s is not None:
-            return s
-        if not hasattr(x, "op"):
-            return None
-        if x.name in self.values:
-            return self.values[x.name][1]
-        src, m = self.tensor_source(x), meta(x)
-        if src is None or m is None or KIR_DTYPES.get(m[1]) is None:
-            return None
-        kdt = KIR_DTYPES[m[1]]
-        cast = (lambda e: e) if kdt == "f32" else (lambda e: f"cast<f32>({e})")
-        shape = self._merged(m[0])
-        if shape == self.shape:
-            a = self.arg(src[0], kdt, self.full_dims, src[1])
-            v = self.var(cast(f"load({a.name}[{self.full_index}], mask = mask)"), "x")
-        elif _along(m[0], len(self.main), self.p, self.main[self.p]):  # (C, 1): one value along the reduced dimension
-            a = self.arg(src[0], kdt, ["R"], src[1])
-            v = self.var(cast(f"load({a.name}[rr], mask = rmask)[:, None]"), "w")
-        else:
-            return None
-        self.values[x.name] = ("full", v)
-        return v
+    def _read(self, source: str, base: str, shape: tuple[int, ...], kdt: str) -> tuple[str, str] | None:
+        if self._merged(shape) == self.shape:
+            a = self.arg(source, kdt, self.full_dims, base)
+            return "full", self._load(a, f"{self.full_index}], mask = mask", kdt, "x")
+        if _along(shape, len(self.main), self.p, self.main[self.p]):  # (C, 1): one value along the reduced dimension
+            a = self.arg(source, kdt, ["R"], base)
+            return "full", self._load(a, "rr], mask = rmask", kdt, "w", "[:, None]")
+        return None
 
 
 def _middle(g: _Graph) -> int | None:
