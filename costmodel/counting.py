@@ -635,9 +635,10 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
                 m, k = (_static(d, env, "a dot operand") for d in shape_of(op.lhs.type))
                 n = _static(shape_of(op.rhs.type)[1], env, "a dot operand")
                 dt = dtype_of(op.lhs.type)
-                work(op, "tensor", 2 * m * n * k, dt, "dot", mult)
+                rate = "tf32" if op.tf32 else dt  # the tensor cores' TF32 rate, operands still 4 bytes
+                work(op, "tensor", 2 * m * n * k, rate, "dot", mult)
                 counts.smem_bytes += (m * k + k * n) * DTYPES[dt].nbytes * mult
-                counts.dots.append(DotShape(op, span_of(op), m, n, k, dt, mult))
+                counts.dots.append(DotShape(op, span_of(op), m, n, k, rate, mult))
             elif isinstance(op, tl.ReduceOp | tl.ArgReduceOp | tl.ScanOp):
                 n = _tile_elems(op.operand.type, env)
                 dt = dtype_of(op.operand.type)

@@ -68,7 +68,10 @@ class Chip:
     single_thread: bool = False  # mtia-sim: one thread of control per PE
 
     def tc_rate(self, dtype: str) -> tuple[str, float]:
-        """(unit, flop/s) of a matrix product with this operand dtype."""
+        """(unit, flop/s) of a matrix product with this operand dtype (`tf32`: f32 operands of a
+        `precision = tf32` dot; a chip without TF32 units multiplies them as f32)."""
+        if dtype == "tf32" and dtype not in self.tc_flops:
+            dtype = "f32"
         if dtype == "f32" and self.vendor in _FMA_DOT_VENDORS:
             return "fma", self.fma_flops.get("f32", self.alu_ops_per_sm * 2 * self.sms)
         if dtype in self.tc_flops:

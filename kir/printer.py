@@ -843,6 +843,8 @@ class _Printer:
             return f"gather({args[0]()}, {args[1]()}, axis = {op.axis.data})", P_ATOM
         if isinstance(op, tl.DotOp):
             inner = ", ".join(a() for a in args)
+            if op.tf32:
+                inner += ", precision = tf32"
             return f"dot<{op.acc_dtype.data}>({inner})", P_ATOM
         if isinstance(op, tl.LoadOp):
             text = self.access(op, op.mem, op.access.data, "indices", dts)

@@ -561,11 +561,13 @@ class _Walker(TreeReader):
         if node.data == "dot":
             dtype, *args = node.children
             pos, kw = self.split_args(node, args)
-            self.no_kwargs(node, kw, "dot")
+            self.no_kwargs(node, kw, "dot", ("precision",))
             if len(pos) not in (2, 3):
                 self.fail("call.arguments", "dot<T>(a, b) or dot<T>(a, b, acc)", node)
+            precision = _precision(self, kw["precision"]) if "precision" in kw else None
             vals = self.operands([(a, i) for i, a in enumerate(pos)])
-            return self.b.make(tl.DotOp, vals[0], vals[1], str(dtype), vals[2] if len(vals) == 3 else None, span=span)
+            acc = vals[2] if len(vals) == 3 else None
+            return self.b.make(tl.DotOp, vals[0], vals[1], str(dtype), acc, precision, span=span)
         fname = call_name(node)
         pos, kw = self.split_args(node, node.children[1:])
         handler = _CALLS.get(fname)
@@ -1159,6 +1161,18 @@ def _evict(w: _Walker, node) -> str:
         "evict is `first` or `last`",
         node,
         "evict = first: lines read once, evicted before others; evict = last: lines read again soon, kept",
+    )
+
+
+def _precision(w: _Walker, node) -> str:
+    """The precision named by `precision = tf32` (a word, not an expression)."""
+    if isinstance(node, Tree) and node.data == "name" and str(node.children[0]) in tl.DOT_PRECISIONS:
+        return str(node.children[0])
+    w.fail(
+        "types.dot-precision",
+        "precision is `ieee` or `tf32`",
+        node,
+        "precision = ieee: an f32 product (the default); precision = tf32: operands rounded to TF32, on the tensor cores",
     )
 
 

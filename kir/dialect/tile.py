@@ -811,13 +811,22 @@ def _check_gather(src: Attribute, index: Attribute, axis: int) -> None:
             )
 
 
+DOT_PRECISIONS = ("ieee", "tf32")
+
+
 @op_definition
 class DotOp(KirOperation):
     """Matrix product of tiles `[M, K] x [K, N]` accumulated in a stated dtype, optionally into
-    an accumulator: `acc = dot<f32>(a, b, acc)`."""
+    an accumulator: `acc = dot<f32>(a, b, acc)`.
+
+    `precision = tf32` (f32 operands only) lets the product round each operand to TF32 (10
+    mantissa bits, round to nearest) and run on the tensor cores, as PyTorch's convolutions and
+    matrix products do when TF32 is allowed; without it an f32 product is IEEE f32. A target
+    without TF32 units computes it in f32, which is within what the precision allows."""
 
     name = "kir.dot"
     acc_dtype = prop_def(StringAttr)
+    precision = opt_prop_def(StringAttr)
     lhs = operand_def(TileType)
     rhs = operand_def(TileType)
     acc = opt_operand_def(TileType)
@@ -825,7 +834,9 @@ class DotOp(KirOperation):
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = traits_def(Pure())
 
-    def __init__(self, lhs: SSAValue, rhs: SSAValue, acc_dtype: str, acc: SSAValue | None = None):
+    def __init__(
+        self, lhs: SSAValue, rhs: SSAValue, acc_dtype: str, acc: SSAValue | None = None, precision: str | None = None
+    ):
         a, b = shape_of(lhs.type), shape_of(rhs.type)
         if len(a) != 2 or len(b) != 2:
             raise RuleViolation(
@@ -839,8 +850,11 @@ class DotOp(KirOperation):
                 rule="types.dot-shape",
                 hint="dot multiplies [M, K] by [K, N]: load matching K extents, or transpose with trans(b)",
             )
+        props: dict[str, Attribute] = {"acc_dtype": StringAttr(acc_dtype)}
+        if precision is not None and precision != "ieee":
+            props["precision"] = StringAttr(precision)
         super().__init__(
-            properties={"acc_dtype": StringAttr(acc_dtype)},
+            properties=props,
             operands=[lhs, rhs, [acc] if acc is not None else []],
             result_types=[tile_type(acc_dtype, [a[0], b[1]])],
         )
@@ -864,6 +878,25 @@ class DotOp(KirOperation):
                 rule="types.dot-acc",
                 hint=f"make the accumulator {self.res.type} (zeros({self.res.type})), or state its dtype in dot<T>",
             )
+        if self.precision is not None:
+            if self.precision.data not in DOT_PRECISIONS:
+                raise RuleViolation(
+                    f"dot: precision = {self.precision.data} is not a precision",
+                    rule="types.dot-precision",
+                    hint="precision = ieee (the default) or precision = tf32",
+                )
+            if dtype_of(self.lhs.type) != "f32" or self.acc_dtype.data != "f32":
+                raise RuleViolation(
+                    f"dot: precision = tf32 is for f32 operands into f32, not {dtype_of(self.lhs.type)} "
+                    f"into {self.acc_dtype.data}",
+                    rule="types.dot-precision",
+                    hint="drop precision: the product of low-precision operands is already on the matrix units",
+                )
+
+    @property
+    def tf32(self) -> bool:
+        """Whether the product may round its operands to TF32."""
+        return self.precision is not None and self.precision.data == "tf32"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -223,7 +223,7 @@ def _gather(cta: Cta, op, strand):
 @handles(tl.DotOp)
 def _dot(cta: Cta, op, strand):
     acc = cta.get(op.acc) if op.acc is not None else None
-    cta.set(op.res, V.dot(cta.get(op.lhs), cta.get(op.rhs), acc, _dt(op.lhs.type), _dt(op.res.type)))
+    cta.set(op.res, V.dot(cta.get(op.lhs), cta.get(op.rhs), acc, _dt(op.lhs.type), _dt(op.res.type), op.tf32))
 
 
 # ---- memory --------------------------------------------------------------------------------

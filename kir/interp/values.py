@@ -382,9 +382,22 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.matmul(a, b)
 
 
-def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray | None, in_dtype: DType, acc_dtype: DType) -> np.ndarray:
+def tf32(x: np.ndarray) -> np.ndarray:
+    """f32 values rounded to TF32 (10 mantissa bits), to nearest with ties away from zero, as
+    `cvt.rna.tf32.f32` does; infinities and NaNs are kept."""
+    x = np.asarray(x, dtype=F32)
+    bits = x.view(np.uint32)
+    rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(F32)
+    return np.where(np.isfinite(x), rounded, x)
+
+
+def dot(
+    a: np.ndarray, b: np.ndarray, acc: np.ndarray | None, in_dtype: DType, acc_dtype: DType, tf32_inputs: bool = False
+) -> np.ndarray:
     if acc_dtype.is_float:
         ct = _compute_dtype(acc_dtype)
+        if tf32_inputs:
+            a, b = tf32(a), tf32(b)
         res = _matmul(cast(a, in_dtype, ct), cast(b, in_dtype, ct))
         if acc is not None:
             res = res + cast(acc, acc_dtype, ct)

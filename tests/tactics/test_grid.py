@@ -74,6 +74,11 @@ PAIRS = {
         GEMM.replace("f32[M, K]", "bf16[M, K]").replace("f32[K, N]", "bf16[K, N]"),
         "tactic.split-dot.no-f32-dot", "acc = dot<f32>",
     ),
+    "tf32": (
+        GEMM, {}, "acc = dot<f32>(at, bt, acc, precision = tf32)",
+        GEMM.replace("f32[M, K]", "bf16[M, K]").replace("f32[K, N]", "bf16[K, N]"),
+        "tactic.tf32.no-f32-dot", "acc = dot<f32>",
+    ),
     "row-band": (
         ROWNORM, {"rows": 4}, "for i in 0 .. R pipeline(stages = 2) {",
         twin(ROWNORM, "grid(M)", "grid(M, 1)"), "tactic.row-band.grid", "grid(M, 1)",

@@ -40,6 +40,12 @@ SLOW = {
     "gemm_bias_gelu/persistent",
 }
 EXAMPLES = 60 if FULL else 12
+# Tactics whose change is larger than a task's tolerance by design, with the bound they keep
+# instead: (rtol, atol x rms) for float outputs, and the share of an integer output's elements
+# that may differ, since the indices a k-means or a top-k selects flip between near ties under
+# the rounding (the tasks' own comparisons judge those). TF32 operands carry 10 mantissa bits;
+# the harness decides per task whether that is admitted.
+OWN_BOUND = {"tf32": (2e-3, 2e-3, 0.02)}
 
 
 def applicable_cases(tactic: tactics.Tactic) -> list[Case]:
@@ -83,10 +89,15 @@ def check_same_results(tactic: tactics.Tactic, case: Case, result: Program) -> N
     for name, expected in want.items():
         out = got[name]
         assert out.shape == expected.shape and out.dtype == expected.dtype, name
+        bound = OWN_BOUND.get(tactic.name)
+        if bound is not None and expected.dtype.kind in "iub":
+            share = float(np.mean(out != expected)) if out.size else 0.0
+            assert share <= bound[2], f"{case.name}: {share:.1%} of `{name}` differ (at most {bound[2]:.0%})"
+            continue
         if tactic.numerics == "exact" or expected.dtype.kind in "iub":
             assert bits(out) == bits(expected), f"{case.name}: `{name}` is not bitwise equal"
             continue
-        rtol, atol = tolerance(case, dtypes[name])
+        rtol, atol = bound[:2] if bound is not None else tolerance(case, dtypes[name])
         e, o = expected.astype(np.float64), out.astype(np.float64)
         scale = float(np.sqrt(np.mean(e * e))) if e.size else 0.0
         bad = ~(np.abs(o - e) <= rtol * np.abs(e) + atol * scale) & ~(np.isnan(o) & np.isnan(e))

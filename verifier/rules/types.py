@@ -203,6 +203,33 @@ make it `zeros(f32[BM, BN])` and cast once after the loop.
         ),
     ),
     _ParseTimeRule(
+        "types.dot-precision",
+        "a dot's precision is not one KIR has, or is not for its operands",
+        """
+`dot<f32>(a, b, precision = tf32)` lets an f32 product round each operand to TF32 (10
+mantissa bits) and run on the tensor cores, as PyTorch's convolutions do by default and its
+matrix products do when `torch.backends.cuda.matmul.allow_tf32` is set. The default,
+`precision = ieee`, is an f32 product. TF32 is a rounding of f32 operands: a dot of bf16, f16,
+fp8 or integer operands already runs on the matrix units and takes no precision.
+""",
+        _gemm(
+            "f32",
+            "acc = zeros(f32[BM, BN])",
+            *_GEMM_LOOP,
+            "  acc = dot<f32>(at, bt, acc, precision = tf32)  # <-",
+            "}",
+            "store(c[m0 : m0 + BM, n0 : n0 + BN], acc)",
+        ),
+        _gemm(
+            "f32",
+            "acc = zeros(f32[BM, BN])",
+            *_GEMM_LOOP,
+            "  acc = dot<f32>(cast<f32>(at), cast<f32>(bt), acc, precision = tf32)",
+            "}",
+            "store(c[m0 : m0 + BM, n0 : n0 + BN], acc)",
+        ),
+    ),
+    _ParseTimeRule(
         "types.store-dtype",
         "a value written to memory has another dtype than the memory",
         """

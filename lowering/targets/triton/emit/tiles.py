@@ -255,7 +255,10 @@ class Tiles:
             parts.append(self.cast(acc, cd).text if acc_d != cd else acc.text)
         parts.append(f"out_dtype={TL_DTYPE[cd]}")
         if a.dtype in ("f32", "f64"):
-            parts.append('input_precision="ieee"')  # KIR's f32 dot is f32, not TF32
+            # KIR's f32 dot is f32 unless it says precision = tf32; Triton 3.6 takes "tf32" on
+            # NVIDIA and gfx942 (XF32), and a target without TF32 units multiplies in f32
+            tf32 = op.tf32 and (self.kernel.target.data.startswith("sm_") or self.kernel.target.data == "gfx942")
+            parts.append(f'input_precision="{"tf32" if tf32 else "ieee"}"')
         v = Val(f"tl.dot({', '.join(parts)})", cd)
         if cd != acc_d:
             v = self.cast(v, acc_d)
