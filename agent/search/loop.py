@@ -9,8 +9,11 @@ a search resumed after `kill -9` replays its rounds, taking every Record it find
 (the same node: same id, parent and candidate key) instead of measuring again, and measures
 only what had not come back. Its tree is then the tree of a run that was never interrupted,
 given measurements that repeat (the simulator's cycles do). A resumed search whose rounds make
-another tree than the stored one (a newer strategy or proposer) drops the stored nodes it does
-not make again; their Records stay in the store's evaluations, where it takes them from.
+another tree than the stored one (a newer strategy or proposer) keeps every stored node it has
+not made: at the end of the round where the trees part, each is grafted, with its Record and
+move, under the node of its parent's program (in the order of the stored ids, so a parent comes
+before its children), takes a new id, and is told to the strategy with the round's nodes. A
+better program an older run found stays in the tree and the strategy can expand it.
 
 Budgets: measured evaluations (a node measured or found measured), wall seconds, device seconds
 (the run stages' wall time on a GPU backend: what held the GPU), rounds without a better best
@@ -24,7 +27,7 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent.execute.base import CPU_BACKENDS, Executor, Job
@@ -34,6 +37,8 @@ from agent.search.base import Strategy
 from agent.search.memory import remembered
 from agent.search.tree import EVALUATED, PROPOSED, Move, Node, Tree
 from agent.store.base import Store
+
+STATIC_STAGES = ("parse", "verify", "cost")  # what stops a proposal before compile
 
 
 @dataclass(frozen=True)
@@ -155,20 +160,50 @@ def run_search(
     progress = Progress()
 
     written: set[int] = set()  # the ids this run has written (replayed or new)
+    parent_key = {n.id: stored_ids[n.parent].key for n in stored.values() if n.parent in stored_ids}
+    orphans: list[Node] = []  # stored nodes left by a replay that parted from the stored tree
 
     def put(node: Node) -> None:
         """Write the node. Where the replay of a resumed search leaves the stored tree (a newer
         strategy or proposer makes other nodes, so a key comes under another id), the stored
-        nodes it has not written again are dropped: their Records stay in the evaluations
-        cache, and the rest of the search takes them from there."""
+        nodes it has not written again are taken out of the store under their old ids and kept
+        as orphans, which `graft` puts back into the tree at the end of the round."""
         old, same_id = stored.get(node.key), stored_ids.get(node.id)
         if (old is not None and old.id != node.id) or (same_id is not None and same_id.key != node.key):
             stale = sorted(i for i in stored_ids if i not in written)
             store.drop(search, stale)
             for i in stale:
-                stored.pop(stored_ids.pop(i).key, None)
+                orphan = stored_ids.pop(i)
+                stored.pop(orphan.key, None)
+                orphans.append(orphan)
         store.put(search, node)
         written.add(node.id)
+
+    def graft() -> list[Node]:
+        """The orphans measured before, each under the tree's node of its parent's program, with
+        new ids; an orphan whose program the tree has already is not added again (its children
+        go under the tree's node). Orphans not measured (in flight when the run died) are left:
+        the search measures them if it proposes them again."""
+        added: list[Node] = []
+        for old in sorted(orphans, key=lambda n: n.id):
+            if tree.by_key(old.key) is not None or old.record is None or old.parent is None:
+                continue
+            parent = tree.by_key(parent_key.get(old.id, ""))
+            if parent is None:
+                continue
+            node = replace(old, id=tree.next_id(), parent=parent.id, depth=parent.depth + 1, round=progress.round)
+            put(node)
+            tree.add(node)
+            added.append(node)
+            if node.stage in STATIC_STAGES:  # stopped before compile, as when it was proposed
+                progress.stopped_statically += 1
+                continue
+            progress.reused += 1
+            progress.evaluations += 1
+            if node.score is None:
+                progress.failed_at_run += 1
+        orphans.clear()
+        return added
 
     def measure(nodes: list[Node]) -> list[Node]:
         """Each node's Record: from the store (this search's, or any search's evaluation in
@@ -256,7 +291,8 @@ def run_search(
                     to_measure.append(node)
                 tree.add(node)
         measured = measure(to_measure)
-        strategy.tell(tree, sorted(statics + measured, key=lambda n: n.id))
+        grafted = graft()
+        strategy.tell(tree, sorted(statics + measured + grafted, key=lambda n: n.id))
         best = tree.best()
         if best is not None and (progress.best is None or best.id != progress.best.id):
             progress.best, progress.stall = best, 0
@@ -264,8 +300,8 @@ def run_search(
             progress.stall += 1
         if on_round:
             on_round(progress, tree)
-    # stored nodes this run did not make (an older run's, past where this one stopped or left
-    # its tree): the store holds this run's tree, their Records stay in the evaluations cache
+    # stored nodes this run did not make, past where it stopped (a resume with a smaller budget):
+    # the store holds this run's tree, their Records stay in the evaluations cache
     store.drop(search, sorted(i for i in stored_ids if i not in written))
     return Result(search, tree, progress)
 

@@ -1,7 +1,8 @@
-"""A search resumed by a KIR whose strategy makes another tree than the stored one (a newer
-version, another strategy under the same name): the replay leaves the stored tree, the stored
-nodes it does not make again are dropped, and every measurement they held is taken from the
-store's evaluations instead of measured again."""
+"""A search resumed by a KIR whose strategy or proposer makes another tree than the stored one
+(a newer version, another strategy under the same name): the replay leaves the stored tree, the
+stored nodes it does not make again are grafted back under their parents' programs with their
+Records, nothing is measured twice, and a better program the older run found stays the best and
+is expanded further."""
 
 from __future__ import annotations
 
@@ -51,7 +52,17 @@ class Cycles(Executor):
         return future
 
 
-def test_resuming_with_another_strategy_drops_the_stale_nodes_and_measures_nothing_twice(tmp_path):
+class Digits(Letters):
+    """Children `<key>1`, `<key>2` of every node: slower than any letter (Cycles)."""
+
+    name = "digits"
+
+    def propose(self, context: Context) -> list[Proposal]:
+        base = "" if context.node.parent is None else context.node.key
+        return [Proposal(SEED, Move(self.name, c), base + c) for c in "12" if base + c not in context.seen]
+
+
+def test_resuming_with_another_strategy_keeps_every_node_and_measures_nothing_twice(tmp_path):
     db = str(tmp_path / "s.sqlite")
     settings = Settings(task=TASK, backend="mtia-sim")
     first = Cycles()
@@ -67,6 +78,34 @@ def test_resuming_with_another_strategy_drops_the_stale_nodes_and_measures_nothi
     assert not set(again.measured) & set(first.measured)  # what the first run measured came from the store
     assert result.progress.reused >= 1
     assert sorted((n.id, n.key) for n in stored) == sorted((n.id, n.key) for n in result.tree)
+    assert set(first.measured) <= {n.key for n in result.tree}  # no evaluated node lost
+
+
+def test_resuming_with_another_proposer_keeps_the_better_nodes_and_expands_them(tmp_path):
+    db = str(tmp_path / "s.sqlite")
+    settings = Settings(task=TASK, backend="mtia-sim")
+    first = Cycles()
+    with open_store(db) as store:
+        sid = store.search("one", "softmax", {})
+        strategy = registry.get("beam")(random.Random(0), width=2)
+        before = run_search(settings, SEED, strategy, Letters(), first, store, sid, Budget(evaluations=10))
+    scores = {n.key: n.score for n in before.tree}
+    with open_store(db) as store:
+        again = Cycles()
+        strategy = registry.get("beam")(random.Random(0), width=2)
+        result = run_search(settings, SEED, strategy, Digits(), again, store, sid, Budget(evaluations=16))
+        stored = {n.key: n for n in store.nodes(sid)}
+    tree = {n.key: n for n in result.tree}
+    assert {k: tree[k].score for k in scores} == scores  # every node of the first run, with its Record
+    assert not set(again.measured) & set(first.measured)
+    best = before.tree.best()
+    assert result.tree.best().key == best.key  # the digits are slower: the letters' best stays the best
+    for key in scores:  # each grafted node under its parent's program
+        node = tree[key]
+        if key != before.tree.root.key:
+            assert tree[key[:-1] if len(key) > 1 else before.tree.root.key].id == node.parent
+    assert any(k.startswith(best.key) and k[-1].isdigit() for k in tree)  # the strategy expanded it
+    assert set(stored) == set(tree) and all(stored[k].id == tree[k].id for k in tree)
 
 
 class Stuck(Cycles):
