@@ -375,6 +375,7 @@ def _dtype_bytes(t) -> int:
 
 
 _INT_WEIGHT = {"div": 20, "rem": 20, "mul": 1}
+PHILOX_ROUNDS = 10  # rand / randint (kir.random)
 # Division by a compile-time constant is a multiply-high, a shift and (for `%`) a multiply and
 # subtract: LLVM never emits the ~20-instruction division loop for it.
 _INT_WEIGHT_CONST = {"div": 3, "rem": 4}
@@ -554,6 +555,12 @@ def count(program: Program, env: dict[str, int], sample_limit: int = 256) -> tup
             return
         n = _tile_elems(t, env)
         dt = dtype_of(t)
+        if isinstance(op, tl.RandOp):
+            # Philox4x32-10: per round and lane two 32x32->64 multiplies (IMAD.WIDE, two issues
+            # each) and two XORs of three operands (LOP3); the key schedule depends on the seed
+            # alone, one value for the warp (uniform registers); then the float conversion
+            work(op, "int", n * (PHILOX_ROUNDS * 6 + (3 if op.fn.data == "rand" else 0)), dt, op.fn.data, mult)
+            return
         if isinstance(op, tl.UnaryOp):
             fn = op.fn.data
             src = dtype_of(op.operand.type)

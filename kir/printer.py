@@ -76,6 +76,8 @@ def operand_calls(op: Operation) -> list[_Call]:
         return [[(0, 0, None if op.fn.data in ("neg", "not") else "f32")]]
     if isinstance(op, tl.WhereOp):
         return [[(0, 1, "i1"), (1, 0, None), (2, 0, None)]]
+    if isinstance(op, tl.RandOp):
+        return [[(0, 0, "i64"), (1, 1, "i32")]]
     if isinstance(op, tl.FullOp):
         return [[(0, 0, dtype_of(op.res.type))]]
     if isinstance(op, tl.DotOp):
@@ -818,6 +820,8 @@ class _Printer:
             return f"{fn}({args[0]()})", P_ATOM
         if isinstance(op, tl.WhereOp):
             return f"where({args[0]()}, {args[1]()}, {args[2]()})", P_ATOM
+        if isinstance(op, tl.RandOp):
+            return f"{op.fn.data}({args[0]()}, {args[1]()})", P_ATOM
         if isinstance(op, tl.CastOp):
             return f"cast<{dtype_of(op.res.type)}>({args[0]()})", P_ATOM
         if isinstance(op, tl.ExpandDimsOp):

@@ -997,6 +997,15 @@ def _binary_call(w: _Walker, node, pos, kw, span):
     return w.b.make(tl.BinaryOp, fname, a, b, span=span)
 
 
+@_call("rand", "randint")
+def _rand(w: _Walker, node, pos, kw, span):
+    fname = call_name(node)
+    w.no_kwargs(node, kw, fname)
+    w.arity(node, pos, 2, f"{fname}(seed, offsets)")
+    seed, offsets = w.operands([(pos[0], 0), (pos[1], 1)], {0: "i64", 1: "i32"})
+    return w.b.make(tl.RandOp, fname, seed, offsets, span=span)
+
+
 @_call("where")
 def _where(w: _Walker, node, pos, kw, span):
     w.no_kwargs(node, kw, "where")

@@ -122,8 +122,11 @@ def make_seed(traced: Traced, name: str) -> Seed:
             )  # fmt: skip
         if op == "dropout" and args.get("training", True) and _p(args) > 0:
             raise g.fail(
-                node, "frontend.op", "`dropout` in training mode needs random numbers, which KIR does not have yet",
-                "run the task in eval mode (task.toml: mode = \"eval\") where dropout is the identity",
+                node, "frontend.op",
+                "`dropout` in training mode draws its random numbers from PyTorch's generator, which no kernel "
+                "reproduces, so its outputs cannot be compared",
+                "run the task in eval mode (task.toml: mode = \"eval\") where dropout is the identity, or write the "
+                "reference with kir.random, which draws what KIR's rand(seed, offsets) draws (examples/dropout.kir)",
             )  # fmt: skip
     results = g.results()
     for r in results:

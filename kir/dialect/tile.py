@@ -458,6 +458,64 @@ class WhereOp(KirOperation):
         _same_dtype(self.lhs, self.rhs, "where")
 
 
+RAND_FNS = ("rand", "randint")
+
+
+@op_definition
+class RandOp(KirOperation):
+    """Counter-based random numbers: Philox4x32 with 10 rounds, keyed by an integer scalar
+    `seed`, counting by integer `offsets` (Triton's `tl.rand` / `tl.randint`, bit for bit).
+
+        u = rand(seed, offs)       # f32 in [0, 1), one a lane
+        r = randint(seed, offs)    # u32
+
+    The same seed and offset give the same number on every backend and in the reference
+    interpreter; `kir.random` computes them for a task's reference. The result has the offsets'
+    shape; the seed is one value for the whole program (load it from a `global i64[1]`)."""
+
+    name = "kir.rand"
+    fn = prop_def(StringAttr)
+    seed = operand_def()
+    offsets = operand_def()
+    res = result_def()
+    traits = traits_def(Pure(), Elementwise())
+
+    def __init__(self, fn: str, seed: SSAValue, offsets: SSAValue):
+        for v in (seed, offsets):
+            _require_value(v, fn)
+        out = "f32" if fn == "rand" else "u32"
+        super().__init__(
+            properties={"fn": StringAttr(fn)},
+            operands=[seed, offsets],
+            result_types=[value_type(out, shape_of(offsets.type))],
+        )
+
+    def verify_(self) -> None:
+        fn = self.fn.data
+        if fn not in RAND_FNS:
+            raise VerifyException(f"unknown random function '{fn}'")
+        if shape_of(self.seed.type):
+            raise RuleViolation(
+                f"{fn}: the seed is one value, not a tile {self.seed.type}",
+                rule="types.random",
+                hint="load the seed once: s = load(seed[0]), and vary the offsets for each lane",
+            )
+        for what, v in (("seed", self.seed), ("offsets", self.offsets)):
+            dt = DTYPES[dtype_of(v.type)]
+            if not dt.is_int or dt.kind == "bool":
+                raise RuleViolation(
+                    f"{fn}: the {what} are integers, not {dt.name}",
+                    rule="types.random",
+                    hint="seed and offsets are i32, i64, u32 or u64: a counter, not a value to randomize",
+                )
+        if DTYPES[dtype_of(self.offsets.type)].bits < 32:
+            raise RuleViolation(
+                f"{fn}: the offsets are 32- or 64-bit integers, not {dtype_of(self.offsets.type)}",
+                rule="types.random",
+                hint="cast<i32>(offs)",
+            )
+
+
 @op_definition
 class CastOp(KirOperation):
     """Convert elementwise to another dtype (round to nearest even; float to int truncates):

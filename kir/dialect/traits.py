@@ -188,7 +188,7 @@ class Synchronizes(MemoryEffect):
 
 class Elementwise(OpTrait):
     """Each result lane is a function of the same lane of the operands after broadcasting:
-    binary and unary math, comparisons, `where` and `cast`. (Shape ops such as `broadcast` and
+    binary and unary math, comparisons, `where`, `cast` and `rand`. (Shape ops such as `broadcast` and
     `expand_dims` move lanes, so they are not elementwise.)"""
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.ir import SSAValue
 
+from kir import random
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.types import dtype_of
@@ -135,6 +136,16 @@ def _where(cta: Cta, op, strand):
     c, a, b, res, d = cta.launch.cached(op, lambda: (op.cond, op.lhs, op.rhs, op.res, _dt(op.res.type)))
     env = cta.env
     env[res] = V.select(env[c], env[a], env[b], d)
+
+
+@handles(tl.RandOp)
+def _rand(cta: Cta, op, strand):
+    fn, seed, offs, res, odt = cta.launch.cached(
+        op, lambda: (op.fn.data, op.seed, op.offsets, op.res, _dt(op.offsets.type))
+    )
+    env = cta.env
+    bits = random.randint(env[seed], np.asarray(env[offs]).astype(odt.numpy))
+    env[res] = random.uniform(bits) if fn == "rand" else bits
 
 
 @handles(tl.CastOp)

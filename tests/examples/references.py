@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 import ml_dtypes
 import numpy as np
 
+from kir.random import rand
+
 BF16 = ml_dtypes.bfloat16
 
 
@@ -138,6 +140,16 @@ def _bag_ref(i):
     return {"out": f64(i["table"])[i["idx"]].sum(axis=1)}
 
 
+def _dropout_inputs(rng):
+    return {"x": _normal(rng, 3000), "seed": np.array([rng.integers(-(2**40), 2**40)], np.int64)}
+
+
+def _dropout_ref(i):
+    """The mask from kir.random, as the kernel draws it: Philox keyed by the seed, one offset an element."""
+    keep = rand(i["seed"][0], np.arange(i["x"].size, dtype=np.int32)) >= np.float32(0.2)
+    return {"y": np.where(keep, f64(i["x"]) * 1.25, 0.0)}
+
+
 CASES = [
     Case("vector_add", {"BLOCK": 256}, _vector_add, lambda i: {"z": f64(i["x"]) + f64(i["y"])}),
     Case("softmax", {"BLOCK": 128}, _softmax_inputs, _softmax_ref, rtol=1e-2, atol=1e-2),
@@ -163,4 +175,5 @@ CASES = [
     Case("kmeans_assign", {"BP": 16, "BC": 32, "BD": 32}, _kmeans_inputs, _kmeans_ref, check=_kmeans_check),
     Case("bucketize", {"BLOCK": 256, "STEPS": 11}, _bucketize_inputs, _bucketize_ref),
     Case("embedding_bag", {"BL": 8, "BD": 32}, _bag_inputs, _bag_ref, rtol=1e-2, atol=2e-2),
+    Case("dropout", {"BLOCK": 256}, _dropout_inputs, _dropout_ref),
 ]

@@ -84,7 +84,7 @@ def test_the_facts_of_a_few_op_classes():
     assert not any(c.has_trait(Pure) for c in (tl.LoadOp, st.YieldOp, st.ForOp, ex.SmemAllocOp, ex.WgmmaOp))
     assert {o for o in OPS if o.has_trait(Async)} == {ex.TmaLoadOp, ex.TmaStoreOp, ex.CpAsyncOp, ex.WgmmaOp}
     elementwise = {o for o in OPS if o.has_trait(Elementwise)}
-    assert elementwise == {tl.BinaryOp, tl.CompareOp, tl.UnaryOp, tl.WhereOp, tl.CastOp}
+    assert elementwise == {tl.BinaryOp, tl.CompareOp, tl.UnaryOp, tl.WhereOp, tl.CastOp, tl.RandOp}
 
 
 SCALE = """

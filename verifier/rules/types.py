@@ -230,6 +230,28 @@ fp8 or integer operands already runs on the matrix units and takes no precision.
         ),
     ),
     _ParseTimeRule(
+        "types.random",
+        "`rand` or `randint` with a seed that is not one integer, or offsets that are not integers",
+        """
+`rand(seed, offsets)` and `randint(seed, offsets)` draw Philox4x32 numbers keyed by the seed and
+counted by the offsets (`kir.random` computes the same ones for a reference). The seed is one
+integer for the whole program: a tile of seeds would key each lane differently, which is a
+different generator than the reference's. The offsets are 32- or 64-bit integers (a 64-bit
+offset counts its high word too): a float has no counter to give, and an 8- or 16-bit offset
+would repeat after a few hundred lanes.
+""",
+        _vec(
+            "v = load(x[offs], mask = mask)",
+            "keep = rand(offs, offs) >= 0.5  # <-",
+            "store(y[offs], where(keep, v * 2.0, 0.0), mask = mask)",
+        ),
+        _vec(
+            "v = load(x[offs], mask = mask)",
+            "keep = rand(7, offs) >= 0.5",
+            "store(y[offs], where(keep, v * 2.0, 0.0), mask = mask)",
+        ),
+    ),
+    _ParseTimeRule(
         "types.store-dtype",
         "a value written to memory has another dtype than the memory",
         """

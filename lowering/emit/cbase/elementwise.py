@@ -70,6 +70,8 @@ class Elementwise:
             return f"({parts[0]} ? {parts[1]} : {parts[2]})"
         if isinstance(op, tl.CastOp):
             return c.cast(parts[0], dtype_of(op.operand.type), dtype_of(op.res.type))
+        if isinstance(op, tl.RandOp):
+            return c.rand(op.fn.data, parts[0], dtype_of(op.seed.type), parts[1], dtype_of(op.offsets.type))
         raise Unsupported(op, f"internal: {op.name} is not elementwise")
 
     def op_elementwise(self, op: Operation) -> None:

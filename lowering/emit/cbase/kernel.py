@@ -74,6 +74,7 @@ class KernelGen(SlotLoops, Elementwise, Reductions, Memory, ControlFlow):
             tl.CompareOp: self.op_elementwise,
             tl.UnaryOp: self.op_elementwise,
             tl.WhereOp: self.op_elementwise,
+            tl.RandOp: self.op_elementwise,
             tl.CastOp: self.op_elementwise,
             tl.BroadcastOp: self.op_elementwise,
             tl.TransOp: self.op_elementwise,

@@ -168,7 +168,7 @@ class SlotLoops:
             e = self._pure(u, self.broadcast_index(y.shape, shape, idx))
             return None if e is None or len(e) > self.PURE_LIMIT else f"({e})"
 
-        if isinstance(op, tl.BinaryOp | tl.CompareOp | tl.WhereOp | tl.UnaryOp | tl.CastOp):
+        if isinstance(op, tl.BinaryOp | tl.CompareOp | tl.WhereOp | tl.UnaryOp | tl.CastOp | tl.RandOp):
             parts = [at(u) for u in op.operands]
             if any(p is None for p in parts):
                 return None

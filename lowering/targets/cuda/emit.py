@@ -445,7 +445,9 @@ class CudaGen(KernelGen):
                         for r, out in zip(op.res, cast(st.YieldOp, region.block.last_op).values, strict=True):
                             if isinstance(r.type, TileType):
                                 union(r, out)
-            elif isinstance(op, tl.BinaryOp | tl.CompareOp | tl.UnaryOp | tl.WhereOp | tl.CastOp | ex.ConvertLayoutOp):
+            elif isinstance(
+                op, tl.BinaryOp | tl.CompareOp | tl.UnaryOp | tl.WhereOp | tl.CastOp | tl.RandOp | ex.ConvertLayoutOp
+            ):
                 for v in op.operands:
                     if isinstance(v.type, TileType) and same_shape(v, op.results[0]):
                         union(v, op.results[0])

@@ -182,6 +182,8 @@ class MtiaGen(KernelGen):
             )
             if sfu:
                 self.ready_line(res, f"kir_pe.sfu({n}, {deps})", op)
+            elif isinstance(op, tl.RandOp):  # Philox4x32-10: ~8 vector integer ops a round
+                self.ready_line(res, f"kir_pe.vector({n * 80}, 4, {deps})", op)
             else:
                 self.ready_line(res, f"kir_pe.vector({n}, {DTYPES[x.dtype].nbytes}, {deps})", op)
 

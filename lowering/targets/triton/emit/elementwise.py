@@ -222,6 +222,12 @@ class Elementwise:
             a = self.strict(a)
         self.define(op, op.res, Val(f"tl.where({c.text}, {a.text}, {b.text})", d, self._shape(op.res, op)))
 
+    def op_rand(self, op: kt.RandOp) -> None:
+        """tl.rand / tl.randint: Philox4x32-10 as KIR's (kir.random), bit for bit."""
+        seed, offs = self.strict(self.val(op.seed)), self.strict(self.val(op.offsets))
+        d = dtype_of(op.res.type)
+        self.define(op, op.res, Val(f"tl.{op.fn.data}({seed.text}, {offs.text})", d, self._shape(op.res, op)))
+
     def op_cast(self, op: kt.CastOp) -> None:
         v = self.cast(self.val(op.operand), dtype_of(op.res.type))
         self.define(op, op.res, Val(v.text, v.dtype, self._shape(op.res, op), v.prec))

@@ -264,6 +264,7 @@ HANDLERS: dict[type[Operation], Callable[[KernelWriter, Any], None]] = {
     kt.CompareOp: KernelWriter.op_cmp,
     kt.UnaryOp: KernelWriter.op_unary,
     kt.WhereOp: KernelWriter.op_where,
+    kt.RandOp: KernelWriter.op_rand,
     kt.CastOp: KernelWriter.op_cast,
     kt.ExpandDimsOp: KernelWriter.op_expand_dims,
     kt.BroadcastOp: KernelWriter.op_broadcast,

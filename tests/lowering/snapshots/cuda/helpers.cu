@@ -46,6 +46,27 @@ template <typename T> KIR_DEV T kir_f2i(double x, T lo, T hi) {
     if (x <= (double)lo) return lo;
     return (T)trunc(x);
 }
+// rand / randint: Philox4x32 with 10 rounds, keyed by the seed, counting by the offset
+// (Triton's tl.randint / tl.rand, bit for bit; kir/random.py)
+KIR_DEV unsigned int kir_randint(unsigned long long seed, unsigned int lo, unsigned int hi) {
+    unsigned int c0 = lo, c1 = hi, c2 = 0u, c3 = 0u;
+    unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)(seed >> 32);
+    for (int r = 0; r < 10; ++r) {
+        const unsigned long long p0 = (unsigned long long)c0 * 0xD2511F53u;
+        const unsigned long long p2 = (unsigned long long)c2 * 0xCD9E8D57u;
+        c0 = (unsigned int)(p2 >> 32) ^ c1 ^ k0;
+        c1 = (unsigned int)p2;
+        c2 = (unsigned int)(p0 >> 32) ^ c3 ^ k1;
+        c3 = (unsigned int)p0;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    return c0;
+}
+KIR_DEV float kir_rand(unsigned long long seed, unsigned int lo, unsigned int hi) {
+    const int x = (int)kir_randint(seed, lo, hi);
+    return (float)(x < 0 ? ~x : x) * 4.6566127342e-10f;
+}
 template <typename To, typename From> KIR_DEV To kir_bitcast(From x) {
     To r;
     memcpy(&r, &x, sizeof(To));
