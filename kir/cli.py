@@ -145,6 +145,8 @@ SCHEMAS: dict[str, tuple[str, ...]] = {
     "version": ("version",),
     "rules list": ("rules",),
     "rules add": ("rule", "dry_run", "installed"),
+    "rules learned": ("rules",),
+    "rules retire": ("rule", "removed"),
     "tactics list": ("tactics",),
     "tactics apply": ("kernel", "tactic", "params", "text"),
     "tactics replay": ("task", "program", "from", "steps", "kernel", "params", "same_ir_as", "text"),

@@ -1,4 +1,5 @@
-"""`kir rules`: list, explain and add the verifier's rules.
+"""`kir rules`: list, explain, add and retire the verifier's rules (`kir rules learned`, which
+reads search stores, is agent/learn/cli.py's).
 
 Start-up: this module imports typer and `kir.cli` only; the rule registry is loaded by the
 command that needs it, so `kir --help` does not pay for it.
@@ -188,6 +189,30 @@ def rules_add(
     for line in outcome.lines if code == 0 and not json_out else []:
         _emit(line)
     raise typer.Exit(code)
+
+
+@rules_app.command("retire")
+def rules_retire(
+    rule_id: Annotated[str, typer.Argument(metavar="ID", help="A learned rule's id, e.g. learned.mined-x.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Undo a learned rule: remove its file and the failure programs kept with it."""
+    catalog = _rule_catalog()
+    from verifier.learned import LOADED, retire
+
+    if rule_id not in LOADED:
+        hint = (
+            "only learned rules can be retired; this one is part of the verifier"
+            if rule_id in catalog.RULES
+            else _suggest(rule_id, list(LOADED)) or "see `kir rules learned`"
+        )
+        _usage_exit(f"no learned rule '{rule_id}'", hint, json_out, "rules retire")
+    removed = retire(rule_id)
+    if json_out:
+        fields = {"ok": True, "rule": rule_id, "removed": [str(p) for p in removed]}
+        _emit(json.dumps(envelope("rules retire", None, [], fields), indent=2))
+        return
+    _emit(f"{rule_id}: retired ({len(removed)} files removed: {removed[0]})")
 
 
 def vet_rule(file: str, corpus: list[Path] | None) -> tuple[str | None, list[Diagnostic]]:

@@ -42,8 +42,9 @@ A condition is a value (equality) or a table of comparisons that must all hold:
 present at all). Subjects under `[match]`: `op`, `target`, `vendor`, `target_has` /
 `target_lacks` (target features), `in_role`, `in_loop`, `loop_depth`, `pipelined` (an
 enclosing loop has `pipeline(stages = ...)`), `in_if`, `props.<name>`, `operands.<name>.{dtype,
-kind, rank, present}` (kind: scalar, tile, global, smem, mbarrier), `result.{dtype, kind,
-rank}`, `role.{name, regs, units, unit}`, `kernel.{warps, warp_unit, has_op, lacks_op}`.
+kind, rank, present, def}` (kind: scalar, tile, global, smem, mbarrier; def: the name of the op
+that makes the value, `kir.sym` for a shape symbol or parameter, `argument` for a loop's
+variable or a kernel argument), `result.{dtype, kind, rank}`, `role.{name, regs, units, unit}`, `kernel.{warps, warp_unit, has_op, lacks_op}`.
 Placeholders in `message` and `hint`: `op`, `target`, `role`, `regs`, `loop_depth`, `kernel`,
 each property by name, `<operand>.dtype`, `<operand>.kind`, `result.dtype`.
 
@@ -95,7 +96,7 @@ _MATCH = {
     "op", "target", "vendor", "target_has", "target_lacks", "in_role", "in_loop", "loop_depth",
     "pipelined", "in_if", "props", "operands", "result", "role", "kernel",
 }  # fmt: skip
-_VALUE_KEYS = {"dtype", "kind", "rank", "present"}
+_VALUE_KEYS = {"dtype", "kind", "rank", "present", "def"}
 _ROLE_KEYS = {"name", "regs", "units", "unit"}
 _KERNEL_KEYS = {"warps", "warp_unit", "has_op", "lacks_op"}
 _EXAMPLES = {"bad", "good", "target"}
@@ -347,6 +348,8 @@ def _value_fact(ctx, v: SSAValue | None, key: str) -> Any:
         return v is not None
     if v is None:
         return None
+    if key == "def":  # the op that makes the value ("kir.sym": a shape symbol or parameter)
+        return v.owner.name if isinstance(v.owner, Operation) else "argument"
     t = v.type
     if key == "kind":
         for kind, cls in zip(KINDS, (ScalarType, TileType, GlobalType, SmemType, MBarrierType), strict=True):
@@ -555,13 +558,15 @@ def _read_match(match: Any, problems: _Problems) -> tuple[tuple[str, ...], tuple
                 if key == "operands":
                     if not isinstance(cond, dict):
                         problems.add(
-                            (*path, sub), f"match.operands.{sub} must be a table of dtype, kind, rank, present"
+                            (*path, sub), f"match.operands.{sub} must be a table of dtype, kind, rank, present, def"
                         )
                         continue
                     for attr, c in cond.items():
                         if attr not in _VALUE_KEYS:
                             problems.add(
-                                (*path, sub, attr), f"unknown operand condition '{attr}'", "dtype, kind, rank, present"
+                                (*path, sub, attr),
+                                f"unknown operand condition '{attr}'",
+                                "dtype, kind, rank, present, def",
                             )
                             continue
                         conditions += _condition(("operands", sub, attr), c, (*path, sub, attr), problems)
@@ -854,6 +859,26 @@ def _span_in(rule_file: Path | None, lr: LearnedRule, key: str) -> Span | None:
     )
     line = _line_of(lr.text, path)
     return Span(line, 1, line, 2, str(rule_file))
+
+
+def retire(rule_id: str) -> list[Path]:
+    """`kir rules retire`: remove an installed learned rule's file (and the failure programs
+    kept beside it, `failures/<name>/`) and unregister it. Returns what was removed; empty when
+    no learned-rule file has that id."""
+    load_learned_rules()
+    lr = LOADED.get(rule_id)
+    if lr is None or lr.path is None:
+        return []
+    removed = [lr.path]
+    folder = lr.path.parent / "failures" / lr.name
+    lr.path.unlink()
+    if folder.is_dir():
+        for f in sorted(folder.iterdir()):
+            f.unlink()
+            removed.append(f)
+        folder.rmdir()
+    forget(rule_id)
+    return removed
 
 
 def install_dir() -> Path:

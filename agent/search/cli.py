@@ -45,8 +45,9 @@ SCHEMAS["search"] = ("task", "db", "name", "strategy", "backend", "preset", "pro
 SCHEMAS["search show"] = ("task", "name", "nodes", "best", "path")
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks"
-STRATEGIES = ("beam", "greedy", "mcts", "evolve")
+STRATEGIES = ("beam", "greedy", "mcts", "evolve", "sweep")
 EXECUTORS = ("inline", "pool", "ray")
+PROPOSERS = ("tactic", "mutate")
 TIMED: dict[str, Any] = {"sets": 3, "runs": 50, "peers": ["eager", "compile"]}
 GPU_TIMING: dict[str, Any] = {"time": TIMED, "warm": True}
 
@@ -102,7 +103,15 @@ def search_cmd(
     task: Annotated[str, typer.Argument(metavar="TASK", help="A suite task's name or a task folder; or `show`.")],
     db_arg: Annotated[str | None, typer.Argument(metavar="[DB]", help="For `show`: the store.")] = None,
     seed: Annotated[str | None, typer.Option("--seed", metavar="FILE", help="The program to start from.")] = None,
-    strategy: Annotated[str, typer.Option("--strategy", help="beam, greedy, mcts or evolve.")] = "beam",
+    strategy: Annotated[
+        str, typer.Option("--strategy", help="beam, greedy, mcts, evolve, or sweep (the seed's children only).")
+    ] = "beam",
+    proposer: Annotated[
+        str,
+        typer.Option(
+            "--proposer", help="tactic (tactics ranked by the cost model) or mutate (bugs, for agent.learn's corpus)."
+        ),
+    ] = "tactic",
     budget: Annotated[int, typer.Option("--budget", min=1, help="Measured evaluations at most.")] = 200,
     seconds: Annotated[float | None, typer.Option("--seconds", min=1.0, help="Wall seconds at most.")] = None,
     gpu_seconds: Annotated[
@@ -172,6 +181,7 @@ def search_cmd(
         if db_arg is not None:
             raise usage(f"unexpected argument '{db_arg}'", "give the store with --db")
         _choice("strategy", strategy, STRATEGIES)
+        _choice("proposer", proposer, PROPOSERS)
         _choice("executor", executor, EXECUTORS)
         if memory is not None:
             _choice("memory operator", memory, MEMORIES)
@@ -185,6 +195,7 @@ def search_cmd(
             raise usage("the search's --name is empty")
         folder = _task_folder(task)
         from agent.execute import CPU_BACKENDS, make_executor
+        from agent.propose.mutate import MutationProposer
         from agent.propose.tactic import TacticProposer
         from agent.search import registry
         from agent.search.loop import Budget, Settings, run_search
@@ -204,6 +215,10 @@ def search_cmd(
             program = load_program(spec.file).with_params(**spec.params_for(preset))
         else:
             program = load_program(seed)
+            # one of the task's programs: its parameters for the preset, as `kir run` binds them
+            entry = next((s for s in loaded.programs.values() if s.file.resolve() == Path(seed).resolve()), None)
+            if entry is not None:
+                program = program.with_params(**entry.params_for(preset))
         gpu = backend not in CPU_BACKENDS
         timing = _timing(peers)  # checked on every backend
         harness = timing if (timed if timed is not None else gpu) else {}
@@ -239,7 +254,7 @@ def search_cmd(
                     "continue it with --resume, or choose another --name or --db",
                 )
             config = {
-                "strategy": strategy, "backend": backend, "target": settings.target, "preset": preset,
+                "strategy": strategy, "proposer": proposer, "backend": backend, "target": settings.target, "preset": preset,
                 "measure_top": measure_top, "width": width, "memory": memory, "random_seed": random_seed, "harness": harness,
             }  # fmt: skip
             search_id = store.search(search_name, loaded.name, config)
@@ -268,7 +283,8 @@ def search_cmd(
 
             with make_executor(executor, workers=workers) as ex:
                 result = run_search(
-                    settings, program.text(), chosen, TacticProposer(), ex, store, search_id,
+                    settings, program.text(), chosen, TacticProposer() if proposer == "tactic" else MutationProposer(),
+                    ex, store, search_id,
                     Budget(evaluations=budget, seconds=seconds, gpu_seconds=gpu_seconds, stall=stall, roofline=roofline), on_round=on_round,
                 )  # fmt: skip
         out.fields["progress"] = result.progress.to_json()

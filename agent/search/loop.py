@@ -200,7 +200,7 @@ def run_search(
                 continue
             progress.reused += 1
             progress.evaluations += 1
-            if node.score is None:
+            if node.record is None or not node.record.ok:
                 progress.failed_at_run += 1
         orphans.clear()
         return added
@@ -235,7 +235,7 @@ def run_search(
         out = [done[n.id] for n in nodes]
         for n in out:
             progress.evaluations += 1
-            if n.score is None:
+            if n.record is None or not n.record.ok:  # (an untimed backend scores nothing)
                 progress.failed_at_run += 1
             tree.add(n)
         return out

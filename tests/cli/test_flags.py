@@ -173,6 +173,9 @@ def test_every_command_with_json_prints_its_schema(tmp_path, monkeypatch):
         "search": ["search", "no-such-task"],  # refused: a usage error, fast (a search: tests/agent)
         "seed": ["seed", ROOT / "benchmarks" / "kernelbench" / "softmax_01_softmax_last_dim.py"],
         "solve": ["solve", tmp_path / "no-such-problem.py"],  # refused: a usage error, fast (tests/agent)
+        "learn": ["learn", tmp_path / "none.sqlite", "--rules"],  # refused: no store (a mining: tests/agent)
+        "rules learned": ["rules", "learned"],
+        "rules retire": ["rules", "retire", "learned.not-installed"],  # refused: a usage error
     }
     having_json = {c for c, cmd in leaf_commands() if any("--json" in p.opts for p in cmd.params)}
     # `kir search show DB` is a mode of `kir search` with its own schema (tests/agent/test_search_report.py)

@@ -35,6 +35,8 @@ LIGHT = {
     "agent.search.report_cli",
     "agent.frontend",
     "agent.frontend.cli",
+    "agent.learn",
+    "agent.learn.cli",
     "verifier",
     "verifier.cli",
     "verifier.registry",

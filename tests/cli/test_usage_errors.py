@@ -90,6 +90,8 @@ def base(command: str, f: dict[str, str]) -> list[str]:
         "rules list": [],
         "rules explain": ["sync.parity"],
         "rules add": [f["rule"]],
+        "rules learned": [],
+        "rules retire": ["learned.not-installed"],
         "tactics list": [],
         "tactics explain": ["warps"],
         "tactics apply": [SOFTMAX, "warps"],
@@ -98,6 +100,7 @@ def base(command: str, f: dict[str, str]) -> list[str]:
         "report": [f["report_db"], "-o", f["out"] + ".html"],
         "seed": [PROBLEM],
         "solve": [PROBLEM, "--budget", "1"],
+        "learn": [f["report_db"], "--rules", "--dry-run"],
     }[command]
 
 
@@ -149,6 +152,10 @@ BAD = {
     "PROBLEM": ["{missing}", "{dir}", "{huge}", "{rule}"],
     "--work": ["{rule}"],
     "--scale": ["0", "-1", "2", "x", "nan"],
+    "--proposer": ["nonsense", ""],
+    "DB...": ["{missing}", "{rule}"],
+    "--min-programs": ["0", "1", "x"],
+    "--min-tasks": ["0", "x"],
 }
 # bench's --out is a folder: a file is what it cannot take
 BAD_FOR = {
@@ -159,6 +166,7 @@ BAD_FOR = {
     ("report", "--out"): ["{dir}", "{no_folder}"],
     ("seed", "--out"): ["{rule}"],
     ("solve", "--preset"): ["nonsense", "scale:2", "scale:x"],
+    ("learn", "--out"): ["{rule}"],
 }
 
 
@@ -235,8 +243,8 @@ def test_every_command_and_option_has_cases(files):
     documented = {name for name, _ in COMMANDS}
     assert documented == {
         "check", "fmt", "hash", "version", "interp", "lower", "compile", "cost", "run", "bench",
-        "rules list", "rules explain", "rules add", "tactics list", "tactics explain", "tactics apply",
-        "tactics replay", "search", "report", "seed", "solve",
+        "rules list", "rules explain", "rules add", "rules learned", "rules retire", "tactics list",
+        "tactics explain", "tactics apply", "tactics replay", "search", "report", "seed", "solve", "learn",
     }  # fmt: skip
     for command, cmd in COMMANDS:
         base(command, files)  # raises KeyError for a command without a base line

@@ -1,0 +1,165 @@
+"""`kir learn DB... --rules [--dry-run] [--out DIR]`: mine the search stores for recurring
+failures and keep the verifier rules that pass the gate (agent.learn.mine); `kir rules learned
+[--db DB...]`: the learned rules, with how many stored candidates each has stopped.
+
+Start-up: typer and `kir.cli` only; the stores, the verifier and the miner load inside the verb.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kir import cli as kcli
+from kir.cli import SCHEMAS, JsonOpt, _finish, _guarded, envelope, usage
+from verifier import cli as verifier_cli
+
+SCHEMAS["learn"] = ("dbs", "out", "dry_run", "failures", "groups", "rules")
+
+
+def learn_cmd(
+    dbs: Annotated[list[str], typer.Argument(metavar="DB...", help="Search stores (SQLite files) to learn from.")],
+    rules: Annotated[bool, typer.Option("--rules", help="Mine failures into verifier rules.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Report what would be promoted and why; write nothing.")
+    ] = False,
+    out: Annotated[
+        str | None,
+        typer.Option(
+            "--out",
+            "-o",
+            metavar="DIR",
+            help="Where kept rules go (default: verifier/rules/learned, or $KIR_LEARNED_DIR).",
+            show_default=False,
+        ),
+    ] = None,
+    min_programs: Annotated[
+        int, typer.Option("--min-programs", min=2, max=1000, help="Distinct failing programs a rule needs.")
+    ] = 3,
+    min_tasks: Annotated[int, typer.Option("--min-tasks", min=1, max=1000, help="Tasks they come from.")] = 2,
+    json_out: JsonOpt = False,
+) -> None:
+    """Learn from search stores: with --rules, group the candidates that passed the verifier and
+    then failed, propose a rule for each group that recurs, and keep the rules that flag every
+    failure of their group and no known-correct program."""
+
+    def body(outcome) -> None:
+        if not rules:
+            raise usage("nothing to learn: say what", "kir learn DB --rules")
+        for db in dbs:
+            if not Path(db).is_file():
+                raise usage(f"{db} is not a file", "a search store (kir search --db)", rule="io.read")
+        from agent.learn.mine import mine
+        from agent.store import StoreError
+        from verifier.learned import install_dir
+
+        folder = Path(out) if out else install_dir()
+        if folder.exists() and not folder.is_dir():
+            raise usage(f"--out {folder} is not a folder", "the folder kept rules go to", rule="io.write")
+        if not dry_run:
+            folder.mkdir(parents=True, exist_ok=True)
+        try:
+            groups, proposed = mine(dbs, folder, min_programs=min_programs, min_tasks=min_tasks, dry_run=dry_run)
+        except StoreError as err:
+            raise usage(f"a store does not open: {err}", "a search store (kir search --db)") from None
+        total = sum(len(g.members) for g in groups)
+        outcome.fields.update(
+            dbs=dbs, out=str(folder), dry_run=dry_run, failures=total,
+            groups=[
+                {"signature": list(g.signature), "programs": g.programs, "tasks": g.tasks, "candidates": len(g.members)}
+                for g in groups
+            ],
+            rules=[
+                {
+                    "group": list(p.group.signature), "name": p.name, "kept": not p.reasons, "reasons": p.reasons,
+                    "checked": p.checked, "seconds": round(p.seconds, 3),
+                }
+                for p in proposed
+            ],
+        )  # fmt: skip
+        outcome.lines.append(
+            f"{total} candidates passed the verifier and failed, in {len(groups)} groups; "
+            f"{len(proposed)} recur (at least {min_programs} programs from {min_tasks} tasks)"
+        )
+        for p in proposed:
+            g = p.group
+            head = f"  {g.describe()} ({g.programs} programs, {g.tasks} tasks): "
+            if p.reasons:
+                outcome.lines.append(head + "not kept: " + "; ".join(p.reasons))
+            else:
+                kept = "would keep" if dry_run else f"kept as learned.{p.name}"
+                outcome.lines.append(head + f"{kept} (clean on {p.checked} known-correct programs)")
+
+    _finish(_guarded(None, body, "learning"), json_out, "learn")
+
+
+def rules_learned(
+    db: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--db",
+            metavar="PATH",
+            help="Search stores to count each rule's firings in: candidates it stopped (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List the learned rules: id, severity, support, where they came from, and (with --db) how
+    many stored candidates each has stopped since."""
+    verifier_cli._rule_catalog()
+    from verifier.learned import LOAD_ERRORS, LOADED
+
+    fired: dict[str, int] = {}
+    for path in db or []:
+        if not Path(path).is_file():
+            verifier_cli._usage_exit(
+                f"--db {path} is not a file", "a search store (kir search --db)", json_out, "rules learned"
+            )
+        from agent.store import StoreError, open_store
+
+        try:
+            with open_store(path) as store:
+                for s in store.searches():
+                    for n in store.nodes(s["id"]):
+                        for rid in {d.rule for d in (n.record.diagnostics if n.record else ())}:
+                            if rid in LOADED:
+                                fired[rid] = fired.get(rid, 0) + 1
+        except StoreError as err:
+            verifier_cli._usage_exit(
+                f"--db {path}: {err}", "a search store (kir search --db)", json_out, "rules learned"
+            )
+    rows = []
+    for rid, lr in sorted(LOADED.items()):
+        p = lr.provenance
+        rows.append(
+            {
+                "id": rid, "severity": lr.rule.severity, "support": p.support, "failures": len(p.failures),
+                "false_positives": p.false_positives, "added": p.added, "author": p.author, "reason": p.reason,
+                "fired": fired.get(rid, 0) if db else None, "file": str(lr.path or ""),
+            }
+        )  # fmt: skip
+    if json_out:
+        kcli._emit(
+            json.dumps(envelope("rules learned", None, list(LOAD_ERRORS), {"ok": True, "rules": rows}), indent=2)
+        )
+        return
+    if not rows:
+        kcli._emit("no learned rules (kir learn DB --rules mines them from search stores)")
+    for r in rows:
+        fired_text = f", fired {r['fired']}" if r["fired"] is not None else ""
+        kcli._emit(
+            f"{r['id']} ({r['severity']}): support {r['support']}{fired_text}, added {r['added'] or '-'} by {r['author'] or '-'}"
+        )
+        kcli._emit(f"  {r['reason']}")
+    if LOAD_ERRORS:
+        kcli._emit("\nlearned-rule files that did not load:\n" + "\n".join(d.render() for d in LOAD_ERRORS))
+
+
+def register(app: typer.Typer) -> None:
+    """Mount `kir learn` on the `kir` group, and `kir rules learned` on `kir rules`."""
+    app.command("learn")(learn_cmd)
+    verifier_cli.rules_app.command("learned")(rules_learned)
