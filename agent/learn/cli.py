@@ -17,12 +17,15 @@ from kir import cli as kcli
 from kir.cli import SCHEMAS, JsonOpt, _finish, _guarded, envelope, usage
 from verifier import cli as verifier_cli
 
-SCHEMAS["learn"] = ("dbs", "out", "dry_run", "failures", "groups", "rules")
+SCHEMAS["learn"] = ("dbs", "out", "dry_run", "failures", "groups", "rules", "tactics", "library")
 
 
 def learn_cmd(
     dbs: Annotated[list[str], typer.Argument(metavar="DB...", help="Search stores (SQLite files) to learn from.")],
     rules: Annotated[bool, typer.Option("--rules", help="Mine failures into verifier rules.")] = False,
+    tactics: Annotated[
+        bool, typer.Option("--tactics", help="Mine the best paths into learned tactics (gated on mtia-sim).")
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Report what would be promoted and why; write nothing.")
     ] = False,
@@ -32,7 +35,7 @@ def learn_cmd(
             "--out",
             "-o",
             metavar="DIR",
-            help="Where kept rules go (default: verifier/rules/learned, or $KIR_LEARNED_DIR).",
+            help="Where kept rules or tactics go (default: verifier/rules/learned or $KIR_LEARNED_DIR; tactics/learned or $KIR_LEARNED_TACTICS).",
             show_default=False,
         ),
     ] = None,
@@ -47,53 +50,114 @@ def learn_cmd(
     failure of their group and no known-correct program."""
 
     def body(outcome) -> None:
-        if not rules:
-            raise usage("nothing to learn: say what", "kir learn DB --rules")
+        if not rules and not tactics:
+            raise usage("nothing to learn: say what", "kir learn DB --rules, or --tactics")
+        if rules and tactics and out:
+            raise usage("--out with both --rules and --tactics", "learn them one at a time, each into its folder")
         for db in dbs:
             if not Path(db).is_file():
                 raise usage(f"{db} is not a file", "a search store (kir search --db)", rule="io.read")
-        from agent.learn.mine import mine
-        from agent.store import StoreError
-        from verifier.learned import install_dir
-
-        folder = Path(out) if out else install_dir()
-        if folder.exists() and not folder.is_dir():
-            raise usage(f"--out {folder} is not a folder", "the folder kept rules go to", rule="io.write")
-        if not dry_run:
-            folder.mkdir(parents=True, exist_ok=True)
-        try:
-            groups, proposed = mine(dbs, folder, min_programs=min_programs, min_tasks=min_tasks, dry_run=dry_run)
-        except StoreError as err:
-            raise usage(f"a store does not open: {err}", "a search store (kir search --db)") from None
-        total = sum(len(g.members) for g in groups)
-        outcome.fields.update(
-            dbs=dbs, out=str(folder), dry_run=dry_run, failures=total,
-            groups=[
-                {"signature": list(g.signature), "programs": g.programs, "tasks": g.tasks, "candidates": len(g.members)}
-                for g in groups
-            ],
-            rules=[
-                {
-                    "group": list(p.group.signature), "name": p.name, "kept": not p.reasons, "reasons": p.reasons,
-                    "checked": p.checked, "seconds": round(p.seconds, 3),
-                }
-                for p in proposed
-            ],
-        )  # fmt: skip
-        outcome.lines.append(
-            f"{total} candidates passed the verifier and failed, in {len(groups)} groups; "
-            f"{len(proposed)} recur (at least {min_programs} programs from {min_tasks} tasks)"
-        )
-        for p in proposed:
-            g = p.group
-            head = f"  {g.describe()} ({g.programs} programs, {g.tasks} tasks): "
-            if p.reasons:
-                outcome.lines.append(head + "not kept: " + "; ".join(p.reasons))
-            else:
-                kept = "would keep" if dry_run else f"kept as learned.{p.name}"
-                outcome.lines.append(head + f"{kept} (clean on {p.checked} known-correct programs)")
+        if out and Path(out).exists() and not Path(out).is_dir():
+            raise usage(f"--out {out} is not a folder", "the folder kept rules or tactics go to", rule="io.write")
+        outcome.fields.update(dbs=dbs, dry_run=dry_run)
+        if tactics:
+            _learn_tactics(outcome, dbs, Path(out) if out else None, min_tasks, dry_run)
+        if rules:
+            _learn_rules(outcome, dbs, Path(out) if out else None, min_programs, min_tasks, dry_run)
 
     _finish(_guarded(None, body, "learning"), json_out, "learn")
+
+
+def _learn_tactics(outcome, dbs: list[str], out: Path | None, min_tasks: int, dry_run: bool) -> None:
+    from agent.learn import tactics as lt
+    from agent.store import StoreError
+
+    folder = out or lt.library_dir()
+    try:
+        paths = lt.best_paths(dbs)
+        found = lt.mine_tactics(paths, min_tasks=max(2, min_tasks))
+        library = lt.load(folder)
+        lt.records(library, dbs)
+    except StoreError as err:
+        raise usage(f"a store does not open: {err}", "a search store (kir search --db)") from None
+    suite = sorted(p.name for p in lt.ROOT.joinpath("benchmarks", "tasks").iterdir() if (p / "task.toml").is_file())
+    known = {t.name for t in library}
+    rows = []
+    outcome.lines.append(
+        f"{len(paths)} best paths; {len(found)} move sequences recur on {max(2, min_tasks)} tasks or more"
+    )
+    for t in found:
+        if t.name in known:
+            rows.append(
+                {"name": t.name, "steps": t.describe(), "kept": True, "reasons": ["in the library already"], "gate": {}}
+            )
+            continue
+        reasons = []
+        if t.backend != "mtia-sim":
+            reasons.append(f"mined on {t.backend or 'an unknown backend'}: the gate measures on mtia-sim only here")
+        elif not lt.gate_tactic(t, [x for x in suite if x not in t.mined_from]):
+            reasons.append(
+                "does not help on the held-out tasks it applies to" if t.gate else "applies to no held-out task"
+            )
+        rows.append({"name": t.name, "steps": t.describe(), "kept": not reasons, "reasons": reasons, "gate": t.gate})
+        speedups = ", ".join(f"{k} {v['speedup']:.2f}x" for k, v in sorted(t.gate.items()))
+        verdict = ("would keep" if dry_run else "kept") if not reasons else "not kept: " + "; ".join(reasons)
+        outcome.lines.append(f"  {t.name} = {t.describe()} (from {', '.join(t.mined_from)}): {verdict}")
+        if speedups:
+            outcome.lines.append(f"    held out: {speedups}")
+        if not reasons and not dry_run:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{t.name}.toml").write_text(t.to_toml(), encoding="utf-8")
+    for t in library:  # the library's record, brought up to date from these stores
+        outcome.lines.append(f"  {t.name}: proposed {t.proposed}, won {t.won} in these stores")
+        if not dry_run and t.path is not None:
+            t.path.write_text(t.to_toml(), encoding="utf-8")
+    outcome.fields["tactics"] = rows
+    outcome.fields["library"] = [{"name": t.name, "proposed": t.proposed, "won": t.won} for t in library]
+    outcome.fields.setdefault("out", str(folder))
+
+
+def _learn_rules(outcome, dbs: list[str], out: Path | None, min_programs: int, min_tasks: int, dry_run: bool) -> None:
+    from agent.learn.mine import mine
+    from agent.store import StoreError
+    from verifier.learned import install_dir
+
+    folder = out or install_dir()
+    if folder.exists() and not folder.is_dir():
+        raise usage(f"--out {folder} is not a folder", "the folder kept rules go to", rule="io.write")
+    if not dry_run:
+        folder.mkdir(parents=True, exist_ok=True)
+    try:
+        groups, proposed = mine(dbs, folder, min_programs=min_programs, min_tasks=min_tasks, dry_run=dry_run)
+    except StoreError as err:
+        raise usage(f"a store does not open: {err}", "a search store (kir search --db)") from None
+    total = sum(len(g.members) for g in groups)
+    outcome.fields.update(
+        out=str(folder), failures=total,
+        groups=[
+            {"signature": list(g.signature), "programs": g.programs, "tasks": g.tasks, "candidates": len(g.members)}
+            for g in groups
+        ],
+        rules=[
+            {
+                "group": list(p.group.signature), "name": p.name, "kept": not p.reasons, "reasons": p.reasons,
+                "checked": p.checked, "seconds": round(p.seconds, 3),
+            }
+            for p in proposed
+        ],
+    )  # fmt: skip
+    outcome.lines.append(
+        f"{total} candidates passed the verifier and failed, in {len(groups)} groups; "
+        f"{len(proposed)} recur (at least {min_programs} programs from {min_tasks} tasks)"
+    )
+    for p in proposed:
+        g = p.group
+        head = f"  {g.describe()} ({g.programs} programs, {g.tasks} tasks): "
+        if p.reasons:
+            outcome.lines.append(head + "not kept: " + "; ".join(p.reasons))
+        else:
+            kept = "would keep" if dry_run else f"kept as learned.{p.name}"
+            outcome.lines.append(head + f"{kept} (clean on {p.checked} known-correct programs)")
 
 
 def rules_learned(

@@ -377,9 +377,12 @@ def rule_file(p: Proposed, dbs: list[str]) -> None:
     bad_facts = program_facts(bad.text)
     assert bad_facts is not None
     line = next(ln for ln, f in bad_facts.ops if p.facts <= f and any(p.facts <= c for c in culprits(bad)))
+    # a pattern of the op alone is an error; one that needed where the op sits to stay clean of
+    # the correct programs (a correct op like it exists elsewhere) is only a warning
+    contextual = any(subject[0] in CONTEXT_FACTS for subject, _ in p.facts)
     lines = [
         f'id = "learned.{p.name}"',
-        'severity = "error"',
+        f'severity = "{"warning" if contextual else "error"}"',
         f"summary = {json.dumps(f'mined: {g.describe()} ({g.programs} programs, {g.tasks} tasks)')}",
         "explanation = '''",
         f"Mined from {len(g.members)} candidates of {g.programs} programs in {g.tasks} tasks that passed the",

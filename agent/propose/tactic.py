@@ -18,7 +18,13 @@ retile needs gone): for up to `lookahead` such children, the proposer applies ev
 more and ranks the child by the best prediction among its own children (its `potential`), so that
 the enabling move is measured and the next round takes the move it enables (even where its
 target code is a measured node's: the code is the same, the program it leads to is not). This
-is a one-step search on the cost model; the grandchildren are only costed, never proposed."""
+is a one-step search on the cost model; the grandchildren are only costed, never proposed.
+
+Learned tactics (agent.learn.tactics: sequences of moves that won on earlier tasks' best paths,
+kept where they helped on tasks they were not mined from) are offered first: each that applies
+to the node makes one child (its steps' open parameters chosen by the cost model), verified and
+lowered like the rest, measured ahead of the ranked children, its move named by the learned
+tactic."""
 
 from __future__ import annotations
 
@@ -30,6 +36,8 @@ from dataclasses import replace
 from typing import Any
 
 import tactics
+from agent.learn.tactics import LearnedTactic
+from agent.learn.tactics import apply as apply_learned
 from agent.pipeline import Candidate, Record, evaluate
 from agent.propose.base import Context, Proposal, Proposer
 from agent.search.tree import Move
@@ -60,10 +68,12 @@ class TacticProposer(Proposer):
         per_tactic: int = 32,
         numerics: tuple[str, ...] = ("exact", "reassociates", "approximate"),
         lookahead: int = LOOKAHEAD,
+        learned: list[LearnedTactic] | None = None,
     ):
         self.per_tactic = per_tactic
         self.numerics = numerics
         self.lookahead = lookahead
+        self.learned = list(learned or [])  # offered first where they apply (agent.learn.tactics)
         self._predicted: dict[str, float | None] = {}  # candidate key -> its predicted time
         self._programs: dict[str, Program] = {}
         self._variant_of: dict[str, str | None] = {}  # candidate key -> its target code's hash
@@ -187,7 +197,33 @@ class TacticProposer(Proposer):
             if code is not None:
                 codes.add(code)
             distinct.append(p)
-        return _diverse(distinct, context.measure_top) + stopped
+        first = self._learned(program, context, seen, measured)
+        taken = {p.key for p in first}
+        rest = [p for p in distinct if p.key not in taken]
+        return first + _diverse(rest, max(0, context.measure_top - len(first))) + stopped
+
+    def _learned(self, program: Program, context: Context, seen: set[str], measured: set) -> list[Proposal]:
+        """The children the learned tactics make, where they apply and verify, at most
+        `measure_top` of them, in the order the tactics were learned (the library's order)."""
+        out: list[Proposal] = []
+        for lt in self.learned:
+            if len(out) >= context.measure_top:
+                break
+            child = apply_learned(lt, program, context.target, context.shapes)
+            if child is None:
+                continue
+            candidate = Candidate.from_program(child)
+            key = candidate.key()
+            if key in context.seen or key in {p.key for p in out}:
+                continue
+            record = self._static(candidate, key, context)
+            if not record.ok or self._variant_of.get(key) in measured - {None}:
+                continue  # stopped, or target code a measured node has
+            seen.add(key)
+            self._programs[key] = child
+            predicted = (record.estimate or {}).get("time_s")
+            out.append(Proposal(child.text(), Move(self.name, lt.name), key, predicted=predicted))
+        return out
 
 
 def _predict(program: Program, context: Context) -> float | None:

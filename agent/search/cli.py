@@ -112,6 +112,13 @@ def search_cmd(
             "--proposer", help="tactic (tactics ranked by the cost model) or mutate (bugs, for agent.learn's corpus)."
         ),
     ] = "tactic",
+    learned: Annotated[
+        bool,
+        typer.Option(
+            "--learned/--no-learned",
+            help="Offer the learned tactics (tactics/learned, kir learn --tactics) first (default: on).",
+        ),
+    ] = True,
     budget: Annotated[int, typer.Option("--budget", min=1, help="Measured evaluations at most.")] = 200,
     seconds: Annotated[float | None, typer.Option("--seconds", min=1.0, help="Wall seconds at most.")] = None,
     gpu_seconds: Annotated[
@@ -195,6 +202,7 @@ def search_cmd(
             raise usage("the search's --name is empty")
         folder = _task_folder(task)
         from agent.execute import CPU_BACKENDS, make_executor
+        from agent.learn.tactics import load as load_learned
         from agent.propose.mutate import MutationProposer
         from agent.propose.tactic import TacticProposer
         from agent.search import registry
@@ -254,7 +262,7 @@ def search_cmd(
                     "continue it with --resume, or choose another --name or --db",
                 )
             config = {
-                "strategy": strategy, "proposer": proposer, "backend": backend, "target": settings.target, "preset": preset,
+                "strategy": strategy, "proposer": proposer, "learned": learned, "backend": backend, "target": settings.target, "preset": preset,
                 "measure_top": measure_top, "width": width, "memory": memory, "random_seed": random_seed, "harness": harness,
             }  # fmt: skip
             search_id = store.search(search_name, loaded.name, config)
@@ -283,7 +291,8 @@ def search_cmd(
 
             with make_executor(executor, workers=workers) as ex:
                 result = run_search(
-                    settings, program.text(), chosen, TacticProposer() if proposer == "tactic" else MutationProposer(),
+                    settings, program.text(), chosen,
+                    TacticProposer(learned=load_learned() if learned else []) if proposer == "tactic" else MutationProposer(),
                     ex, store, search_id,
                     Budget(evaluations=budget, seconds=seconds, gpu_seconds=gpu_seconds, stall=stall, roofline=roofline), on_round=on_round,
                 )  # fmt: skip

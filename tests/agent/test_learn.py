@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from agent.cli import app
 from agent.execute import make_executor
-from agent.learn.mine import culprits, failures, group, known_correct, mine, propose
+from agent.learn.mine import CONTEXT_FACTS, culprits, failures, group, known_correct, mine, propose
 from agent.propose.mutate import KINDS, MutationProposer, mutants
 from agent.search import registry
 from agent.search.loop import Budget, Settings, run_search
@@ -121,6 +121,9 @@ def test_a_kept_rule_flags_its_failures_and_no_correct_program(corpus, tmp_path)
         assert not run_rule(lr, text, name, None), name
     conditions = {c.subject: c.tests for c in lr.conditions}
     assert conditions[("props", "predicate")] == (("eq", "le"),) and conditions[("operands", "rhs", "def")]
+    # an error where the op's own facts suffice, a warning where it needed the op's surroundings
+    contextual = any(c.subject[0] in CONTEXT_FACTS for c in lr.conditions)
+    assert lr.rule.severity == ("warning" if contextual else "error")
 
 
 def test_a_pattern_a_correct_program_has_is_refused(corpus):
@@ -169,3 +172,96 @@ def test_kinds_are_checked():
     assert set(KINDS) == {
         "shift-index", "mask-off-by-one", "loop-bound", "drop-sync", "flip-parity", "arrive-count", "narrow",
     }  # fmt: skip
+
+
+# ---- learned tactics -------------------------------------------------------------------------------
+
+
+def _store_with_paths(db: str, paths: dict[str, list[tuple[str, dict]]]) -> None:
+    """A store holding, for each task, a chain seed -> moves, each faster than the last."""
+    from agent.pipeline import Record
+    from agent.search.tree import Move, Node
+
+    with open_store(db) as store:
+        for task, moves in paths.items():
+            sid = store.search(f"beam-{task}", task, {"backend": "mtia-sim", "preset": "test"})
+            cycles = 1000.0
+            for i, (name, params) in enumerate([("seed", {}), *moves]):
+                record = Record(
+                    f"k{task}{i}", "<t>", "run", True, "run", verdict={"ok": True, "metrics": {"cycles": cycles}}
+                )
+                move = Move("seed" if i == 0 else "tactic", name, tuple(sorted(params.items())))
+                store.put(
+                    sid, Node(i, None if i == 0 else i - 1, f"k{task}{i}", "", move, status="evaluated", record=record)
+                )
+                cycles -= 100
+
+
+def test_recurring_moves_become_learned_tactics_with_parameter_rules(tmp_path):
+    from agent.learn.tactics import best_paths, mine_tactics
+
+    db = str(tmp_path / "wins.sqlite")
+    _store_with_paths(
+        db,
+        {
+            "rmsnorm": [("fix-shape", {"symbol": "N", "value": 300}), ("row-band", {"rows": 1})],
+            "silu_mul": [("fix-shape", {"symbol": "N", "value": 384}), ("row-band", {"rows": 1})],
+            "gemm": [("retile", {"param": "BK", "value": 64})],
+            "conv1d": [("retile", {"param": "BN", "value": 64})],
+        },
+    )
+    paths = best_paths([db])
+    assert [p.task for p in paths] == ["conv1d", "gemm", "rmsnorm", "silu_mul"]
+    found = {t.name: t for t in mine_tactics(paths)}
+    pair = found["learned.fix-shape-row-band-1"]
+    assert pair.describe() == "fix-shape(symbol=N, value=shape) > row-band(rows=1)"  # the task's own N
+    assert pair.mined_from == ("rmsnorm", "silu_mul")
+    assert found["learned.retile-64"].describe() == "retile(param=best, value=64)"  # the value that won
+    assert "learned.fix-shape" in found and "learned.retile" not in found  # all "best": the tactic itself
+
+
+def test_a_learned_tactic_applies_with_the_task_shape_and_is_offered_first(tmp_path):
+    from agent.learn.tactics import LearnedTactic, Step, apply, read_tactic
+    from agent.propose.base import Context
+    from agent.propose.tactic import TacticProposer
+    from agent.search.tree import Move, Node
+
+    lt = LearnedTactic(
+        "learned.fix-shape-row-band-1",
+        (Step("fix-shape", (("symbol", "N"), ("value", "shape"))), Step("row-band", (("rows", 1),))),
+        ("layernorm", "silu_mul"),
+        "mtia-sim",
+    )
+    path = tmp_path / f"{lt.name}.toml"
+    path.write_text(lt.to_toml())
+    again = read_tactic(path)
+    assert again.steps == lt.steps and again.mined_from == lt.mined_from
+    task = load_task(TASKS / "rmsnorm")
+    spec = task.programs["seed"]
+    seed = parse_file(str(spec.file)).with_params(**spec.params_for("test"))
+    shapes = task.shape_values("test")
+    made = apply(lt, seed, "mtia-sim", shapes)
+    assert made is not None and f"N == {shapes['N']}" in made.text() and "for i in 0 .. R pipeline" in made.text()
+    context = Context(
+        node=Node(0, None, "root", seed.text(), Move("seed", "seed")), task=task, target="mtia-sim",
+        backend="mtia-sim", preset="test", shapes=shapes, measure_top=3,
+    )  # fmt: skip
+    children = TacticProposer(learned=[lt]).propose(context)
+    assert children[0].move.name == lt.name and children[0].text == made.text()
+    assert all(c.move.name != lt.name for c in TacticProposer().propose(context))
+
+
+def test_the_gate_keeps_what_helps_on_held_out_tasks():
+    """Measured on mtia-sim: fixing gemm_bias_gelu's N at its shape is twice as fast (the mined
+    fix-shape helps there); row-band(1) changes nothing on id_hash, so it is not kept."""
+    from agent.learn.tactics import LearnedTactic, Step, gate_tactic
+
+    fix = LearnedTactic(
+        "learned.fix-shape", (Step("fix-shape", (("symbol", "best"), ("value", "shape"))),), ("rmsnorm",)
+    )
+    assert gate_tactic(fix, ["gemm_bias_gelu"])
+    assert fix.gate["gemm_bias_gelu"]["speedup"] > 1.5 and fix.gate["gemm_bias_gelu"]["result"] > 0
+    band = LearnedTactic("learned.row-band-1", (Step("row-band", (("rows", 1),)),), ("rmsnorm",))
+    assert not gate_tactic(band, ["id_hash"]) and band.gate["id_hash"]["speedup"] < 1.01
+    never = LearnedTactic("learned.reciprocal-0", (Step("reciprocal", (("site", 0),)),), ("softmax",))
+    assert not gate_tactic(never, ["id_hash"]) and not never.gate  # applies to none
