@@ -363,8 +363,10 @@ def _mark(text: str, line: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def rule_file(p: Proposed, dbs: list[str]) -> None:
-    """Fill in `p.name`, `p.text` (the TOML) and `p.failure_files` for a kept rule."""
+def rule_file(p: Proposed, dbs: list[str], prefix: str = "") -> None:
+    """Fill in `p.name`, `p.text` (the TOML) and `p.failure_files` for a kept rule; the
+    provenance names the failure files with `prefix` (their folder's path from the repository
+    root, where the rule is written inside it)."""
     assert p.facts is not None
     g = p.group
     stage, failure_rule, kind, op = g.signature
@@ -418,7 +420,7 @@ def rule_file(p: Proposed, dbs: list[str]) -> None:
     for i, f in enumerate(members):
         name = f"failures/{p.name}/{i:02d}-{f.task}.kir"
         p.failure_files[name] = f"# {f.ref}: failed at {f.stage} ({f.rule}): {f.message[:160]}\n{f.text}"
-        failure_names.append(name)
+        failure_names.append(prefix + name)
     good = bad.parent_text or ""
     stores = ", ".join(Path(d).name for d in dbs)
     lines += [
@@ -489,7 +491,8 @@ def mine(
             proposed.append(p)
             if p.reasons:
                 continue
-            rule_file(p, dbs)
+            inside = where.resolve().is_relative_to(ROOT)
+            rule_file(p, dbs, f"{where.resolve().relative_to(ROOT).as_posix()}/" if inside else "")
             written = [where / f"{p.name}.toml", *(where / n for n in p.failure_files)]
             for name, text in p.failure_files.items():
                 (where / name).parent.mkdir(parents=True, exist_ok=True)
