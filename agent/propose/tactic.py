@@ -21,7 +21,8 @@ target code is a measured node's: the code is the same, the program it leads to 
 is a one-step search on the cost model; the grandchildren are only costed, never proposed.
 
 Learned tactics (agent.learn.tactics: sequences of moves that won on earlier tasks' best paths,
-kept where they helped on tasks they were not mined from) are offered first: each that applies
+kept where they helped on tasks they were not mined from) are offered first, those learned from
+the search's backend: each that applies
 to the node makes one child (its steps' open parameters chosen by the cost model), verified and
 lowered like the rest, measured ahead of the ranked children, its move named by the learned
 tactic."""
@@ -209,6 +210,8 @@ class TacticProposer(Proposer):
         for lt in self.learned:
             if len(out) >= context.measure_top:
                 break
+            if lt.backend and context.backend and lt.backend != context.backend:
+                continue  # what won on one backend's measurements is no evidence on another's
             child = apply_learned(lt, program, context.target, context.shapes)
             if child is None:
                 continue

@@ -265,3 +265,22 @@ def test_the_gate_keeps_what_helps_on_held_out_tasks():
     assert not gate_tactic(band, ["id_hash"]) and band.gate["id_hash"]["speedup"] < 1.01
     never = LearnedTactic("learned.reciprocal-0", (Step("reciprocal", (("site", 0),)),), ("softmax",))
     assert not gate_tactic(never, ["id_hash"]) and not never.gate  # applies to none
+
+
+def test_a_learned_tactic_is_offered_on_its_backend_only():
+    from agent.learn.tactics import LearnedTactic, Step
+    from agent.propose.base import Context
+    from agent.propose.tactic import TacticProposer
+    from agent.search.tree import Move, Node
+
+    lt = LearnedTactic(
+        "learned.fix-shape", (Step("fix-shape", (("symbol", "N"), ("value", "shape"))),), ("a", "b"), "triton"
+    )
+    task = load_task(TASKS / "rmsnorm")
+    spec = task.programs["seed"]
+    seed = parse_file(str(spec.file)).with_params(**spec.params_for("test"))
+    context = Context(
+        node=Node(0, None, "root", seed.text(), Move("seed", "seed")), task=task, target="mtia-sim",
+        backend="mtia-sim", preset="test", shapes=task.shape_values("test"), measure_top=3,
+    )  # fmt: skip
+    assert all(c.move.name != lt.name for c in TacticProposer(learned=[lt]).propose(context))
