@@ -1,6 +1,8 @@
-"""`kir learn DB... --rules [--dry-run] [--out DIR]`: mine the search stores for recurring
-failures and keep the verifier rules that pass the gate (agent.learn.mine); `kir rules learned
-[--db DB...]`: the learned rules, with how many stored candidates each has stopped.
+"""`kir learn DB... --rules | --tactics [--dry-run] [--out DIR]`: mine the search stores for
+recurring failures and keep the verifier rules that pass the gate (agent.learn.mine), or for
+recurring winning moves and keep the learned tactics that pass theirs (agent.learn.tactics);
+`kir rules learned [--db DB...]`: the learned rules, with how many stored candidates each has
+stopped.
 
 Start-up: typer and `kir.cli` only; the stores, the verifier and the miner load inside the verb.
 """
@@ -47,7 +49,9 @@ def learn_cmd(
 ) -> None:
     """Learn from search stores: with --rules, group the candidates that passed the verifier and
     then failed, propose a rule for each group that recurs, and keep the rules that flag every
-    failure of their group and no known-correct program."""
+    failure of their group and no known-correct program; with --tactics, mine the move
+    sequences that recur on the best paths and keep those that help on tasks they were not
+    mined from (measured on mtia-sim)."""
 
     def body(outcome) -> None:
         if not rules and not tactics:
