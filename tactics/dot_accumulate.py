@@ -25,7 +25,7 @@ from kir.dialect.types import dtype_of
 from kir.program import Program
 from kir.spans import copy_source_notes
 from tactics import ir
-from tactics.base import IntRange, Param, Tactic, not_applicable
+from tactics.base import IntRange, Param, Tactic
 from tactics.registry import register
 
 NAME = "dot-accumulate"
@@ -56,16 +56,10 @@ def sites(program: Program) -> list[BinaryOp]:
 def _check(program: Program, target: str) -> list[Diagnostic]:
     if sites(program):
         return []
-    dots = [op for op in program.kernel.walk() if isinstance(op, DotOp)]
-    return [
-        not_applicable(
-            NAME,
-            "no-sum",
-            ir.span(program, dots[0]) if dots else program.span(),
-            "no product is added to a tile of its type" if dots else "the kernel has no dot",
-            "the tactic folds a + dot<f32>(x, y) (a an f32, f64 or i32 tile of the product's shape) into dot<f32>(x, y, a)",
-        )
-    ]
+    return ir.no_site(
+        NAME, "no-sum", program, DotOp, "no product is added to a tile of its type", "the kernel has no dot",
+        "the tactic folds a + dot<f32>(x, y) (a an f32, f64 or i32 tile of the product's shape) into dot<f32>(x, y, a)",
+    )  # fmt: skip
 
 
 _validate, _domains = ir.site_choice(NAME, "additions of a product", sites)

@@ -78,6 +78,17 @@ def param_span(program: Program, name: str) -> Span | None:
     return program.param_spans.get(name) or program.span()
 
 
+def no_site(
+    tactic: str, why: str, program: Program, kind: type[Operation], message: str, without: str, hint: str
+) -> list[Diagnostic]:
+    """The reason of a tactic that found no place to apply: located at the first op of `kind`
+    (with `message`: such ops are there, none fits), else at the kernel (`without`: there is
+    no such op at all)."""
+    found = next((op for op in ops(program) if isinstance(op, kind)), None)
+    where = span(program, found) if found is not None else program.span()
+    return [not_applicable(tactic, why, where, message if found is not None else without, hint)]
+
+
 def site_choice(tactic: str, what: str, sites, op_of=lambda site: site):
     """The `validate` and `domains_of` of a tactic whose `site` parameter picks one of the
     places it applies (`sites(program)`, in the order of the text): the value must name one of

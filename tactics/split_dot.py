@@ -26,7 +26,7 @@ from kir.dialect.tile import BinaryOp, CastOp, DotOp, TransOp
 from kir.dialect.types import dtype_of
 from kir.program import Program, set_span, span_of
 from tactics import _grid, ir
-from tactics.base import IntRange, Param, Tactic, not_applicable
+from tactics.base import IntRange, Param, Tactic
 from tactics.registry import register
 
 NAME = "split-dot"
@@ -47,16 +47,10 @@ def sites(program: Program) -> list[DotOp]:
 def _check(program: Program, target: str) -> list[Diagnostic]:
     if sites(program):
         return []
-    dots = [op for op in program.kernel.walk() if isinstance(op, DotOp)]
-    return [
-        not_applicable(
-            NAME,
-            "no-f32-dot",
-            ir.span(program, dots[0]) if dots else program.span(),
-            "no dot<f32> of two f32 tiles" if dots else "the kernel has no dot",
-            "the split is for f32 operands; bf16 and f16 ones run on the tensor cores already",
-        )
-    ]
+    return ir.no_site(
+        NAME, "no-f32-dot", program, DotOp, "no dot<f32> of two f32 tiles", "the kernel has no dot",
+        "the split is for f32 operands; bf16 and f16 ones run on the tensor cores already",
+    )  # fmt: skip
 
 
 _validate, _domains = ir.site_choice("split-dot", "f32 dots of f32 tiles", sites)

@@ -19,10 +19,9 @@ from xdsl.dialects.builtin import StringAttr
 
 from kir.diagnostics import Diagnostic
 from kir.dialect.tile import DotOp
-from kir.dialect.types import dtype_of
 from kir.program import Program
 from kir.targets import spec
-from tactics import ir
+from tactics import ir, split_dot
 from tactics.base import IntRange, Param, Tactic, not_applicable
 from tactics.registry import register
 
@@ -30,12 +29,8 @@ NAME = "tf32"
 
 
 def sites(program: Program) -> list[DotOp]:
-    """The IEEE f32 products of f32 tiles, in the order of the text."""
-    return [
-        op
-        for op in program.kernel.walk()
-        if isinstance(op, DotOp) and not op.tf32 and op.acc_dtype.data == "f32" and dtype_of(op.lhs.type) == "f32"
-    ]
+    """The IEEE f32 products of f32 tiles (split-dot's sites not already TF32), in the order of the text."""
+    return [op for op in split_dot.sites(program) if not op.tf32]
 
 
 def _check(program: Program, target: str) -> list[Diagnostic]:
@@ -52,16 +47,10 @@ def _check(program: Program, target: str) -> list[Diagnostic]:
         ]
     if sites(program):
         return []
-    dots = [op for op in program.kernel.walk() if isinstance(op, DotOp)]
-    return [
-        not_applicable(
-            NAME,
-            "no-f32-dot",
-            ir.span(program, dots[0]) if dots else program.span(),
-            "no IEEE dot<f32> of two f32 tiles" if dots else "the kernel has no dot",
-            "TF32 is for f32 operands; bf16 and f16 ones run on the tensor cores already",
-        )
-    ]
+    return ir.no_site(
+        NAME, "no-f32-dot", program, DotOp, "no IEEE dot<f32> of two f32 tiles", "the kernel has no dot",
+        "TF32 is for f32 operands; bf16 and f16 ones run on the tensor cores already",
+    )  # fmt: skip
 
 
 _validate, _domains = ir.site_choice(NAME, "IEEE f32 dots of f32 tiles", sites)
