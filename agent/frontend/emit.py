@@ -1084,22 +1084,28 @@ class _Pool(_Emitter):
         self.lines = body
         self.values[first.name] = ("full", self.var(f"acc / {taps}.0") if avg else "acc")
         self.full_index = "offs"
+        self._epilogue("a pooling", "the pooling's")
+        fits = [f"{spatial[i]} >= {dl[i] * (ks[i] - 1) + 1 - 2 * pd[i]}" for i in range(sp)]
+        where = ", ".join(["T == NB * C * " + " * ".join(outs), *fits])
+        return self.seed("pool", {"BLOCK": 256}, where, "cdiv(T, BLOCK)", self.lines)
+
+    def _epilogue(self, after: str, whose: str) -> None:
+        """The elementwise ops after the first (the pooling or the convolution, `acc`), each
+        element at `offs`, and the store of the result, which has the first op's shape."""
+        g = self.g
         for node in g.compute[1:]:
             nop, args = canonical(node, g.traced)
             expr = self.elementwise(node, nop, args, self._operand)
             if expr is None:
-                raise g.fail(node, "frontend.op", f"`{nop}` after a pooling is not translated yet")
+                raise g.fail(node, "frontend.op", f"`{nop}` after {after} is not translated yet")
             self.values[node.name] = ("full", self.var(expr))
         (r,) = g.results()
         kind, expr = self.values.get(r.name, ("", ""))
         rm = meta(r)
         if kind != "full" or rm is None or rm[0] != self.shape:
-            raise g.fail(r, "frontend.output", "the output is not the pooling's shape")
+            raise g.fail(r, "frontend.output", f"the output is not {whose} shape")
         y = self.arg("outputs[0]", "f32", ["T"], "y", out=True)
         self.lines.append(f"  store({y.name}[offs], {expr}, mask = mask)")
-        fits = [f"{spatial[i]} >= {dl[i] * (ks[i] - 1) + 1 - 2 * pd[i]}" for i in range(sp)]
-        where = ", ".join(["T == NB * C * " + " * ".join(outs), *fits])
-        return self.seed("pool", {"BLOCK": 256}, where, "cdiv(T, BLOCK)", self.lines)
 
 
 class _Cols(_Rows):
@@ -1270,19 +1276,7 @@ class _Grouped(_Pool):
         if conv.bias is not None:
             b = self.arg(f"model.{first.target}.bias", "f32", ["CO"], "bias")
             self.values[first.name] = ("full", self.var(f"acc + load({b.name}[co], mask = mask)"))
-        for node in g.compute[1:]:
-            nop, args = canonical(node, g.traced)
-            expr = self.elementwise(node, nop, args, self._operand)
-            if expr is None:
-                raise g.fail(node, "frontend.op", f"`{nop}` after a grouped convolution is not translated yet")
-            self.values[node.name] = ("full", self.var(expr))
-        (r,) = g.results()
-        kind, expr = self.values.get(r.name, ("", ""))
-        rm = meta(r)
-        if kind != "full" or rm is None or rm[0] != self.shape:
-            raise g.fail(r, "frontend.output", "the output is not the convolution's shape")
-        y = self.arg("outputs[0]", "f32", ["T"], "y", out=True)
-        self.lines.append(f"  store({y.name}[offs], {expr}, mask = mask)")
+        self._epilogue("a grouped convolution", "the convolution's")
         fits = [f"{spatial[i]} >= {dl[i] * (ks[i] - 1) + 1 - 2 * pd[i]}" for i in range(sp)]
         where = ", ".join(
             [f"CI * {per_out} == CO * {per_in}", f"K == {per_in * taps}",
