@@ -27,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from costmodel.calibration import pairs_right  # noqa: E402
+
 TARGET = "sm_90"
 
 
@@ -53,18 +55,6 @@ def spearman(a: list[float], b: list[float]) -> float | None:
     va = sum((x - ma) ** 2 for x in ra)
     vb = sum((y - mb) ** 2 for y in rb)
     return cov / (va * vb) ** 0.5 if va and vb else None
-
-
-def pairs_right(predicted: list[float], measured: list[float]) -> float | None:
-    """The share of pairs (with different measured times) that the prediction orders alike."""
-    right = total = 0
-    for i in range(len(measured)):
-        for j in range(i + 1, len(measured)):
-            if measured[i] == measured[j]:
-                continue
-            total += 1
-            right += (predicted[i] - predicted[j]) * (measured[i] - measured[j]) > 0
-    return right / total if total else None
 
 
 NOISE = 0.05  # measured times closer than this (relative) are within the timing noise

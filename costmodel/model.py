@@ -221,7 +221,7 @@ def analyze(
         chain_s=counts.chain_shuffles * c.shfl_latency_s + counts.chain_syncs * c.sync_latency_s,
         block_launch_s=c.block_launch_s,
         drain_share=c.drain_share,
-        extra={"stages": stages},
+        extra={"stages": stages, "registers": occ.registers, "warps": counts.warps},
     )
     return raw, counts, occ, dram, c
 
@@ -520,8 +520,23 @@ def off_target(program: Program, target: str, params: dict[str, int] | None, che
 class CostModel:
     """An analytic cost model with per-target correction factors (1.0 until `update`)."""
 
-    def __init__(self, corrections: dict[str, dict[str, float]] | None = None):
+    def __init__(
+        self,
+        corrections: dict[str, dict[str, float]] | None = None,
+        learned: dict[str, calibration.Correction] | None = None,
+    ):
         self.corrections: dict[str, dict[str, float]] = corrections or {}
+        # chip name -> a learned correction of the predictions made without a compile report
+        self.learned_corrections: dict[str, calibration.Correction] = learned or {}
+
+    @classmethod
+    def learned(cls) -> CostModel:
+        """The model with the learned calibrations (`calibration.library_dir()`) applied."""
+        model = cls()
+        for found in calibration.learned().values():
+            model.corrections.update(found.factors)
+            model.learned_corrections.update(found.corrections)
+        return model
 
     def factors(self, target: str) -> dict[str, float]:
         return self.corrections.get(chip(target).name, {})
@@ -552,6 +567,9 @@ class CostModel:
         raw, counts, occ, dram, c = analyze(program, target, params, shapes, regs, smem, spills, checks)
         base_s, _ = raw.time()
         seconds, totals = raw.time(self.factors(target))
+        learned = self.learned_corrections.get(c.name)
+        if learned is not None and regs is None:  # fitted to, and applied to, predictions before compile
+            seconds *= learned.factor(raw)
         bottleneck = _bottleneck(totals)
         env = bind_env(program, params, shapes)
         p = counts.programs
@@ -604,14 +622,19 @@ class CostModel:
         return self.corrections
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(
-            json.dumps({"version": 1, "corrections": self.corrections}, indent=1, sort_keys=True) + "\n"
-        )
+        data: dict[str, Any] = {"version": 1, "corrections": self.corrections}
+        if self.learned_corrections:
+            data["correction"] = {k: c.to_json() for k, c in self.learned_corrections.items()}
+        Path(path).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> CostModel:
+        """A saved calibration: `save`'s file, or a learned one (`kir learn --calibrate`)."""
         data = json.loads(Path(path).read_text())
-        return cls({k: {f: float(v) for f, v in d.items()} for k, d in data.get("corrections", {}).items()})
+        return cls(
+            {k: {f: float(v) for f, v in d.items()} for k, d in data.get("corrections", {}).items()},
+            {k: calibration.Correction.from_json(c) for k, c in (data.get("correction") or {}).items()},
+        )
 
 
 _RAW_CACHE: dict[tuple, Raw] = {}

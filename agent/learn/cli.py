@@ -10,6 +10,7 @@ Start-up: typer and `kir.cli` only; the stores, the verifier and the miner load 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -19,15 +20,40 @@ from kir import cli as kcli
 from kir.cli import SCHEMAS, JsonOpt, _finish, _guarded, envelope, usage
 from verifier import cli as verifier_cli
 
-SCHEMAS["learn"] = ("dbs", "out", "dry_run", "failures", "groups", "rules", "tactics", "library")
+SCHEMAS["learn"] = (
+    "dbs", "out", "dry_run", "failures", "groups", "rules", "tactics", "library", "calibrations", "retired",
+)  # fmt: skip
 
 
 def learn_cmd(
-    dbs: Annotated[list[str], typer.Argument(metavar="DB...", help="Search stores (SQLite files) to learn from.")],
+    dbs: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="DB...",
+            help="Search stores (SQLite files) to learn from; for --calibrate, measured sweeps (.json) too.",
+            show_default=False,
+        ),
+    ] = None,
     rules: Annotated[bool, typer.Option("--rules", help="Mine failures into verifier rules.")] = False,
     tactics: Annotated[
         bool, typer.Option("--tactics", help="Mine the best paths into learned tactics (gated on mtia-sim).")
     ] = False,
+    calibrate: Annotated[
+        bool,
+        typer.Option(
+            "--calibrate",
+            help="Refit the cost model's per-target factors to the measured GPU times (gated leave-one-task-out).",
+        ),
+    ] = False,
+    retire: Annotated[
+        str | None,
+        typer.Option(
+            "--retire",
+            metavar="ID",
+            help="Undo one learned item by id: a rule (learned.*), a tactic (learned.*) or a calibration (calibration.*).",
+            show_default=False,
+        ),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Report what would be promoted and why; write nothing.")
     ] = False,
@@ -51,13 +77,25 @@ def learn_cmd(
     then failed, propose a rule for each group that recurs, and keep the rules that flag every
     failure of their group and no known-correct program; with --tactics, mine the move
     sequences that recur on the best paths and keep those that help on tasks they were not
-    mined from (measured on mtia-sim)."""
+    mined from (measured on mtia-sim); with --calibrate, refit the cost model to the measured
+    GPU times and keep the fit if it orders pairs of programs no worse out of sample. --retire ID
+    undoes one learned item."""
 
     def body(outcome) -> None:
-        if not rules and not tactics:
-            raise usage("nothing to learn: say what", "kir learn DB --rules, or --tactics")
-        if rules and tactics and out:
-            raise usage("--out with both --rules and --tactics", "learn them one at a time, each into its folder")
+        if retire is not None:
+            if dbs or rules or tactics or calibrate:
+                raise usage("--retire with something to learn", "retire one item, alone: kir learn --retire ID")
+            _retire(outcome, retire, dry_run)
+            return
+        if not rules and not tactics and not calibrate:
+            raise usage("nothing to learn: say what", "kir learn DB --rules, --tactics or --calibrate")
+        if sum((rules, tactics, calibrate)) > 1 and out:
+            raise usage(
+                "--out with more than one of --rules, --tactics and --calibrate",
+                "learn them one at a time, each into its folder",
+            )
+        if not dbs:
+            raise usage("no store to learn from", "kir learn DB... (search stores: kir search --db)")
         for db in dbs:
             if not Path(db).is_file():
                 raise usage(f"{db} is not a file", "a search store (kir search --db)", rule="io.read")
@@ -68,6 +106,8 @@ def learn_cmd(
             _learn_tactics(outcome, dbs, Path(out) if out else None, min_tasks, dry_run)
         if rules:
             _learn_rules(outcome, dbs, Path(out) if out else None, min_programs, min_tasks, dry_run)
+        if calibrate:
+            _learn_calibration(outcome, dbs, Path(out) if out else None, dry_run)
 
     _finish(_guarded(None, body, "learning"), json_out, "learn")
 
@@ -84,7 +124,9 @@ def _learn_tactics(outcome, dbs: list[str], out: Path | None, min_tasks: int, dr
         lt.records(library, dbs)
     except StoreError as err:
         raise usage(f"a store does not open: {err}", "a search store (kir search --db)") from None
-    suite = sorted(p.name for p in lt.ROOT.joinpath("benchmarks", "tasks").iterdir() if (p / "task.toml").is_file())
+    from agent.tasks import task_names
+
+    suite = task_names()  # the suite's and $KIR_TASK_PATH's
     known = {t.name for t in library}
     rows = []
     outcome.lines.append(
@@ -135,25 +177,35 @@ def _learn_rules(outcome, dbs: list[str], out: Path | None, min_programs: int, m
         groups, proposed = mine(dbs, folder, min_programs=min_programs, min_tasks=min_tasks, dry_run=dry_run)
     except StoreError as err:
         raise usage(f"a store does not open: {err}", "a search store (kir search --db)") from None
-    total = sum(len(g.members) for g in groups)
+    total = sum(len(g.members) + g.caught_candidates for g in groups)
+    caught = sum(g.caught_candidates for g in groups)
     outcome.fields.update(
         out=str(folder), failures=total,
         groups=[
-            {"signature": list(g.signature), "programs": g.programs, "tasks": g.tasks, "candidates": len(g.members)}
+            {
+                "signature": list(g.signature), "programs": g.programs, "tasks": g.tasks, "candidates": len(g.members),
+                "caught": g.caught,
+            }
             for g in groups
         ],
         rules=[
             {
-                "group": list(p.group.signature), "name": p.name, "kept": not p.reasons, "reasons": p.reasons,
+                "group": list(p.group.signature), "where": [[".".join(k), v] for k, v in p.group.refined],
+                "programs": p.group.programs, "tasks": p.group.tasks,
+                "name": p.name, "kept": not p.reasons, "reasons": p.reasons,
                 "checked": p.checked, "seconds": round(p.seconds, 3),
             }
             for p in proposed
         ],
     )  # fmt: skip
     outcome.lines.append(
-        f"{total} candidates passed the verifier and failed, in {len(groups)} groups; "
-        f"{len(proposed)} recur (at least {min_programs} programs from {min_tasks} tasks)"
+        f"{total} candidates passed the verifier and failed, in {len(groups)} groups; {caught} of them are caught "
+        f"by learned rules now; {len(proposed)} groups recur (at least {min_programs} programs from {min_tasks} tasks)"
     )
+    for g in groups:
+        if g.caught:
+            left = f"; {g.programs} programs left" if g.members else ""
+            outcome.lines.append(f"  {g.describe()}: caught already by {', '.join(g.caught)}{left}")
     for p in proposed:
         g = p.group
         head = f"  {g.describe()} ({g.programs} programs, {g.tasks} tasks): "
@@ -162,6 +214,77 @@ def _learn_rules(outcome, dbs: list[str], out: Path | None, min_programs: int, m
         else:
             kept = "would keep" if dry_run else f"kept as learned.{p.name}"
             outcome.lines.append(head + f"{kept} (clean on {p.checked} known-correct programs)")
+
+
+def _learn_calibration(outcome, dbs: list[str], out: Path | None, dry_run: bool) -> None:
+    from agent.learn import calibrate as lc
+    from agent.store import StoreError
+
+    try:
+        found = lc.measurements(dbs)
+    except StoreError as err:
+        raise usage(f"a store does not open: {err}", "a search store (kir search --db)") from None
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise usage(
+            f"a measured sweep does not read: {err}", "the JSON benchmarks/costmodel_variants.py time writes",
+            rule="io.read",
+        ) from None  # fmt: skip
+    fits = lc.fit(found, progress=lambda line: print(line, file=sys.stderr, flush=True), inputs=dbs)
+    outcome.lines.append(
+        f"{len(found)} GPU measurements of {len({m.task for m in found})} tasks on {len(fits)} target(s)"
+    )
+    rows = []
+    for f in fits:
+        s = f.summary
+        path = str(lc.keep(f, out)) if f.kept and not dry_run else None
+        verdict = ("would keep" if dry_run else f"kept as {f.id}") if f.kept else "nothing kept"
+        outcome.lines.append(f"  {f.target}: {f.measurements} measurements ({f.skipped} not counted): {verdict}")
+        if s:
+            for what, new, old in (
+                ("with compile reports, factors", "calibrated", "uncalibrated"),
+                ("before compile, factors and learned correction", "before_corrected", "before_calibrated"),
+            ):
+                outcome.lines.append(
+                    f"    {what}: pairs ordered right leaving one task out {s[f'mean_pairs_right_{new}']:.3f} mean, "
+                    f"{s[f'min_pairs_right_{new}']:.3f} lowest (without: {s[f'mean_pairs_right_{old}']:.3f}, "
+                    f"{s[f'min_pairs_right_{old}']:.3f}); median error {s[f'median_abs_err_{new}']:.3f} "
+                    f"(without: {s[f'median_abs_err_{old}']:.3f})"
+                )
+        factors = ", ".join(f"{k} {v:.3g}" for k, v in sorted(f.factors.items()) if v != 1.0) or "all 1"
+        outcome.lines.append(f"    factors ({factors}): " + ("; ".join(f.reasons) or "kept"))
+        outcome.lines.append("    learned correction: " + ("; ".join(f.correction_reasons) or "kept"))
+        rows.append({"id": f.id, "kept": f.kept, "file": path, **f.to_json()})
+    outcome.fields["calibrations"] = rows
+
+
+def _retire(outcome, ident: str, dry_run: bool) -> None:
+    """Remove one learned item: a learned rule and its failure files, a learned tactic's file,
+    a learned calibration's file."""
+    from agent.learn import tactics as lt
+    from costmodel import calibration
+    from verifier.learned import LOADED, retire
+
+    verifier_cli._rule_catalog()
+    files: list[str] = []
+    if ident in LOADED:
+        files = [str(p) for p in ([] if dry_run else retire(ident))] or [str(LOADED[ident].path)]
+    elif ident in {t.name for t in lt.load()}:
+        path = next(t.path for t in lt.load() if t.name == ident)
+        files = [str(path)]
+        if path is not None and not dry_run:
+            path.unlink()
+    elif ident in calibration.learned():
+        path = calibration.learned()[ident].path
+        files = [str(path)]
+        if not dry_run:
+            path.unlink()
+    else:
+        known = [*sorted(LOADED), *(t.name for t in lt.load()), *sorted(calibration.learned())]
+        raise usage(
+            f"no learned item '{ident}'", kcli._suggest(ident, known) or "learned: " + (", ".join(known) or "none")
+        )
+    outcome.fields["retired"] = {"id": ident, "files": files, "dry_run": dry_run}
+    outcome.lines.append(f"{ident}: {'would retire' if dry_run else 'retired'} ({', '.join(files)})")
 
 
 def rules_learned(

@@ -40,7 +40,7 @@ import tactics as tactic_registry
 from agent.pipeline import Candidate, evaluate
 from agent.search.tree import Node, Tree
 from agent.store import open_store
-from agent.tasks import load_task
+from agent.tasks import find_task, load_task
 from costmodel import CostModel
 from kir.check import load_program
 from kir.diagnostics import KirError
@@ -226,8 +226,8 @@ def best_paths(dbs: Iterable[str]) -> list[Path_]:
 
 
 def _shapes_of(task: str, preset: str) -> dict[str, int]:
-    folder = ROOT / "benchmarks" / "tasks" / task
-    if not (folder / "task.toml").is_file():
+    folder = find_task(task)
+    if folder is None:
         return {}
     try:
         return load_task(folder).shape_values(preset)
@@ -310,7 +310,10 @@ def gate_tactic(lt: LearnedTactic, held_out: Iterable[str], backend: str = "mtia
     """Measure the learned tactic on each held-out task's seed; True when it is kept."""
     speedups = []
     for name in held_out:
-        task = load_task(ROOT / "benchmarks" / "tasks" / name)
+        folder = find_task(name)
+        if folder is None:
+            continue
+        task = load_task(folder)
         spec = task.programs.get("seed")
         if spec is None:
             continue

@@ -70,11 +70,13 @@ class TacticProposer(Proposer):
         numerics: tuple[str, ...] = ("exact", "reassociates", "approximate"),
         lookahead: int = LOOKAHEAD,
         learned: list[LearnedTactic] | None = None,
+        model: CostModel | None = None,
     ):
         self.per_tactic = per_tactic
         self.numerics = numerics
         self.lookahead = lookahead
         self.learned = list(learned or [])  # offered first where they apply (agent.learn.tactics)
+        self.model = model or CostModel()  # what ranks the children (a learned calibration, or none)
         self._predicted: dict[str, float | None] = {}  # candidate key -> its predicted time
         self._programs: dict[str, Program] = {}
         self._variant_of: dict[str, str | None] = {}  # candidate key -> its target code's hash
@@ -103,7 +105,10 @@ class TacticProposer(Proposer):
         """Verify and cost the candidate for the search's target; lower what passes for the
         search's backend, where it has an emitter, and note the hash of its target code. (The
         lowering verifies the program for its declared target, as a run does.)"""
-        record = evaluate(candidate, until="cost", target=context.target, task=context.task, preset=context.preset)
+        record = evaluate(
+            candidate, until="cost", target=context.target, task=context.task, preset=context.preset,
+            cost_model=self.model,
+        )  # fmt: skip
         self._predicted[key] = (record.estimate or {}).get("time_s") if record.ok else None
         code = None
         if record.ok and context.backend is not None and context.backend in targets.emitting():
@@ -141,7 +146,7 @@ class TacticProposer(Proposer):
         for p in neutral:
             best = None
             for move, grandchild in self.moves(self._programs[p.key], context):
-                t = _predict(grandchild, context)
+                t = _predict(grandchild, context, self.model)
                 bar = min(base, direct.get(move.describe(), base))
                 if t is not None and t < bar * (1 - NO_GAIN) and (best is None or t < best):
                     best = t
@@ -229,13 +234,13 @@ class TacticProposer(Proposer):
         return out
 
 
-def _predict(program: Program, context: Context) -> float | None:
+def _predict(program: Program, context: Context, model: CostModel) -> float | None:
     """The cost model's time for a program a tactic made (the tactic checked its result; the
     verifier's proofs, most of a child's static cost, are left to the child it would become),
     or None where the model refuses it."""
     shapes = {k: v for k, v in context.shapes.items() if k not in program.params}
     try:
-        estimate = CostModel().predict(program, context.target, dict(program.params), shapes, checks=CHECKS)
+        estimate = model.predict(program, context.target, dict(program.params), shapes, checks=CHECKS)
     except KirError:
         return None
     return estimate.time_s if not any(d.is_error for d in estimate.hints) else None

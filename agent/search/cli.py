@@ -44,7 +44,6 @@ from kir.diagnostics import KirError
 SCHEMAS["search"] = ("task", "db", "name", "strategy", "backend", "preset", "progress", "best", "path")
 SCHEMAS["search show"] = ("task", "name", "nodes", "best", "path")
 
-SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks"
 STRATEGIES = ("beam", "greedy", "mcts", "evolve", "sweep")
 EXECUTORS = ("inline", "pool", "ray")
 PROPOSERS = ("tactic", "mutate")
@@ -68,14 +67,14 @@ def _timing(peers: str) -> dict[str, Any]:
 
 
 def _task_folder(task: str) -> Path:
-    folder = Path(task)
-    if not (folder / "task.toml").is_file():
-        folder = SUITE / task
-    if not (folder / "task.toml").is_file():
+    from agent.tasks import find_task, task_names
+
+    folder = find_task(task)
+    if folder is None:
         from kir.names import suggest
 
-        known = sorted(p.name for p in SUITE.iterdir() if (p / "task.toml").is_file())
-        raise usage(f"no task '{task}'", suggest(task, known) or f"suite tasks: {', '.join(known)}")
+        known = task_names()
+        raise usage(f"no task '{task}'", suggest(task, known) or f"tasks: {', '.join(known)}")
     return folder
 
 
@@ -116,7 +115,7 @@ def search_cmd(
         bool,
         typer.Option(
             "--learned/--no-learned",
-            help="Offer the learned tactics (tactics/learned, kir learn --tactics) first (default: on).",
+            help="Offer the learned tactics (tactics/learned, kir learn --tactics) first and rank with the learned calibration (costmodel/learned, kir learn --calibrate) (default: on).",
         ),
     ] = True,
     budget: Annotated[int, typer.Option("--budget", min=1, help="Measured evaluations at most.")] = 200,
@@ -209,6 +208,7 @@ def search_cmd(
         from agent.search.loop import Budget, Settings, run_search
         from agent.store import StoreError, open_store
         from agent.tasks import load_task
+        from costmodel import CostModel
         from kir.check import load_program
         from lowering import targets
 
@@ -292,7 +292,8 @@ def search_cmd(
             with make_executor(executor, workers=workers) as ex:
                 result = run_search(
                     settings, program.text(), chosen,
-                    TacticProposer(learned=load_learned() if learned else []) if proposer == "tactic" else MutationProposer(),
+                    TacticProposer(learned=load_learned(), model=CostModel.learned()) if proposer == "tactic" and learned
+                    else TacticProposer() if proposer == "tactic" else MutationProposer(),
                     ex, store, search_id,
                     Budget(evaluations=budget, seconds=seconds, gpu_seconds=gpu_seconds, stall=stall, roofline=roofline), on_round=on_round,
                 )  # fmt: skip

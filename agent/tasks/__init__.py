@@ -56,6 +56,10 @@ A preset named `scale:F` (0 < F <= 1) needs no table: every size variable of ref
 top-level integer literal of at least 64) times F, at least 16 and a multiple of 16 where the
 size was; the top-level values derived from the sizes are computed again under every preset.
 
+By name (`kir search softmax`), a task is found in the suite (benchmarks/tasks/) and then in the
+folders of `$KIR_TASK_PATH` (os.pathsep-separated; `kir seed PROBLEM.py --out DIR/NAME` makes
+such folders from KernelBench files).
+
 Loading a task runs none of its code: reference.py is imported on first use of `Task.module`
 (in the harness's checker process, not in a caller such as `kir run`).
 
@@ -66,6 +70,18 @@ It is for outputs whose right answer is not unique (the index of a minimum when 
 tie within rounding); the hook must still check every element.
 """
 
-from agent.tasks.task import Preset, Program, Task, TaskError, load_suite, load_task
+from agent.tasks.task import (
+    Preset,
+    Program,
+    Task,
+    TaskError,
+    find_task,
+    load_suite,
+    load_task,
+    task_dirs,
+    task_names,
+)
 
-__all__ = ["Preset", "Program", "Task", "TaskError", "load_suite", "load_task"]
+__all__ = [
+    "Preset", "Program", "Task", "TaskError", "find_task", "load_suite", "load_task", "task_dirs", "task_names",
+]  # fmt: skip

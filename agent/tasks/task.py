@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import itertools
+import os
 import random
 import re
 import sys
@@ -616,3 +617,34 @@ def load_suite(folder: str | Path, names: list[str] | None = None) -> list[Task]
             )
         found = [by_name[n] for n in names]
     return [load_task(p) for p in found]
+
+
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks"
+TASK_PATH = "KIR_TASK_PATH"  # more folders of task folders, os.pathsep-separated (kir seed --out's)
+
+
+def task_dirs() -> list[Path]:
+    """Where tasks are found by name: the suite, then each folder of $KIR_TASK_PATH."""
+    extra = [Path(p) for p in os.environ.get(TASK_PATH, "").split(os.pathsep) if p]
+    return [SUITE, *extra]
+
+
+def find_task(name: str) -> Path | None:
+    """The task folder `name` names: a folder holding task.toml, else the first folder of that
+    name under `task_dirs()` that holds one."""
+    folder = Path(name)
+    if (folder / "task.toml").is_file():
+        return folder
+    for root in task_dirs():
+        if (root / name / "task.toml").is_file():
+            return root / name
+    return None
+
+
+def task_names() -> list[str]:
+    """The names of every task `find_task` finds (the first of a name wins)."""
+    names: dict[str, None] = {}
+    for root in task_dirs():
+        if root.is_dir():
+            names.update((p.name, None) for p in sorted(root.iterdir()) if (p / "task.toml").is_file())
+    return list(names)

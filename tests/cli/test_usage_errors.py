@@ -156,6 +156,7 @@ BAD = {
     "DB...": ["{missing}", "{rule}"],
     "--min-programs": ["0", "1", "x"],
     "--min-tasks": ["0", "x"],
+    "--retire": ["learned.not-installed", ""],
 }
 # bench's --out is a folder: a file is what it cannot take
 BAD_FOR = {
