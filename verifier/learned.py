@@ -42,9 +42,16 @@ A condition is a value (equality) or a table of comparisons that must all hold:
 present at all). Subjects under `[match]`: `op`, `target`, `vendor`, `target_has` /
 `target_lacks` (target features), `in_role`, `in_loop`, `loop_depth`, `pipelined` (an
 enclosing loop has `pipeline(stages = ...)`), `in_if`, `props.<name>`, `operands.<name>.{dtype,
-kind, rank, present, def}` (kind: scalar, tile, global, smem, mbarrier; def: the name of the op
-that makes the value, `kir.sym` for a shape symbol or parameter, `argument` for a loop's
-variable or a kernel argument), `result.{dtype, kind, rank}`, `role.{name, regs, units, unit}`, `kernel.{warps, warp_unit, has_op, lacks_op}`.
+kind, rank, present, def, guarded}` (kind: scalar, tile, global, smem, mbarrier; def: the name of
+the op that makes the value, `kir.sym` for a shape symbol or parameter, `argument` for a loop's
+variable or a kernel argument; guarded, for an index of a load or store: the access's mask
+compares this very index; offset: the integer constant added to (or taken from) what makes the
+value, 0 for none; fn: the function (`fn`) of the op that makes the value, a reduction's `sum`
+or `max`; an operand of many values is named by position, `indices0`,
+`indices1`), `result.{dtype, kind, rank, users}` (users: the ops that read the result, tested
+like `has_op`), `role.{name, regs, units, unit}`, `kernel.{warps, warp_unit, has_op, lacks_op,
+stores_low_precision}` (the kernel stores floats narrower than f32 to global memory: its results
+are rounded to 16 bits or fewer anyway).
 Placeholders in `message` and `hint`: `op`, `target`, `role`, `regs`, `loop_depth`, `kernel`,
 each property by name, `<operand>.dtype`, `<operand>.kind`, `result.dtype`.
 
@@ -69,8 +76,9 @@ from typing import Any, cast
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import IRDLOperation
+from xdsl.irdl import IRDLOperation, VarOperandDef
 
+from kir.arrays import LOW_PRECISION
 from kir.diagnostics import SEVERITIES, Diagnostic, KirError, Span
 from kir.dialect import OPS
 from kir.dialect.types import GlobalType, MBarrierType, ScalarType, SmemType, SymAttr, TileType
@@ -96,9 +104,10 @@ _MATCH = {
     "op", "target", "vendor", "target_has", "target_lacks", "in_role", "in_loop", "loop_depth",
     "pipelined", "in_if", "props", "operands", "result", "role", "kernel",
 }  # fmt: skip
-_VALUE_KEYS = {"dtype", "kind", "rank", "present", "def"}
+_VALUE_KEYS = {"dtype", "kind", "rank", "present", "def", "fn", "guarded", "offset"}
+_RESULT_KEYS = {"dtype", "kind", "rank", "def", "users"}
 _ROLE_KEYS = {"name", "regs", "units", "unit"}
-_KERNEL_KEYS = {"warps", "warp_unit", "has_op", "lacks_op"}
+_KERNEL_KEYS = {"warps", "warp_unit", "has_op", "lacks_op", "stores_low_precision"}
 _EXAMPLES = {"bad", "good", "target"}
 _PROVENANCE = {"reason", "failures", "support", "false_positives", "added", "author"}
 
@@ -233,9 +242,15 @@ class _Facts:
         if head == "props":
             return _prop(ctx, op, subject[1])
         if head == "operands":
-            return _value_fact(ctx, _operand(op, subject[1]), subject[2])
+            value = _operand(op, subject[1])
+            if subject[2] == "guarded":  # of an index only
+                return _guarded(op, value) if value is not None and subject[1].startswith("indices") else None
+            return _value_fact(ctx, value, subject[2])
         if head == "result":
-            return _value_fact(ctx, op.results[0] if op.results else None, subject[1])
+            result = op.results[0] if op.results else None
+            if subject[1] == "users":
+                return _Has(use.operation.name.removeprefix("kir.") for use in result.uses) if result else None
+            return _value_fact(ctx, result, subject[1])
         if head == "role":
             role = info.role
             if role is None:
@@ -253,6 +268,8 @@ class _Facts:
                 return k.num_warps.data
             if key == "warp_unit":
                 return k.warp_unit.data
+            if key == "stores_low_precision":
+                return bool(stored_dtypes(ctx) & set(LOW_PRECISION))
             names = {n.removeprefix("kir.") for n in self.kernel_ops or ()}
             return _Has(names) if key == "has_op" else _Lacks(names)
         raise KeyError(subject)
@@ -302,6 +319,19 @@ class _Lacks(_Has):
         return not any(w in self.items for w in self.wanted(other))
 
 
+def stored_dtypes(ctx) -> frozenset[str]:
+    """The dtypes of the values the kernel stores to global memory (what its results are made of)."""
+    found = getattr(ctx, "_learned_stores", None)
+    if found is None:
+        found = frozenset(
+            str(_value_fact(ctx, op.value, "dtype"))
+            for op in ctx.kernel.walk()
+            if op.name == "kir.store" and isinstance(op.mem.type, GlobalType)
+        )
+        ctx._learned_stores = found
+    return found
+
+
 def fill(template: str, words: dict[str, str]) -> str:
     """`{name}` replaced by its word; nothing else is interpreted (no format specs, no
     attribute access)."""
@@ -316,10 +346,89 @@ def _operand_names(cls: type[Operation]) -> list[str]:
 
 
 def _operand(op: Operation, name: str) -> SSAValue | None:
+    """The operand of that name; `indices0`, `indices1`: an operand of many values, by position."""
     if name not in _operand_names(type(op)):
-        return None
+        found = _positional(type(op), name)
+        if found is None:
+            return None
+        values = getattr(op, found[0], ())
+        return values[found[1]] if found[1] < len(values) else None
     v = getattr(op, name, None)
     return v if isinstance(v, SSAValue) else None
+
+
+_POSITION = re.compile(r"^([a-z_]+?)(\d+)$")
+
+
+def _positional(cls: type[Operation], name: str) -> tuple[str, int] | None:
+    """(`indices`, 1) for `indices1` where the op's `indices` operand holds many values."""
+    m = _POSITION.match(name)
+    if m is None or m.group(1) not in _operand_names(cls):
+        return None
+    try:
+        kinds = dict(cast(type[IRDLOperation], cls).get_irdl_definition().operands)
+    except AttributeError:
+        return None
+    return (m.group(1), int(m.group(2))) if isinstance(kinds[m.group(1)], VarOperandDef) else None
+
+
+def positional_operands(op: Operation) -> list[tuple[str, SSAValue]]:
+    """Every operand of `op` by the name a rule gives it: single ones by name, the values of a
+    many-valued one by position (`indices0`, ...)."""
+    out: list[tuple[str, SSAValue]] = []
+    for name in _operand_names(type(op)):
+        v = getattr(op, name, None)
+        if isinstance(v, SSAValue):
+            out.append((name, v))
+        elif isinstance(v, tuple | list):
+            out += [(f"{name}{i}", x) for i, x in enumerate(v) if isinstance(x, SSAValue)]
+    return out
+
+
+def _offset(v: SSAValue) -> int:
+    owner = v.owner
+    if not isinstance(owner, Operation) or owner.name != "kir.binary" or len(owner.operands) != 2:
+        return 0
+    fn = owner.properties.get("fn")
+    sign = {"add": 1, "sub": -1}.get(fn.data if isinstance(fn, StringAttr) else "", 0)
+    for i, o in enumerate(owner.operands):
+        c = o.owner
+        if sign and isinstance(c, Operation) and c.name == "kir.const" and (i == 1 or sign == 1):
+            text = c.properties.get("value")
+            try:
+                return sign * int(text.data) if isinstance(text, StringAttr) else 0
+            except ValueError:
+                return 0
+    return 0
+
+
+_THROUGH = ("kir.binary", "kir.broadcast", "kir.expand_dims", "kir.reshape", "kir.unary")
+
+
+def _guarded(op: Operation, index: SSAValue) -> bool | None:
+    """For an index of a load or store: whether its mask compares this very index (a `kir.cmp`
+    the mask is made from, through and/or/not and reshapes, with the index as an operand). None
+    for an op that is not an access."""
+    mask = getattr(op, "mask", None) if op.name in ("kir.load", "kir.store") else None
+    if op.name not in ("kir.load", "kir.store"):
+        return None
+    if not isinstance(mask, SSAValue):
+        return False
+    seen: set[int] = set()
+    todo = [mask]
+    while todo and len(seen) < 64:
+        v = todo.pop()
+        if id(v) in seen or not isinstance(v.owner, Operation):
+            continue
+        seen.add(id(v))
+        owner = v.owner
+        if owner.name == "kir.cmp":
+            if any(o is index for o in owner.operands):
+                return True
+            continue
+        if owner.name in _THROUGH:
+            todo.extend(owner.operands)
+    return False
 
 
 def _prop(ctx, op: Operation, name: str) -> Any:
@@ -350,6 +459,11 @@ def _value_fact(ctx, v: SSAValue | None, key: str) -> Any:
         return None
     if key == "def":  # the op that makes the value ("kir.sym": a shape symbol or parameter)
         return v.owner.name if isinstance(v.owner, Operation) else "argument"
+    if key == "offset":  # the integer constant added to (or taken from) what makes the value; 0 for none
+        return _offset(v)
+    if key == "fn":  # the function of the op that makes the value (a reduction's sum, max, ...)
+        fn = v.owner.properties.get("fn") if isinstance(v.owner, Operation) else None
+        return fn.data if isinstance(fn, StringAttr) else None
     t = v.type
     if key == "kind":
         for kind, cls in zip(KINDS, (ScalarType, TileType, GlobalType, SmemType, MBarrierType), strict=True):
@@ -558,7 +672,7 @@ def _read_match(match: Any, problems: _Problems) -> tuple[tuple[str, ...], tuple
                 if key == "operands":
                     if not isinstance(cond, dict):
                         problems.add(
-                            (*path, sub), f"match.operands.{sub} must be a table of dtype, kind, rank, present, def"
+                            (*path, sub), f"match.operands.{sub} must be a table of {', '.join(sorted(_VALUE_KEYS))}"
                         )
                         continue
                     for attr, c in cond.items():
@@ -566,12 +680,12 @@ def _read_match(match: Any, problems: _Problems) -> tuple[tuple[str, ...], tuple
                             problems.add(
                                 (*path, sub, attr),
                                 f"unknown operand condition '{attr}'",
-                                "dtype, kind, rank, present, def",
+                                ", ".join(sorted(_VALUE_KEYS)),
                             )
                             continue
                         conditions += _condition(("operands", sub, attr), c, (*path, sub, attr), problems)
                     continue
-                allowed = {"role": _ROLE_KEYS, "kernel": _KERNEL_KEYS, "result": _VALUE_KEYS - {"present"}}.get(key)
+                allowed = {"role": _ROLE_KEYS, "kernel": _KERNEL_KEYS, "result": _RESULT_KEYS}.get(key)
                 if allowed is not None and sub not in allowed:
                     problems.add((*path, sub), f"unknown condition 'match.{key}.{sub}'", ", ".join(sorted(allowed)))
                     continue
@@ -587,7 +701,9 @@ def _read_match(match: Any, problems: _Problems) -> tuple[tuple[str, ...], tuple
                 problems.add(
                     ("match", "props", c.subject[1]), f"none of {', '.join(ops)} has a property '{c.subject[1]}'"
                 )
-            if c.subject[0] == "operands" and not any(c.subject[1] in _operand_names(OP_CLASSES[o]) for o in ops):
+            if c.subject[0] == "operands" and not any(
+                c.subject[1] in _operand_names(OP_CLASSES[o]) or _positional(OP_CLASSES[o], c.subject[1]) for o in ops
+            ):
                 problems.add(
                     ("match", "operands", c.subject[1]), f"none of {', '.join(ops)} has an operand '{c.subject[1]}'"
                 )
@@ -611,7 +727,15 @@ def _condition(subject: tuple[str, ...], value: Any, path: tuple[str, ...], prob
         if not value:
             problems.add(path, "an empty condition")
         return [Condition(subject, tuple(tests))] if tests else []
-    if isinstance(value, dict | list) and subject[0] not in ("target_has", "target_lacks", "kernel"):
+    if (
+        isinstance(value, dict | list)
+        and subject[0] not in ("target_has", "target_lacks", "kernel")
+        and subject
+        != (
+            "result",
+            "users",
+        )
+    ):
         problems.add(path, "a condition is a value or a table of comparisons (use `in = [...]` for a list)")
         return []
     return [Condition(subject, (("eq", value),))]

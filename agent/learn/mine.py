@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xdsl.ir import Operation
+
 from agent.search.loop import STATIC_STAGES
 from agent.search.tree import Node
 from agent.store import open_store
@@ -49,7 +51,16 @@ from kir.parser import parse
 from kir.program import span_of
 from verifier.context import Context
 from verifier.engine import load_rules
-from verifier.learned import OP_CLASSES, _Facts, _operand_names, read_rule_file, run_rule, vet
+from verifier.learned import (
+    LOADED,
+    OP_CLASSES,
+    _Facts,
+    _operand_names,
+    positional_operands,
+    read_rule_file,
+    run_rule,
+    vet,
+)
 from verifier.registry import RULES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,6 +77,11 @@ MUTATED_OPS = {
     "arrive-count": ("kir.mbarrier",),
     "narrow": ("kir.reduce", "kir.dot"),
 }
+# the op a mutation inserts after the mutated one, which is where the program goes wrong: `narrow`
+# rounds a reduction's or product's f32 result through a cast to bf16 (and back)
+MADE_BY_MUTATION = {"narrow": "kir.cast"}
+REFINE_DEPTH = 2  # facts a refused group may be narrowed by (`refine`)
+REFINE_WIDTH = 8  # the largest parts of a group narrowed again, at the second fact
 # what to do about each kind of failure, for the rule's hint
 HINTS = {
     "shift-index": "check the index against the extent it is masked for: an index one past its mask reads or writes the neighbour",
@@ -74,7 +90,7 @@ HINTS = {
     "drop-sync": "every asynchronous producer needs its wait (or barrier) before its consumer reads",
     "flip-parity": "a wait's parity is the phase it waits for: (trip / stages) % 2 for a ring of stages",
     "arrive-count": "an mbarrier's count is the arrivals one phase needs: as many as arrive each phase",
-    "narrow": "accumulate in f32 and round once at the end",
+    "narrow": "keep the value in f32: rounding it to bf16 and widening it back drops its low bits (accumulate in f32, round once when it is stored)",
 }
 # What a rule is generalized over: the facts of what surrounds the failing op (which ops the
 # kernel has, the target, the loops and role), dropped in this order where the known-correct
@@ -82,6 +98,8 @@ HINTS = {
 # where they come from) are the failure's pattern and stay: a rule that kept only what the
 # corpus happens to need would flag programs the corpus does not have.
 CONTEXT_FACTS = ("kernel", "target", "in_role", "in_loop", "loop_depth", "in_if", "pipelined")
+# facts that hold a set (a condition on them: the set holds every value the rule names)
+SET_FACTS = (("kernel", "has_op"), ("kernel", "lacks_op"), ("result", "users"))
 
 
 # ---- failures -----------------------------------------------------------------------------------
@@ -173,8 +191,11 @@ def op_facts(ctx, info, kernel_ops: frozenset[str]) -> frozenset[Fact]:
         value = facts.get(("props", name))
         if _scalar(value):
             out.add((("props", name), value))
-    for name in _operand_names(type(op)):
-        for key in ("dtype", "kind", "rank", "present", "def"):
+    # single operands by name (`present = false` where an optional one is absent), the values
+    # of a many-valued one by position
+    single = [n for n in _operand_names(type(op)) if not isinstance(getattr(op, n, None), tuple | list)]
+    for name in dict.fromkeys([*single, *(n for n, _ in positional_operands(op))]):
+        for key in ("dtype", "kind", "rank", "present", "def", "fn", "guarded", "offset"):
             value = facts.get(("operands", name, key))
             if value is not None and _scalar(value):
                 out.add((("operands", name, key), value))
@@ -183,7 +204,10 @@ def op_facts(ctx, info, kernel_ops: frozenset[str]) -> frozenset[Fact]:
             value = facts.get(("result", key))
             if value is not None:
                 out.add((("result", key), value))
+        for use in op.results[0].uses:
+            out.add((("result", "users"), use.operation.name.removeprefix("kir.")))
     out.add((("kernel", "warps"), ctx.kernel.num_warps.data))
+    out.add((("kernel", "stores_low_precision"), facts.get(("kernel", "stores_low_precision"))))
     names = {n.removeprefix("kir.") for n in kernel_ops}
     for name in sorted(names):
         out.add((("kernel", "has_op"), name))
@@ -201,6 +225,7 @@ class Facts:
     """Each op's facts of one program, with the op's line."""
 
     ops: list[tuple[int, frozenset[Fact]]] = field(default_factory=list)
+    ir: list[Operation] = field(default_factory=list)  # the op of each entry of `ops`
 
     def matches(self, rule: frozenset[Fact]) -> list[int]:
         return [line for line, facts in self.ops if rule <= facts]
@@ -225,8 +250,30 @@ def program_facts(text: str, file: str = "<program>") -> Facts | None:
     for info in ctx.infos:
         span = span_of(info.op)
         found.ops.append((span.line if span is not None else 0, op_facts(ctx, info, kernel_ops)))
+        found.ir.append(info.op)
     _FACTS[digest] = found
     return found
+
+
+def _made(failure: Failure, facts: Facts) -> list[int]:
+    """The ops (their places in `facts`) that `failure`'s mutation inserted after the mutated op:
+    `narrow`'s cast to bf16 of the reduction's or product's result. The mutated op is named by
+    its place among its kind where the move says (older moves name only the kind)."""
+    made = MADE_BY_MUTATION[failure.kind]
+    mutated = (failure.op,) if failure.op else MUTATED_OPS.get(failure.kind, ())
+    same = [i for i, (_, f) in enumerate(facts.ops) if dict(f).get(("op",)) in mutated]
+    if failure.nth is not None and failure.nth < len(same):
+        users = {id(u.operation) for r in facts.ir[same[failure.nth]].results for u in r.uses}
+        found = [i for i, o in enumerate(facts.ir) if id(o) in users and o.name == made]
+        if found:
+            return found
+    return [
+        i
+        for i, o in enumerate(facts.ir)
+        if o.name == made
+        and dict(facts.ops[i][1]).get(("result", "dtype")) == "bf16"
+        and any(isinstance(v.owner, Operation) and v.owner.name in mutated for v in o.operands)
+    ]
 
 
 def culprits(failure: Failure) -> list[frozenset[Fact]]:
@@ -235,6 +282,8 @@ def culprits(failure: Failure) -> list[frozenset[Fact]]:
     if facts is None:
         return []
     wanted = (failure.op,) if failure.op else MUTATED_OPS.get(failure.kind)
+    if failure.kind in MADE_BY_MUTATION:  # the op the mutation inserted after the mutated one
+        return [facts.ops[i][1] for i in _made(failure, facts)]
     if failure.op and failure.nth is not None:  # the mutated op itself
         same = [f for _, f in facts.ops if dict(f).get(("op",)) == failure.op]
         return [same[failure.nth]] if failure.nth < len(same) else []
@@ -255,6 +304,12 @@ def culprits(failure: Failure) -> list[frozenset[Fact]]:
 class Group:
     signature: tuple[str, str, str, str]  # stage, failure rule, mutation kind, culprit op
     members: list[Failure] = field(default_factory=list)
+    # a fact of the culprit ops that narrows the group (`refine`): where the whole group's
+    # shared facts also hold in a correct program, the failures that have it may still be told apart
+    where: Fact | None = None
+    caught: list[str] = field(default_factory=list)  # learned rules that flag some of its failures today
+    caught_candidates: int = 0  # how many of its failures they flag (left out of `members`)
+    parent: Group | None = None  # the group this one narrows (`where` is the fact it adds)
 
     @property
     def programs(self) -> int:
@@ -264,9 +319,15 @@ class Group:
     def tasks(self) -> int:
         return len({f.task for f in self.members})
 
+    @property
+    def refined(self) -> list[Fact]:
+        """The facts that narrow this group from the one it was refined from, outermost first."""
+        return [*(self.parent.refined if self.parent else []), *([self.where] if self.where else [])]
+
     def describe(self) -> str:
         stage, rule, kind, op = self.signature
-        return f"{kind or 'failure'} at {op}: {rule} at {stage}"
+        where = " and ".join(f"{'.'.join(s)} = {_toml_value(v)}" for s, v in self.refined)
+        return f"{kind or 'failure'} at {op}{' where ' + where if where else ''}: {rule} at {stage}"
 
 
 def group(found: Iterable[Failure]) -> list[Group]:
@@ -274,6 +335,8 @@ def group(found: Iterable[Failure]) -> list[Group]:
     for f in found:
         ops = {dict(c).get(("op",)) for c in culprits(f)}
         op = sorted(o for o in ops if o)[0] if len(ops) == 1 else "*"
+        if f.kind in MADE_BY_MUTATION and f.op:
+            op = f.op  # the op whose result the mutation's op rounds: one group for each
         sig = (f.stage, f.rule, f.kind, op)
         groups.setdefault(sig, Group(sig)).members.append(f)
     return sorted(groups.values(), key=lambda g: (-g.programs, g.signature))
@@ -326,6 +389,44 @@ def _flags_all(rule: frozenset[Fact], members: list[Failure]) -> bool:
 
 def _false_positives(rule: frozenset[Fact], correct: list[Facts]) -> int:
     return sum(1 for facts in correct if facts.matches(rule))
+
+
+def _caught_by(f: Failure) -> list[str]:
+    """The learned rules that flag the failing program now (with errors or warnings)."""
+    return sorted({lr.rule.id for lr in LOADED.values() if run_rule(lr, f.text, "failure.kir", None)})
+
+
+def refine(
+    g: Group, correct: list[tuple[str, str]], min_programs: int, min_tasks: int, depth: int = REFINE_DEPTH
+) -> Proposed | None:
+    """The largest part of a refused group that more facts of its culprit ops (one, or up to
+    `depth` of them) tell apart from every correct program, as a group of its own (at least
+    `min_programs` programs from `min_tasks` tasks), with its kept rule; None when no such part
+    exists."""
+    per = [(f, frozenset().union(*culprits(f))) for f in g.members]
+    counts: dict[Fact, int] = defaultdict(int)
+    for _, facts in per:
+        for fact in facts:
+            if fact[0] not in SET_FACTS:
+                counts[fact] += 1
+    best: Proposed | None = None
+    parts = []
+    for fact, n in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0]))):
+        if n == len(per) or n < min_programs or (best is not None and n <= best.group.programs):
+            continue
+        sub = Group(g.signature, [f for f, facts in per if fact in facts], where=fact, parent=g)
+        if sub.programs < min_programs or sub.tasks < min_tasks:
+            continue
+        p = propose(sub, correct)
+        if not p.reasons and (best is None or sub.programs > best.group.programs):
+            best = p
+        parts.append(sub)
+    if best is None and depth > 1:  # a second fact, within the largest parts
+        for sub in parts[:REFINE_WIDTH]:
+            found = refine(sub, correct, min_programs, min_tasks, depth - 1)
+            if found is not None and (best is None or found.group.programs > best.group.programs):
+                best = found
+    return best
 
 
 def propose(g: Group, correct: list[tuple[str, str]]) -> Proposed:
@@ -397,22 +498,19 @@ def rule_file(p: Proposed, dbs: list[str], prefix: str = "") -> None:
         "[match]",
     ]
     conditions: dict[str, list[str]] = defaultdict(list)
-    lists: dict[str, list[Any]] = defaultdict(list)
+    lists: dict[tuple[str, ...], list[Any]] = defaultdict(list)
     for subject, value in facts.items():
-        if subject[0] == "kernel" and subject[1] in ("has_op", "lacks_op"):
+        if subject in SET_FACTS:
             continue
         if len(subject) == 1:
             lines.append(f"{subject[0]} = {_toml_value(value)}")
         else:
             conditions[".".join(subject[:-1])].append(f"{subject[-1]} = {_toml_value(value)}")
     for subject, value in sorted(p.facts, key=str):
-        if subject[0] == "kernel" and subject[1] in ("has_op", "lacks_op"):
-            lists[subject[1]].append(value)
-    kernel = conditions.pop("kernel", [])
-    for key, values in sorted(lists.items()):
-        kernel.append(f"{key} = {json.dumps(sorted(values))}")
-    if kernel:
-        conditions["kernel"] = kernel
+        if subject in SET_FACTS:  # one condition: the set holds every value
+            lists[subject].append(value)
+    for subject, values in sorted(lists.items()):
+        conditions[".".join(subject[:-1])].append(f"{subject[-1]} = {json.dumps(sorted(values))}")
     for table, entries in sorted(conditions.items()):
         lines.append(f"[match.{table}]")
         lines.extend(sorted(entries))
@@ -475,19 +573,28 @@ def mine(
     min_programs: int = MIN_PROGRAMS,
     min_tasks: int = MIN_TASKS,
     dry_run: bool = False,
+    skip_caught: bool = True,
 ) -> tuple[list[Group], list[Proposed]]:
     """Group the stores' failures; for each recurring group propose, write and gate a rule.
     Kept rules stay in `out_dir` (with their failure files); refused ones are removed. With
-    `dry_run` the rules are written and gated in a scratch folder, and nothing is left."""
+    `dry_run` the rules are written and gated in a scratch folder, and nothing is left. A failure
+    a learned rule flags already is left out (`skip_caught`): it is caught."""
     groups = group(failures(dbs))
-    correct = known_correct(dbs)
+    correct = known_correct(dbs)  # (loads the verifier's rules, the learned ones among them)
+    for g in groups if skip_caught else ():  # a failure a learned rule flags today is caught already
+        by = {f.key: _caught_by(f) for f in g.members}
+        g.caught = sorted({rid for rids in by.values() for rid in rids})
+        g.caught_candidates = sum(1 for rids in by.values() if rids)
+        g.members = [f for f in g.members if not by[f.key]]
     proposed = []
     with tempfile.TemporaryDirectory(prefix="kir-learn-") as scratch:
         where = Path(scratch) if dry_run else out_dir
         for g in groups:
-            if g.programs < min_programs or g.tasks < min_tasks:
+            if not g.members or g.programs < min_programs or g.tasks < min_tasks:
                 continue
             p = propose(g, correct)
+            if p.reasons and p.facts is not None:  # the shared facts hold in a correct program
+                p = refine(g, correct, min_programs, min_tasks) or p
             proposed.append(p)
             if p.reasons:
                 continue

@@ -25,7 +25,7 @@ from agent.search.loop import Budget, Settings, run_search
 from agent.store import open_store
 from agent.tasks import load_task
 from kir.parser import parse, parse_file
-from verifier.learned import forget, read_rule_file, run_rule
+from verifier.learned import LOADED, forget, read_rule_file, run_rule
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "benchmarks" / "tasks"
@@ -105,7 +105,7 @@ def test_failures_are_found_and_grouped_at_the_mutated_op(corpus):
 def test_a_kept_rule_flags_its_failures_and_no_correct_program(corpus, tmp_path):
     out = tmp_path / "learned"
     out.mkdir()
-    groups, proposed = mine([corpus], out, min_programs=2, min_tasks=1)
+    groups, proposed = mine([corpus], out, min_programs=2, min_tasks=1, skip_caught=False)
     (p,) = proposed
     assert not p.reasons, p.reasons
     path = out / f"{p.name}.toml"
@@ -144,6 +144,14 @@ def test_a_pattern_a_correct_program_has_is_refused(corpus):
 def test_kir_learn_and_retire(corpus, tmp_path, monkeypatch):
     out = tmp_path / "installed"
     monkeypatch.setenv("KIR_LEARNED_DIR", str(out))
+    # the shipped rule mined from these failures catches them: nothing is left to mine
+    shipped = "learned.mined-mask-off-by-one-939d3b86"
+    caught = runner.invoke(
+        app, ["learn", corpus, "--rules", "--dry-run", "--min-programs", "2", "--min-tasks", "1", "--json"]
+    )
+    data = json.loads(caught.output)
+    assert caught.exit_code == 0 and data["groups"][0]["caught"] == [shipped] and data["rules"] == []
+    monkeypatch.delitem(LOADED, shipped)  # as if it had not been mined yet
     dry = runner.invoke(
         app, ["learn", corpus, "--rules", "--dry-run", "--min-programs", "2", "--min-tasks", "1", "--json"]
     )
@@ -158,7 +166,7 @@ def test_kir_learn_and_retire(corpus, tmp_path, monkeypatch):
         row = next(r for r in listed["rules"] if r["id"] == rule_id)
         assert row["support"] == 2 and row["fired"] == 0 and row["author"] == "kir learn"
         strict = runner.invoke(app, ["learn", corpus, "--rules", "--min-programs", "3", "--min-tasks", "1"])
-        assert "0 recur" in strict.output
+        assert "0 groups recur" in strict.output
         retired = runner.invoke(app, ["rules", "retire", rule_id, "--json"])
         assert retired.exit_code == 0 and len(json.loads(retired.output)["removed"]) == 3
         assert not path.exists() and not (out / "failures" / path.stem).exists()

@@ -174,6 +174,45 @@ def test_operand_result_kernel_and_target_features():
     assert matches(optional, VADD) == [] and matches(optional, VADD.replace(", mask = offs < N)", ")", 1)) == [5]
 
 
+FACTS = """\
+kernel k<BLOCK = 128>(x: global f32[N], y: out global f32[N], z: out global bf16[N])
+  where N <= BLOCK
+  target sm_90 grid(1) warps(4)
+{
+  offs = arange(0, BLOCK)
+  m = offs < N
+  a = load(x[offs], mask = m)
+  b = load(x[offs + 1], mask = m)
+  s = sum(a + b, axis = 0)
+  r = cast<f32>(cast<bf16>(s))
+  store(y[offs], a * r, mask = m)
+}
+"""
+
+
+def test_index_mask_offset_users_and_stored_precision():
+    def lines(match: str, text: str = FACTS) -> list[int]:
+        return matches(parsed(rule_text(match, "x  # <-", "y")), text)
+
+    # the second load's index is the masked one plus 1; only the first is the index its mask compares
+    assert lines('op = "kir.load"\n[match.operands.indices0]\nguarded = false') == [8]
+    assert lines('op = "kir.load"\n[match.operands.indices0]\nguarded = true\noffset = 0') == [7]
+    assert lines('op = "kir.load"\n[match.operands.indices0]\noffset = 1\nfn = "add"\ndef = "kir.binary"') == [8]
+    assert lines('op = "kir.load"\n[match.operands.indices1]\noffset = 0') == []  # one index only
+    # the bf16 cast of a sum, read by a cast back (the `narrow` round trip)
+    narrow = 'op = "kir.cast"\n[match.operands.operand]\nfn = "sum"\n[match.result]\ndtype = "bf16"\nusers = ["cast"]'
+    assert lines(narrow) == [10]
+    assert lines(narrow.replace('users = ["cast"]', 'users = ["cast", "store"]')) == []
+    # results of f32 only; a bf16 store makes the kernel's results low precision
+    low = 'op = "kir.cast"\n[match.kernel]\nstores_low_precision = true'
+    assert lines(low) == []
+    assert lines(
+        low, FACTS.replace("  store(y[offs]", "  store(z[offs], cast<bf16>(a), mask = m)\n  store(y[offs]")
+    ) == [10, 10, 11]
+    bad = parse_rule(rule_text('op = "kir.load"\n[match.operands.indices0]\nsideways = 1', "x  # <-", "y"), "r.toml")[1]
+    assert bad and "unknown operand condition 'sideways'" in bad[0].message
+
+
 def test_comparisons_on_missing_values_do_not_match():
     lr = parsed(rule_text('op = "kir.load"\n[match.role]\nregs = { lt = 1000 }', "x  # <-", "y"))
     assert matches(lr, VADD) == []  # no role at all
