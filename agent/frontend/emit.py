@@ -1,6 +1,6 @@
 """From a traced forward to one seed KIR kernel.
 
-Three forms, chosen by the graph:
+The forms, chosen by the graph:
 
 - **flat**: elementwise ops on tensors of one shape (and Python scalars): the tensors as one
   flat vector, a program per `BLOCK` elements;
@@ -8,6 +8,11 @@ Three forms, chosen by the graph:
   arg-reductions, softmax, log-softmax, log-sum-exp, variance, norms, LayerNorm, scans), with
   vectors along it (weights, biases) and per-row values: one program per row, the whole row in
   one tile (`N <= BLOCK`), or `BLOCK` columns of it when nothing reduces;
+- **stats**: a normalization by statistics over several dimensions, `nn.GroupNorm` (a program
+  per sample and group) and `nn.BatchNorm2d/3d` (a program per channel, over the batch and the
+  spatial dimensions: the batch's statistics in training mode, the running ones in eval mode),
+  with the elementwise ops after it: the group's elements walked `BLOCK` at a time, in three
+  passes (the mean, the centred variance, the normalized result);
 - **gemm**: a matrix product (`matmul`, `mm`, `bmm`, `@`, `nn.Linear`, `F.linear`; an operand
   may be transposed) with the elementwise ops after it fused into the epilogue: a tile-level
   GEMM, a program per `BM x BN` tile (and per batch), masked on every edge.
@@ -32,14 +37,14 @@ REDUCTIONS = ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "logsumex
 ROW_TO_ROW = ("softmax", "log_softmax", "cumsum", "cumprod", "layer_norm", "normalize", "batch_norm")
 MATMULS = ("matmul", "linear")
 CONVS = ("nn.Conv1d", "nn.Conv2d", "nn.Conv3d")
+STATS = ("nn.GroupNorm", "nn.BatchNorm2d", "nn.BatchNorm3d")
 POOLS = ("nn.MaxPool1d", "nn.MaxPool2d", "nn.MaxPool3d", "nn.AvgPool1d", "nn.AvgPool2d", "nn.AvgPool3d")
 NOT_YET = {
     "conv1d": "convolution", "conv2d": "convolution", "conv3d": "convolution",
     "conv_transpose1d": "convolution", "conv_transpose2d": "convolution", "conv_transpose3d": "convolution",
     "nn.ConvTranspose1d": "convolution", "nn.ConvTranspose2d": "convolution", "nn.ConvTranspose3d": "convolution",
     "nn.AdaptiveAvgPool2d": "pooling", "max_pool2d": "pooling", "avg_pool2d": "pooling",
-"nn.BatchNorm2d": "batch statistics",
-    "nn.GroupNorm": "group statistics", "group_norm": "group statistics",
+    "group_norm": "group statistics",
     "nn.InstanceNorm2d": "instance statistics", "instance_norm": "instance statistics",
     "nll_loss": "a scalar output",
 }  # fmt: skip
@@ -77,6 +82,9 @@ class Seed:
     args: list[Arg]
     params: dict[str, dict[str, int]] = field(default_factory=dict)  # preset -> parameters
     notes: list[str] = field(default_factory=list)
+    # parameters that are a module's setting (param -> (module path, attribute)): a preset's
+    # value is that of the model made under it (GroupNorm's groups, scaled with the channels)
+    preset_params: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def _next_pow2(n: int, lo: int = 16) -> int:
@@ -115,6 +123,13 @@ def make_seed(traced: Traced, name: str) -> Seed:
     g = _Graph(traced)
     for node in g.compute:
         op, args = canonical(node, traced)
+        if op in STATS and node is not g.compute[0]:
+            raise g.fail(
+                node, "frontend.op",
+                f"`{op}` after other ops is not translated yet: its statistics are of their result, which needs a "
+                "second kernel (a seed is one kernel)",
+                "write the kernel by hand in KIR, or leave this op to PyTorch",
+            )  # fmt: skip
         if op in NOT_YET:
             raise g.fail(
                 node, "frontend.op", f"`{op}` is not translated yet: it needs {NOT_YET[op]}",
@@ -142,6 +157,8 @@ def make_seed(traced: Traced, name: str) -> Seed:
         return _Conv(g, name).emit()
     if first is not None and canonical(first, traced)[0] in POOLS:
         return _Pool(g, name).emit()
+    if first is not None and canonical(first, traced)[0] in STATS:
+        return _Stats(g, name).emit()
     p = _middle(g)
     if p is not None:
         return _Cols(g, name, p).emit()
@@ -165,6 +182,7 @@ class _Emitter:
         self.values: dict[str, tuple[str, str]] = {}  # node name -> (kind, KIR expression or variable)
         self.flipped: set[str] = set()  # rows held in reversed order (`flip` of the last dimension)
         self.notes: list[str] = []
+        self.preset_params: dict[str, tuple[str, str]] = {}
         self._n = 0
 
     def var(self, expr: str, prefix: str = "t") -> str:
@@ -211,7 +229,7 @@ class _Emitter:
             + "\n".join(lines)
             + "\n}\n"
         )
-        return Seed(self.name, form, text, args, {"bench": dict(params)}, self.notes)
+        return Seed(self.name, form, text, args, {"bench": dict(params)}, self.notes, dict(self.preset_params))
 
     def _operand(self, x) -> str | None:
         """The expression of a value: a Python number (or a scalar input), a value computed
@@ -1089,9 +1107,10 @@ class _Pool(_Emitter):
         where = ", ".join(["T == NB * C * " + " * ".join(outs), *fits])
         return self.seed("pool", {"BLOCK": 256}, where, "cdiv(T, BLOCK)", self.lines)
 
-    def _epilogue(self, after: str, whose: str) -> None:
+    def _epilogue(self, after: str, whose: str, dims: tuple[str, ...] = ("T",), index: str = "offs") -> None:
         """The elementwise ops after the first (the pooling or the convolution, `acc`), each
-        element at `offs`, and the store of the result, which has the first op's shape."""
+        element at `index` of the result viewed as `dims`, and the store of the result, which
+        has the first op's shape."""
         g = self.g
         for node in g.compute[1:]:
             nop, args = canonical(node, g.traced)
@@ -1104,8 +1123,75 @@ class _Pool(_Emitter):
         rm = meta(r)
         if kind != "full" or rm is None or rm[0] != self.shape:
             raise g.fail(r, "frontend.output", f"the output is not {whose} shape")
-        y = self.arg("outputs[0]", "f32", ["T"], "y", out=True)
-        self.lines.append(f"  store({y.name}[offs], {expr}, mask = mask)")
+        y = self.arg("outputs[0]", "f32", list(dims), "y", out=True)
+        self.lines.append(f"  store({y.name}[{index}], {expr}, mask = mask)")
+
+
+class _Stats(_Pool):
+    """The stats form (module docstring): x viewed as [NB, C, S] (the spatial dimensions merged
+    by the binding), the statistics of one group in f32, three loops over it."""
+
+    def emit(self) -> Seed:
+        g = self.g
+        first = g.compute[0]
+        op, _ = canonical(first, g.traced)
+        norm = g.traced.module(first)
+        x_node = first.args[0]
+        src = self.tensor_source(x_node) if hasattr(x_node, "op") else None
+        xm, ym = (meta(x_node) if hasattr(x_node, "op") else None), meta(first)
+        if src is None or xm is None or ym is None or xm[1] != "float32" or len(xm[0]) < 3:
+            raise g.fail(first, "frontend.operand", f"`{op}`'s input must be a float32 input of forward, [N, C, ...]")
+        self.shape = ym[0]
+        x = self.arg(src[0], "f32", ["NB", "C", "S"], "x")  # (the flat index f stays in i32: `where`)
+        grouped = op == "nn.GroupNorm"
+        stats = grouped or norm.training or not norm.track_running_stats
+        body = ["  pid = program_id(0)", "  lane = arange(0, BLOCK)"]
+        params: dict[str, int] = {"BLOCK": 1024}
+        if grouped:  # a program per (sample, group): the group's channels are consecutive
+            params["G"] = int(norm.num_groups)
+            self.preset_params["G"] = (str(first.target), "num_groups")
+            body += ["  nb = pid / G", "  grp = pid % G", "  CG = C / G", "  L = CG * S"]
+            index = "nb, ch, sp"
+            where, grid = "C % G == 0, NB * C * S < 2147483648", "NB * G"
+            chan = ["    ch = grp * CG + f / S", "    sp = f % S"]
+        else:  # a program per channel, over the batch and the spatial dimensions
+            body += ["  ch = pid", "  L = NB * S"]
+            index = "nn, ch, sp"
+            where, grid = "NB * C * S < 2147483648", "C"
+            chan = ["    nn = f / S", "    sp = f % S"]
+        eps = literal(norm.eps)
+
+        def walk(lines: list[str]) -> list[str]:
+            return [
+                "  for k in 0 .. (L + BLOCK - 1) / BLOCK {", "    f = k * BLOCK + lane", "    m = f < L", *chan,
+                f"    v = load({x.name}[{index}], mask = m)", *lines, "  }",
+            ]  # fmt: skip
+
+        if stats:
+            body += ["  acc = zeros(f32[BLOCK])", *walk(["    acc = acc + where(m, v, 0.0)"])]
+            body += ["  mean = sum(acc, axis = 0) / cast<f32>(L)", "  acc2 = zeros(f32[BLOCK])"]
+            body += walk(["    d = where(m, v - mean, 0.0)", "    acc2 = acc2 + d * d"])
+            body += [f"  rstd = rsqrt(sum(acc2, axis = 0) / cast<f32>(L) + {eps})"]
+        else:  # eval mode: the running statistics
+            rm = self.arg(f"model.{first.target}.running_mean", "f32", ["C"], "rmean")
+            rv = self.arg(f"model.{first.target}.running_var", "f32", ["C"], "rvar")
+            body += [f"  mean = load({rm.name}[ch])", f"  rstd = rsqrt(load({rv.name}[ch]) + {eps})"]
+        self.lines = body
+        self.lines += walk([])[:-1]  # the last loop, open: the result and the ops after it inside
+        inside = len(self.lines)
+        self.lines.append("  mask = m")
+        y = "(v - mean) * rstd"
+        if getattr(norm, "affine", False):
+            w = self.arg(f"model.{first.target}.weight", "f32", ["C"], "w")
+            b = self.arg(f"model.{first.target}.bias", "f32", ["C"], "b")
+            mask = ", mask = m" if grouped else ""
+            y = f"{y} * load({w.name}[ch]{mask}) + load({b.name}[ch]{mask})"
+        self.values[first.name] = ("full", self.var(y))
+        self._epilogue(f"`{op}`", f"`{op}`'s", ("NB", "C", "S"), index)
+        self.lines[inside:] = ["  " + line for line in self.lines[inside:]]
+        self.lines.append("  }")
+        what = "group statistics" if grouped else "batch statistics" if stats else "running statistics"
+        return self.seed("stats", params, where, grid, self.lines, what=f" ({what})")
 
 
 class _Cols(_Rows):

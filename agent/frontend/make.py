@@ -35,17 +35,22 @@ def kernel_name(problem: Path) -> str:
     return stem if stem and not stem[0].isdigit() else f"k_{stem}"
 
 
-def seed_of(problem: str | Path) -> Made:
-    """The seed of a problem file and its test scale, writing nothing."""
+def seed_of(problem: str | Path, mode: str | None = None) -> Made:
+    """The seed of a problem file and its test scale, writing nothing; `mode` ("train" or
+    "eval") overrides the mode the file runs in (KernelBench's: train)."""
     path = Path(problem)
     if path.suffix != ".py" or not path.is_file():
         raise error("frontend.file", f"{path}: not a problem file (a .py file in the KernelBench format)", path)
     task = load_task(path)
+    task.mode = mode or task.mode
     traced = trace(task, "default")
     seed = make_seed(traced, kernel_name(path))
     _parses(seed, path)
     scale, test = _test_scale(task, seed)
-    shapes = {"bench": symbol_values(seed, traced), "test": symbol_values(seed, trace(task, scale))}
+    traced_test = trace(task, scale)
+    shapes = {"bench": symbol_values(seed, traced), "test": symbol_values(seed, traced_test)}
+    for param, (module, attribute) in seed.preset_params.items():  # a module's setting, as made under test
+        test[param] = int(getattr(traced_test.model.get_submodule(module), attribute))
     if "where N <= BLOCK" in seed.text:  # a row in one tile: the test rows' width
         test["BLOCK"] = max(16, 1 << (shapes["test"]["N"] - 1).bit_length())
     if "where N <= BN" in seed.text:  # whole rows of the product in a program
@@ -111,7 +116,7 @@ def _test_scale(task: Task, seed: Seed) -> tuple[str, dict[str, int]]:
             break
         factor /= 2
     test = dict(seed.params.get("bench", {}))
-    if seed.form in ("flat", "pool", "grouped-conv"):
+    if seed.form in ("flat", "pool", "grouped-conv", "stats"):
         test["BLOCK"] = 256
     elif seed.form == "gemm":
         test.update(BM=16 if "where N <= BN" in seed.text else 32, BN=32, BK=16)
@@ -125,9 +130,10 @@ def _numel(shape) -> int:
     return n
 
 
-def seed_task(problem: str | Path, folder: str | Path) -> Made:
-    """Write the task folder of a problem file: reference.py, seed.kir and task.toml."""
-    made = seed_of(problem)
+def seed_task(problem: str | Path, folder: str | Path, mode: str | None = None) -> Made:
+    """Write the task folder of a problem file: reference.py, seed.kir and task.toml (`mode`:
+    as `seed_of`)."""
+    made = seed_of(problem, mode)
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(problem, out / "reference.py")
@@ -143,7 +149,7 @@ def task_toml(made: Made) -> str:
     doc = (task.module.__doc__ or "").strip().splitlines()
     lines = [
         f"description = {_q(doc[0] if doc else task.name)}",
-        f'mode = "{task.mode}"  # as KernelBench runs the file',
+        f'mode = "{task.mode}"' + ("  # as KernelBench runs the file" if task.mode == "train" else ""),
         "",
         f"# {made.test_scale}: every size variable of the file scaled down (what the CPU interpreters run)",
         "[presets.test]",
