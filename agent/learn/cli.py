@@ -265,21 +265,17 @@ def _retire(outcome, ident: str, dry_run: bool) -> None:
     from verifier.learned import LOADED, retire
 
     verifier_cli._rule_catalog()
-    files: list[str] = []
-    if ident in LOADED:
-        files = [str(p) for p in ([] if dry_run else retire(ident))] or [str(LOADED[ident].path)]
-    elif ident in {t.name for t in lt.load()}:
-        path = next(t.path for t in lt.load() if t.name == ident)
+    tactics = {t.name: t.path for t in lt.load()}
+    calibrations = calibration.learned()
+    if ident in LOADED:  # the rule's file and its failing programs
+        files = [str(LOADED[ident].path)] if dry_run else [str(p) for p in retire(ident)]
+    elif ident in tactics or ident in calibrations:
+        path = tactics[ident] if ident in tactics else calibrations[ident].path
         files = [str(path)]
         if path is not None and not dry_run:
             path.unlink()
-    elif ident in calibration.learned():
-        path = calibration.learned()[ident].path
-        files = [str(path)]
-        if not dry_run:
-            path.unlink()
     else:
-        known = [*sorted(LOADED), *(t.name for t in lt.load()), *sorted(calibration.learned())]
+        known = [*sorted(LOADED), *tactics, *sorted(calibrations)]
         raise usage(
             f"no learned item '{ident}'", kcli._suggest(ident, known) or "learned: " + (", ".join(known) or "none")
         )
