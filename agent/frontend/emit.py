@@ -8,6 +8,8 @@ The forms, chosen by the graph:
   arg-reductions, softmax, log-softmax, log-sum-exp, variance, norms, LayerNorm, scans), with
   vectors along it (weights, biases) and per-row values: one program per row, the whole row in
   one tile (`N <= BLOCK`), or `BLOCK` columns of it when nothing reduces;
+- **transposed-conv**: `nn.ConvTranspose1d/2d/3d` (one group) as a direct gather: a program per
+  `BLOCK` outputs, each tap reading the input position it comes from where the stride divides;
 - **stats**: a normalization by statistics over several dimensions, `nn.GroupNorm` (a program
   per sample and group) and `nn.BatchNorm2d/3d` (a program per channel, over the batch and the
   spatial dimensions: the batch's statistics in training mode, the running ones in eval mode),
@@ -37,12 +39,12 @@ REDUCTIONS = ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "logsumex
 ROW_TO_ROW = ("softmax", "log_softmax", "cumsum", "cumprod", "layer_norm", "normalize", "batch_norm")
 MATMULS = ("matmul", "linear")
 CONVS = ("nn.Conv1d", "nn.Conv2d", "nn.Conv3d")
+TRANSPOSED = ("nn.ConvTranspose1d", "nn.ConvTranspose2d", "nn.ConvTranspose3d")
 STATS = ("nn.GroupNorm", "nn.BatchNorm2d", "nn.BatchNorm3d")
 POOLS = ("nn.MaxPool1d", "nn.MaxPool2d", "nn.MaxPool3d", "nn.AvgPool1d", "nn.AvgPool2d", "nn.AvgPool3d")
 NOT_YET = {
     "conv1d": "convolution", "conv2d": "convolution", "conv3d": "convolution",
     "conv_transpose1d": "convolution", "conv_transpose2d": "convolution", "conv_transpose3d": "convolution",
-    "nn.ConvTranspose1d": "convolution", "nn.ConvTranspose2d": "convolution", "nn.ConvTranspose3d": "convolution",
     "nn.AdaptiveAvgPool2d": "pooling", "max_pool2d": "pooling", "avg_pool2d": "pooling",
     "group_norm": "group statistics",
     "nn.InstanceNorm2d": "instance statistics", "instance_norm": "instance statistics",
@@ -157,6 +159,8 @@ def make_seed(traced: Traced, name: str) -> Seed:
         return _Conv(g, name).emit()
     if first is not None and canonical(first, traced)[0] in POOLS:
         return _Pool(g, name).emit()
+    if first is not None and canonical(first, traced)[0] in TRANSPOSED:
+        return _Transposed(g, name).emit()
     if first is not None and canonical(first, traced)[0] in STATS:
         return _Stats(g, name).emit()
     p = _middle(g)
@@ -1370,6 +1374,87 @@ class _Grouped(_Pool):
         )  # fmt: skip
         what = f" ({conv.groups} groups, direct)"
         return self.seed("grouped-conv", {"BLOCK": 256}, where, "cdiv(T, BLOCK)", self.lines, what=what)
+
+
+class _Transposed(_Pool):
+    """A transposed convolution as a direct gather: output position o of a spatial dimension
+    takes tap t from input position (o + padding - t x dilation) / stride, where that is a
+    whole number inside the input; a program per `BLOCK` outputs, the input channels walked by
+    a loop and the taps by static ones (without dilation, only the taps of o's phase, t = (o +
+    padding) % stride + j x stride: a stride-2 2-D convolution visits a quarter of them), its
+    bias and the elementwise ops after it in the epilogue (the pool form's frame)."""
+
+    def emit(self) -> Seed:
+        g = self.g
+        first = g.compute[0]
+        conv = g.traced.module(first)
+        x_node = first.args[0]
+        src = self.tensor_source(x_node) if hasattr(x_node, "op") else None
+        xm, ym = (meta(x_node) if hasattr(x_node, "op") else None), meta(first)
+        if src is None or xm is None or ym is None or xm[1] != "float32":
+            raise g.fail(first, "frontend.operand", "the convolution's input must be a float32 input of forward")
+        sp = len(conv.kernel_size)
+        if conv.groups != 1 or conv.padding_mode != "zeros" or len(xm[0]) != sp + 2:
+            raise g.fail(
+                first, "frontend.op", "a transposed convolution with groups, non-zero padding or no batch dimension "
+                "is not translated yet",
+            )  # fmt: skip
+        ks, st, pd, dl, op = (
+            tuple(int(v) for v in t)
+            for t in (conv.kernel_size, conv.stride, conv.padding, conv.dilation, conv.output_padding)
+        )
+        taps = 1
+        for k in ks:
+            taps *= k
+        self.shape = ym[0]
+        spatial = [f"S{i}" for i in range(sp)]
+        # (S - 1) x stride - 2 x padding + dilation x (kernel - 1) + output_padding + 1
+        outs = [f"({spatial[i]} * {st[i]} + {dl[i] * (ks[i] - 1) + op[i] + 1 - st[i] - 2 * pd[i]})" for i in range(sp)]
+        x = self.arg(src[0], "f32", ["NB", "CI", *spatial], "x")
+        w = self.arg(f"model.{first.target}.weight", "f32", ["CI", "CO", "KT"], "w")  # [CI, CO, taps...], taps merged
+        body = ["  offs = program_id(0) * BLOCK + arange(0, BLOCK)", "  mask = offs < T"]
+        rest = "offs"
+        for i in range(sp - 1, -1, -1):
+            body.append(f"  od{i} = {outs[i]}")
+            body.append(f"  o{i} = {rest} % od{i}")
+            body.append(f"  q{i} = {rest} / od{i}")
+            rest = f"q{i}"
+        body += [f"  co = {rest} % CO", f"  nb = {rest} / CO", "  acc = zeros(f32[BLOCK])", "  for c in 0 .. CI {"]
+        indent = "    "
+        for i in range(sp):  # with no dilation, only every stride-th tap lands: those of o's phase
+            phased = dl[i] == 1 and st[i] > 1
+            body.append(f"{indent}for j{i} in 0 .. {-(-ks[i] // st[i]) if phased else ks[i]} {{")
+            indent += "  "
+        masks = ["mask"]
+        for i in range(sp):
+            if dl[i] == 1 and st[i] > 1:
+                body.append(f"{indent}tap{i} = (o{i} + {pd[i]}) % {st[i]} + j{i} * {st[i]}")
+                body.append(f"{indent}num{i} = o{i} + {pd[i]} - tap{i}")
+                masks.append(f"tap{i} < {ks[i]} & num{i} >= 0 & num{i} / {st[i]} < {spatial[i]}")
+            else:
+                body.append(f"{indent}tap{i} = j{i}")
+                body.append(f"{indent}num{i} = o{i} + {pd[i]} - tap{i} * {dl[i]}")
+                masks.append(f"num{i} >= 0 & num{i} % {st[i]} == 0 & num{i} / {st[i]} < {spatial[i]}")
+            body.append(f"{indent}pos{i} = num{i} / {st[i]}")
+        tap = "tap0"
+        for i in range(1, sp):
+            tap = f"({tap}) * {ks[i]} + tap{i}"
+        coords = ", ".join(["nb", "c", *[f"pos{i}" for i in range(sp)]])
+        body.append(f"{indent}xv = load({x.name}[{coords}], mask = {' & '.join(masks)})")
+        body.append(f"{indent}wv = load({w.name}[c, co, {tap}], mask = {' & '.join(masks)})")
+        body.append(f"{indent}acc = acc + xv * wv")
+        for _ in range(sp + 1):
+            indent = indent[:-2]
+            body.append(f"{indent}}}")
+        self.lines = body
+        self.values[first.name] = ("full", "acc")
+        if conv.bias is not None:
+            b = self.arg(f"model.{first.target}.bias", "f32", ["CO"], "bias")
+            self.values[first.name] = ("full", self.var(f"acc + load({b.name}[co], mask = mask)"))
+        self._epilogue("a transposed convolution", "the convolution's")
+        where = ", ".join([f"KT == {taps}", "T == NB * CO * " + " * ".join(outs)])
+        what = " (transposed, direct)"
+        return self.seed("transposed-conv", {"BLOCK": 256}, where, "cdiv(T, BLOCK)", self.lines, what=what)
 
 
 def _along(shape: tuple[int, ...], rank: int, dim: int, size: int) -> bool:

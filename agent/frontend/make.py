@@ -118,6 +118,8 @@ def _test_scale(task: Task, seed: Seed) -> tuple[str, dict[str, int]]:
     test = dict(seed.params.get("bench", {}))
     if seed.form in ("flat", "pool", "grouped-conv", "stats"):
         test["BLOCK"] = 256
+    elif seed.form == "transposed-conv":  # many loads an output: fewer, wider programs for the interpreters
+        test["BLOCK"] = 1024
     elif seed.form == "gemm":
         test.update(BM=16 if "where N <= BN" in seed.text else 32, BN=32, BK=16)
     return name, test
