@@ -425,3 +425,15 @@ def test_a_vector_broadcast_as_pytorch_does_is_not_taken_for_one_value_a_channel
         str(tmp_path / "task" / "seed.kir"), str(tmp_path / "task"), "interp", "test", {}, [1], 300, None
     )
     assert made.seed.form == "conv" and record.ok, [d.render() for d in record.errors]
+
+
+def test_a_seeded_task_is_found_by_name_on_the_task_path(tmp_path, monkeypatch):
+    seed_task(CORPUS / "elementwise_01_relu.py", tmp_path / "tasks" / "relu_task")
+    argv = ["search", "relu_task", "--budget", "1", "--executor", "inline", "--backend", "interp"]
+    argv += ["--db", str(tmp_path / "s.sqlite"), "--json"]
+    missing = runner.invoke(app, argv)
+    assert missing.exit_code == 2 and "no task 'relu_task'" in missing.output
+    monkeypatch.setenv("KIR_TASK_PATH", str(tmp_path / "tasks"))
+    found = runner.invoke(app, argv)
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)["task"] == "relu_task"
