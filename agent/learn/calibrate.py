@@ -40,7 +40,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from agent.learn.tactics import _shapes_of
+from agent.execute import CPU_BACKENDS
+from agent.learn.tactics import task_shapes
 from agent.store import open_store
 from costmodel import CostModel, calibration
 from costmodel.calibration import library_dir, pairs_right
@@ -49,9 +50,7 @@ from costmodel.spec import chip
 from costmodel.timing import Raw
 from kir.diagnostics import KirError
 
-ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "calibration."
-UNMODELLED = ("mtia",)  # targets whose model is not the analytic one
 MAX_TASK_LOSS = 0.02  # a task may lose at most this share of its pairs to the factors
 MAX_TASK_LOSS_CORRECTION = 0.05  # ... and to the learned correction (trees move single programs)
 MIN_GAIN = 0.01  # the correction must order at least this many more pairs right, on the mean
@@ -98,11 +97,11 @@ def _from_store(db: str) -> list[Measurement]:
     with open_store(db) as store:
         for s in store.searches():
             config = s.get("config") or {}
-            shapes = _shapes_of(s["task"], config.get("preset", "test"))
+            shapes = task_shapes(s["task"], config.get("preset", "test"))
             for n in store.nodes(s["id"]):
                 r = n.record
-                if r is None or not r.ok or not r.target or r.target in UNMODELLED:
-                    continue
+                if r is None or not r.ok or not r.target or r.backend in CPU_BACKENDS:
+                    continue  # (mtia-sim's cycles are its own model's; the interpreters time nothing)
                 ms = ((r.verdict or {}).get("metrics") or {}).get("ms")
                 if not ms or ms <= 0:
                     continue

@@ -216,7 +216,7 @@ def best_paths(dbs: Iterable[str]) -> list[Path_]:
                 chain: list[Node] = list(tree.chain(best.id))[1:]
                 moves = tuple((n.move.name, dict(n.move.params)) for n in chain if n.move.proposer == "tactic")
                 config = s.get("config") or {}
-                shapes = _shapes_of(s["task"], config.get("preset", "test"))
+                shapes = task_shapes(s["task"], config.get("preset", "test"))
                 p = Path_(
                     s["task"], f"{Path(db).name}#{s['name']}", best.score, moves, shapes, config.get("backend", "")
                 )
@@ -225,7 +225,9 @@ def best_paths(dbs: Iterable[str]) -> list[Path_]:
     return sorted(found.values(), key=lambda p: p.task)
 
 
-def _shapes_of(task: str, preset: str) -> dict[str, int]:
+def task_shapes(task: str, preset: str) -> dict[str, int]:
+    """The shape values of a task's preset, found by name (`agent.tasks.find_task`); empty where
+    the task or the preset is not found."""
     folder = find_task(task)
     if folder is None:
         return {}

@@ -121,10 +121,13 @@ def test_store_nodes_with_a_gpu_timing_are_measurements(tmp_path):
     text = parse_file(str(spec.file)).with_params(**spec.params_for("bench")).text()
     with open_store(db) as store:
         sid = store.search("softmax-beam", "softmax", {"preset": "bench"})
-        for i, (target, ok, ms) in enumerate([("sm_90", True, 0.5), ("mtia", True, None), ("sm_90", False, 0.4)]):
-            verdict = {"ok": ok, "metrics": {"ms": ms} if ms else {"cycles": 1000}}
-            record = Record(f"c{i}", "<x>", "run", ok, "run", target=target, task="softmax", verdict=verdict,
-                            report={"registers": 40, "shared_bytes": 0, "spills": 0})  # fmt: skip
+        # a GPU timing; one of a CPU backend (never a GPU's time, whatever its record says); a failed one
+        for i, (backend, ok, ms) in enumerate(
+            [("triton", True, 0.5), ("mtia-sim", True, 0.45), ("triton", False, 0.4)]
+        ):
+            verdict = {"ok": ok, "metrics": {"ms": ms, "cycles": 1000}}
+            record = Record(f"c{i}", "<x>", "run", ok, "run", target="sm_90", backend=backend, task="softmax",
+                            verdict=verdict, report={"registers": 40, "shared_bytes": 0, "spills": 0})  # fmt: skip
             store.put(
                 sid,
                 Node(
