@@ -1077,14 +1077,7 @@ class _Pool(_Emitter):
         spatial = [f"S{i}" for i in range(sp)]
         outs = [f"(({spatial[i]} + {2 * pd[i] - dl[i] * (ks[i] - 1) - 1}) / {st[i]} + 1)" for i in range(sp)]
         x = self.arg(src[0], "f32", ["NB", "C", *spatial], "x")
-        body = ["  offs = program_id(0) * BLOCK + arange(0, BLOCK)", "  mask = offs < T"]
-        rest = "offs"
-        for i in range(sp - 1, -1, -1):
-            body.append(f"  od{i} = {outs[i]}")
-            body.append(f"  o{i} = {rest} % od{i}")
-            body.append(f"  q{i} = {rest} / od{i}")
-            rest = f"q{i}"
-        body += [f"  ch = {rest} % C", f"  nb = {rest} / C"]
+        body = _outputs(outs, "ch", "C")
         body.append(f"  acc = full(f32[BLOCK], {'0.0' if avg else '-inf'})")
         indent = "  "
         for i in range(sp):
@@ -1332,14 +1325,7 @@ class _Grouped(_Pool):
         outs = [f"(({spatial[i]} + {2 * pd[i] - dl[i] * (ks[i] - 1) - 1}) / {st[i]} + 1)" for i in range(sp)]
         x = self.arg(src[0], "f32", ["NB", "CI", *spatial], "x")
         w = self.arg(f"model.{first.target}.weight", "f32", ["CO", "K"], "w")
-        body = ["  offs = program_id(0) * BLOCK + arange(0, BLOCK)", "  mask = offs < T"]
-        rest = "offs"
-        for i in range(sp - 1, -1, -1):
-            body.append(f"  od{i} = {outs[i]}")
-            body.append(f"  o{i} = {rest} % od{i}")
-            body.append(f"  q{i} = {rest} / od{i}")
-            rest = f"q{i}"
-        body += [f"  co = {rest} % CO", f"  nb = {rest} / CO", f"  first = (co / {per_out}) * {per_in}"]
+        body = [*_outputs(outs, "co", "CO"), f"  first = (co / {per_out}) * {per_in}"]
         body.append("  acc = zeros(f32[BLOCK])")
         body.append(f"  for c in 0 .. {per_in} {{")
         indent = "    "
@@ -1412,14 +1398,7 @@ class _Transposed(_Pool):
         outs = [f"({spatial[i]} * {st[i]} + {dl[i] * (ks[i] - 1) + op[i] + 1 - st[i] - 2 * pd[i]})" for i in range(sp)]
         x = self.arg(src[0], "f32", ["NB", "CI", *spatial], "x")
         w = self.arg(f"model.{first.target}.weight", "f32", ["CI", "CO", "KT"], "w")  # [CI, CO, taps...], taps merged
-        body = ["  offs = program_id(0) * BLOCK + arange(0, BLOCK)", "  mask = offs < T"]
-        rest = "offs"
-        for i in range(sp - 1, -1, -1):
-            body.append(f"  od{i} = {outs[i]}")
-            body.append(f"  o{i} = {rest} % od{i}")
-            body.append(f"  q{i} = {rest} / od{i}")
-            rest = f"q{i}"
-        body += [f"  co = {rest} % CO", f"  nb = {rest} / CO", "  acc = zeros(f32[BLOCK])", "  for c in 0 .. CI {"]
+        body = [*_outputs(outs, "co", "CO"), "  acc = zeros(f32[BLOCK])", "  for c in 0 .. CI {"]
         indent = "    "
         for i in range(sp):  # with no dilation, only every stride-th tap lands: those of o's phase
             phased = dl[i] == 1 and st[i] > 1
@@ -1455,6 +1434,18 @@ class _Transposed(_Pool):
         where = ", ".join([f"KT == {taps}", "T == NB * CO * " + " * ".join(outs)])
         what = " (transposed, direct)"
         return self.seed("transposed-conv", {"BLOCK": 256}, where, "cdiv(T, BLOCK)", self.lines, what=what)
+
+
+def _outputs(outs: list[str], channel: str, channels: str) -> list[str]:
+    """The statements that take a program's `BLOCK` flat output positions (`offs`, `mask`) apart
+    into the spatial positions `o0, o1, ...` (extents `outs`), the channel and the batch `nb`:
+    the frame of the direct forms (pool, grouped and transposed convolutions)."""
+    body = ["  offs = program_id(0) * BLOCK + arange(0, BLOCK)", "  mask = offs < T"]
+    rest = "offs"
+    for i in range(len(outs) - 1, -1, -1):
+        body += [f"  od{i} = {outs[i]}", f"  o{i} = {rest} % od{i}", f"  q{i} = {rest} / od{i}"]
+        rest = f"q{i}"
+    return [*body, f"  {channel} = {rest} % {channels}", f"  nb = {rest} / {channels}"]
 
 
 def _along(shape: tuple[int, ...], rank: int, dim: int, size: int) -> bool:
