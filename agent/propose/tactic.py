@@ -209,12 +209,11 @@ class TacticProposer(Proposer):
         return first + _diverse(rest, max(0, context.measure_top - len(first))) + stopped
 
     def _learned(self, program: Program, context: Context, seen: set[str], measured: set) -> list[Proposal]:
-        """The children the learned tactics make, where they apply and verify, at most
-        `measure_top` of them, in the order the tactics were learned (the library's order)."""
+        """The children the learned tactics make, where they apply and verify: the `measure_top`
+        the cost model predicts fastest (a tactic's place in the library says nothing of what
+        it makes of this program)."""
         out: list[Proposal] = []
         for lt in self.learned:
-            if len(out) >= context.measure_top:
-                break
             if lt.backend and context.backend and lt.backend != context.backend:
                 continue  # what won on one backend's measurements is no evidence on another's
             child = apply_learned(lt, program, context.target, context.shapes)
@@ -231,7 +230,8 @@ class TacticProposer(Proposer):
             self._programs[key] = child
             predicted = (record.estimate or {}).get("time_s")
             out.append(Proposal(child.text(), Move(self.name, lt.name), key, predicted=predicted))
-        return out
+        out.sort(key=_rank)
+        return out[: context.measure_top]
 
 
 def _predict(program: Program, context: Context, model: CostModel) -> float | None:
