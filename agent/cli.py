@@ -663,7 +663,16 @@ def cost_cmd(
         program = kcli._parse_with_params(outcome, overrides)
         params = {k: v for k, v in {**task_params, **overrides}.items() if k in program.params}
         shapes = {**{k: v for k, v in task_shapes.items() if k not in program.params}, **symbols}
-        model = CostModel.load(calibration) if calibration else None
+        model = None
+        if calibration:
+            try:
+                model = CostModel.load(calibration)
+            except (ValueError, KeyError, TypeError, AttributeError, IndexError) as err:  # (JSON and UTF-8 errors too)
+                raise usage(
+                    f"--calibration {calibration} is not a calibration: {err}",
+                    "a file CostModel.save or kir learn --calibrate wrote (costmodel/learned/)",
+                    rule="io.read",
+                ) from None
         record = _evaluate(
             outcome, file, params, program, until="cost", target=target, preset=chosen_preset, shapes=shapes,
             cost_model=model, cost_from_compile=compile_first,

@@ -125,7 +125,7 @@ BAD = {
     "--program": ["nonsense"],
     "--family": ["nonsense"],
     "--corpus": ["{missing}", "{rule}"],
-    "--calibration": ["{missing}", "{dir}"],
+    "--calibration": ["{missing}", "{dir}", "{rule}"],
     "FILE": ["{missing}", "{dir}", "{huge}"],
     "ID": ["nonsense.rule"],
     "NAME": ["nonsense"],
