@@ -1050,11 +1050,7 @@ class _Pool(_Emitter):
         if op not in POOLS:
             raise g.fail(first, "frontend.op", "ops before the pooling are not fused into it yet")
         pool = g.traced.module(first)
-        x_node = first.args[0]
-        src = self.tensor_source(x_node) if hasattr(x_node, "op") else None
-        xm, ym = (meta(x_node) if hasattr(x_node, "op") else None), meta(first)
-        if src is None or xm is None or ym is None or xm[1] != "float32":
-            raise g.fail(first, "frontend.operand", "the pooling's input must be a float32 input of forward")
+        src, xm, ym = self._input(first, "the pooling's")
         sp = int(op[-2])
         if len(xm[0]) != sp + 2 or getattr(pool, "ceil_mode", False) or getattr(pool, "return_indices", False):
             raise g.fail(
@@ -1104,6 +1100,16 @@ class _Pool(_Emitter):
         where = ", ".join(["T == NB * C * " + " * ".join(outs), *fits])
         return self.seed("pool", {"BLOCK": 256}, where, "cdiv(T, BLOCK)", self.lines)
 
+    def _input(self, first, whose: str) -> tuple[tuple[str, str], tuple, tuple]:
+        """(binding and name, (shape, dtype), the result's (shape, dtype)) of the first op's input,
+        which these forms read: a float32 input of forward (a located error otherwise)."""
+        x = first.args[0] if first.args else None
+        src = self.tensor_source(x) if hasattr(x, "op") else None
+        xm, ym = (meta(x) if hasattr(x, "op") else None), meta(first)
+        if src is None or xm is None or ym is None or xm[1] != "float32":
+            raise self.g.fail(first, "frontend.operand", f"{whose} input must be a float32 input of forward")
+        return src, xm, ym
+
     def _epilogue(self, after: str, whose: str, dims: tuple[str, ...] = ("T",), index: str = "offs") -> None:
         """The elementwise ops after the first (the pooling or the convolution, `acc`), each
         element at `index` of the result viewed as `dims`, and the store of the result, which
@@ -1133,11 +1139,9 @@ class _Stats(_Pool):
         first = g.compute[0]
         op, _ = canonical(first, g.traced)
         norm = g.traced.module(first)
-        x_node = first.args[0]
-        src = self.tensor_source(x_node) if hasattr(x_node, "op") else None
-        xm, ym = (meta(x_node) if hasattr(x_node, "op") else None), meta(first)
-        if src is None or xm is None or ym is None or xm[1] != "float32" or len(xm[0]) < 3:
-            raise g.fail(first, "frontend.operand", f"`{op}`'s input must be a float32 input of forward, [N, C, ...]")
+        src, xm, ym = self._input(first, f"`{op}`'s")
+        if len(xm[0]) < 3:
+            raise g.fail(first, "frontend.operand", f"`{op}`'s input must be [N, C, ...]")
         self.shape = ym[0]
         x = self.arg(src[0], "f32", ["NB", "C", "S"], "x")  # (the flat index f stays in i32: `where`)
         grouped = op == "nn.GroupNorm"
@@ -1304,11 +1308,7 @@ class _Grouped(_Pool):
         g = self.g
         first = g.compute[0]
         conv = g.traced.module(first)
-        x_node = first.args[0]
-        src = self.tensor_source(x_node) if hasattr(x_node, "op") else None
-        xm, ym = (meta(x_node) if hasattr(x_node, "op") else None), meta(first)
-        if src is None or xm is None or ym is None or xm[1] != "float32":
-            raise g.fail(first, "frontend.operand", "the convolution's input must be a float32 input of forward")
+        src, xm, ym = self._input(first, "the convolution's")
         if conv.padding_mode != "zeros" or isinstance(conv.padding, str):
             raise g.fail(first, "frontend.op", "only zero padding given as numbers is translated")
         sp = len(conv.kernel_size)
@@ -1374,11 +1374,7 @@ class _Transposed(_Pool):
         g = self.g
         first = g.compute[0]
         conv = g.traced.module(first)
-        x_node = first.args[0]
-        src = self.tensor_source(x_node) if hasattr(x_node, "op") else None
-        xm, ym = (meta(x_node) if hasattr(x_node, "op") else None), meta(first)
-        if src is None or xm is None or ym is None or xm[1] != "float32":
-            raise g.fail(first, "frontend.operand", "the convolution's input must be a float32 input of forward")
+        src, xm, ym = self._input(first, "the convolution's")
         sp = len(conv.kernel_size)
         if conv.groups != 1 or conv.padding_mode != "zeros" or len(xm[0]) != sp + 2:
             raise g.fail(
