@@ -7,7 +7,9 @@
 # $OUT (or ./out). The wheels, fetched here once (Python 3.12 on x86-64 there):
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d build/whl \
-#     xdsl==0.75.0 lark==1.3.1 z3-solver==4.15.4.0 typer==0.29.2 rich==15.0.0 immutabledict ordered-set
+#     xdsl==0.75.0 lark==1.3.1 z3-solver==4.15.4.0 typer==0.29.2 rich==15.0.0 immutabledict ordered-set \
+#     pydantic==2.13.4 pydantic_core==2.46.4 annotated-types typing-inspection annotated-doc shellingham \
+#     typing-extensions
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT="${OUT:-$PWD/out}"

@@ -22,6 +22,10 @@ chmod -R a+rX /tmp/site /tmp/kir-pycache "$PWD" 2>/dev/null
   python3 -c "import sys, torch, triton; print('python', sys.version.split()[0], 'torch', torch.__version__, 'triton', triton.__version__)"
   git log -1 --format=%h 2>/dev/null
 } | tee "$WORK/environment.txt"
+# the CLI once before the solves: a missing wheel fails here in seconds, not in every solve
+if ! python3 -m agent.cli seed benchmarks/kernelbench/elementwise_01_relu.py > "$WORK/smoke.txt" 2>&1; then
+  tail -5 "$WORK/smoke.txt"; cp "$WORK/smoke.txt" "$OUT"/; exit 1
+fi
 NAMES="${SOLVE_NAMES:-elementwise_02_gelu_erf elementwise_03_gelu_tanh_bias_add elementwise_06_swish_chain_scalar softmax_01_softmax_last_dim softmax_02_log_softmax norm_01_layernorm norm_02_rmsnorm reduction_01_sum_last_dim argreduce_01_argmax_last_dim scan_01_cumsum matmul_01_square_mm matmul_07_linear_bias fusion_02_linear_bias_gelu fusion_03_linear_scale_residual}"
 timeout "${SOLVE_SECONDS:-500}" python3 benchmarks/solve_h200.py --out "$WORK" --budget "${SOLVE_BUDGET:-6}" \
   --seconds "${SOLVE_SEARCH_SECONDS:-200}" --parallel "${SOLVE_PARALLEL:-5}" $NAMES 2>&1 | tee "$WORK/solve.log"

@@ -1,9 +1,13 @@
-"""The learning curve on mtia-sim: searches on held-out tasks with and without the tactics learned
-from a training sequence of tasks, same strategy, budget and random seed.
+"""The learning curve: searches on held-out tasks with and without the tactics learned from a
+training sequence of tasks, same strategy, budget and random seed (on mtia-sim by default).
 
     python benchmarks/learning_curve.py --train-stores DIR --train a,b,c --held-out d,e,f --out DIR
         [--budget 40] [--strategy beam] [--parallel 2] [--workers 1] [--stall 3] [--library DIR]
-        [--train-budget 40]
+        [--train-budget 40] [--backend mtia-sim] [--preset P] [--seconds S] [--use-library DIR]
+
+--use-library DIR skips steps 0 and 1: the held-out searches are offered the learned tactics of
+DIR as they are (for example `tactics/learned`, mined and gated on mtia-sim, offered on an H200
+with `--backend triton --preset bench`); --train then only names the tasks it was learned from.
 
 A task is a suite task (benchmarks/tasks/NAME) or a KernelBench problem of
 benchmarks/kernelbench (NAME.py): the frontend seeds those into DIR/tasks/NAME (`kir seed
@@ -50,7 +54,8 @@ def prepare_tasks(args: argparse.Namespace) -> None:
     folder = Path(args.out).resolve() / "tasks"
     folder.mkdir(parents=True, exist_ok=True)
     os.environ["KIR_TASK_PATH"] = str(folder)
-    for name in [*args.train.split(","), *args.held_out.split(",")]:
+    names = args.held_out.split(",") + ([] if args.use_library else args.train.split(","))
+    for name in names:
         if (ROOT / "benchmarks" / "tasks" / name / "task.toml").is_file() or (folder / name / "task.toml").is_file():
             continue
         problem = KERNELBENCH / f"{name}.py"
@@ -100,12 +105,22 @@ def library(args: argparse.Namespace) -> list[dict]:
     return rows
 
 
+def given_library(folder: Path) -> list[dict]:
+    """The rows of library.json for a library offered as it is: its tactics with their provenance."""
+    from agent.learn import tactics as lt
+
+    return [
+        {"name": t.name, "steps": t.describe(), "mined_from": list(t.mined_from), "kept": True, "gate": t.gate}
+        for t in lt.load(folder)
+    ]
+
+
 def search(task: str, learned: bool, args: argparse.Namespace, tag: str = "", budget: int | None = None) -> dict:
     tag = tag or ("with" if learned else "without")
     db = Path(args.out) / f"{tag}-{task}.sqlite"
     cmd = [
         sys.executable, "-m", "agent.cli", "search", task, "--strategy", args.strategy,
-        "--budget", str(budget or args.budget), "--backend", "mtia-sim",
+        "--budget", str(budget or args.budget), "--backend", args.backend,
         "--executor", "pool", "--workers", str(args.workers), "--db", str(db), "--random-seed", "0", "--json",
         "--learned" if learned else "--no-learned",
     ]  # fmt: skip
@@ -113,6 +128,10 @@ def search(task: str, learned: bool, args: argparse.Namespace, tag: str = "", bu
         cmd.append("--resume")
     if args.stall:
         cmd += ["--stall", str(args.stall)]
+    if args.preset:
+        cmd += ["--preset", args.preset]
+    if args.seconds:
+        cmd += ["--seconds", str(args.seconds)]
     env = {**os.environ, "KIR_LEARNED_TACTICS": str(Path(args.library).resolve())}
     start = time.monotonic()
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
@@ -225,12 +244,19 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--stall", type=int, default=3)
     ap.add_argument("--summary-only", action="store_true")
+    ap.add_argument("--backend", default="mtia-sim")
+    ap.add_argument("--preset", default="", help="the searches' preset (default: kir search's)")
+    ap.add_argument("--seconds", type=float, default=0, help="each search stops after this many seconds")
+    ap.add_argument("--use-library", default="", help="a library of learned tactics offered as it is")
     args = ap.parse_args()
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    args.library = args.library or str(Path(args.out) / "library")
+    args.library = args.use_library or args.library or str(Path(args.out) / "library")
     prepare_tasks(args)
     lib_json = Path(args.out) / "library.json"
-    if args.summary_only and lib_json.exists():
+    if args.use_library:
+        rows = given_library(Path(args.use_library))
+        lib_json.write_text(json.dumps(rows, indent=1))
+    elif args.summary_only and lib_json.exists():
         rows = json.loads(lib_json.read_text())
     else:
         rows = library(args)
