@@ -373,7 +373,8 @@ def check(file: FileArg, target: TargetOpt = None, param: ParamOpt = None, json_
     def body(out: Outcome) -> None:
         kcli._check_target(target)
         record = _evaluate(out, file, _specs(param), until="verify", target=target)
-        out.lines.append(f"{out.file}: ok (kernel {record.kernel}, {record.ops} ops)")
+        which = "kernels" if " + " in (record.kernel or "") else "kernel"  # several: `a + b`, in launch order
+        out.lines.append(f"{out.file}: ok ({which} {record.kernel}, {record.ops} ops)")
 
     _finish(_guarded(file, body, "checking the program"), json_out, "check", "verify")
 

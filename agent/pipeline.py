@@ -243,7 +243,7 @@ def evaluate(
     def parse_stage() -> None:
         program = candidate.program or parse(candidate.text, file=candidate.file)
         state["program"] = program
-        run.values.update(kernel=program.name)
+        run.values.update(kernel=" + ".join(k.name for k in program.kernels()))  # several: in launch order
         unknown = unknown_params(program, candidate.param_values)
         if unknown:
             raise KirError(unknown)
@@ -309,6 +309,21 @@ def evaluate(
     def lower_stage() -> None:
         if backend is None:
             raise KirError(Diagnostic("cli.backend", "error", None, "lowering needs a backend"))
+        if program.is_multi:  # each kernel lowered on its own, in launch order
+            kernels = [
+                (k, lower(k, backend, {n: v for n, v in params.items() if n in k.params})) for k in program.kernels()
+            ]
+            run.values["lowered"] = {
+                "backend": backend,
+                "entry": kernels[0][1].entry,
+                "source": "\n\n".join(f"# kernel {k.name}\n{low.source}" for k, low in kernels),
+                "kernels": [
+                    {"kernel": k.name, "entry": low.entry, "grid": [str(g) for g in low.grid]} for k, low in kernels
+                ],
+            }
+            for _, low in kernels:
+                run.diagnostics.extend(low.diagnostics)
+            return
         lowered = lower(program, backend, params)
         run.values["lowered"] = {
             "backend": backend,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -557,6 +557,8 @@ class CostModel:
         answers, `verifier.facts.CHECKS`) gives the `cost.target` warning on another target and
         the `types.where` refusal of parameters that leave no shapes."""
         target = target or program.kernel.target.data
+        if program.is_multi:
+            return self._predict_kernels(program, target, params, shapes, with_hints, checks)
         if chip(target).name == "mtia_sim":  # a PE's engines, port and one thread of control
             est = mtia.estimate(program, target, params, shapes, self.factors(target), checks)
             est.hints = off_target(program, target, params, checks) + est.hints
@@ -606,6 +608,54 @@ class CostModel:
         if with_hints:
             est.hints = off_target(program, target, params, checks) + hints.hints(program, est, counts, dram, c)
         return est
+
+    def _predict_kernels(
+        self,
+        program: Program,
+        target: str,
+        params: dict[str, int] | None,
+        shapes: dict[str, int] | None,
+        with_hints: bool,
+        checks: Checks | None,
+    ) -> Estimate:
+        """A program of several kernels (`kir.multi`) launches them one after another: its time
+        is the sum of theirs (each with its own launch), its breakdown theirs in order (each
+        line's note names its kernel), its counts their sums, its bottleneck and occupancy those
+        of the slowest kernel. A compile report is of one kernel, so none is taken here."""
+        parts = []
+        for k in program.kernels():
+            own = {n: v for n, v in (params or {}).items() if n in k.params}
+            parts.append((k, self.predict(k, target, own, shapes, with_hints=with_hints, checks=checks)))
+        slowest = max(parts, key=lambda p: p[1].time_s)[1]
+        counts: dict[str, float] = {}
+        resources: dict[str, float] = {}
+        for _, est in parts:
+            for key, value in est.counts.items():
+                if isinstance(value, int | float) and key not in ("registers", "smem_alloc_bytes"):
+                    counts[key] = counts.get(key, 0) + value
+            for key, value in est.resources.items():
+                resources[key] = resources.get(key, 0.0) + value
+        counts["registers"] = slowest.counts.get("registers", 0)
+        counts["smem_alloc_bytes"] = slowest.counts.get("smem_alloc_bytes", 0)
+        counts["kernels"] = len(parts)
+        breakdown = [
+            replace(t, note=f"kernel {k.name}" + (f"; {t.note}" if t.note else ""))
+            for k, est in parts
+            for t in est.breakdown
+        ]
+        return Estimate(
+            time_s=sum(est.time_s for _, est in parts),
+            bottleneck=slowest.bottleneck,
+            breakdown=breakdown,
+            counts=counts,
+            occupancy=slowest.occupancy,
+            waves=sum(est.waves for _, est in parts),
+            hints=[h for _, est in parts for h in est.hints],
+            resources=resources,
+            uncalibrated_s=sum(est.uncalibrated_s for _, est in parts),
+            target=target,
+            raw=slowest.raw,
+        )
 
     # ---- calibration -------------------------------------------------------------------------
 

@@ -213,8 +213,9 @@ def unique_sorted(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
 
 
 def op_count(program: Program) -> int:
-    """Ops in the kernel body, without the kernel itself and the implicit yields."""
-    return sum(1 for op in program.kernel.walk() if not isinstance(op, KernelOp | YieldOp))
+    """Ops in the kernel body (in every kernel's, for several), without the kernel itself and
+    the implicit yields."""
+    return sum(1 for k in program.kernels() for op in k.kernel.walk() if not isinstance(op, KernelOp | YieldOp))
 
 
 def unknown_params(program: Program, names) -> list[Diagnostic]:

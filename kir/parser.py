@@ -17,6 +17,7 @@ from pathlib import Path
 from lark.exceptions import VisitError
 
 from kir.diagnostics import Diagnostic, KirError, Span
+from kir.multi import Layout, chunk, split
 from kir.names import suggest
 from kir.program import Program
 from kir.sema import lower_tree
@@ -63,6 +64,37 @@ def _parse(text: str, file: str) -> Program:
         raise KirError(
             Diagnostic("syntax.unexpected-char", "error", Span(line, col, line, col + 1, file), "unexpected NUL byte")
         )
+    try:
+        layout = split(text, file)
+    except KirError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a bug in KIR; the caller still gets a diagnostic
+        raise KirError(_internal(file, err)) from err
+    if layout.multi:
+        return _parse_multi(text, file, layout)
+    return _parse_one(text, file)
+
+
+def _parse_multi(text: str, file: str, layout: Layout) -> Program:
+    """A program of several kernels (`kir.multi`): each kernel parsed in place; the errors of
+    every kernel are reported together."""
+    programs: list[Program] = []
+    errors: list[Diagnostic] = []
+    for index in range(len(layout.kernels)):
+        try:
+            programs.append(_parse_one(chunk(text, layout, index), file))
+        except KirError as err:
+            errors += err.diagnostics
+    if errors:
+        raise KirError(errors)
+    first = programs[0]
+    first.source = text
+    first.stages = programs[1:]
+    first.scratch = layout.scratch
+    return first
+
+
+def _parse_one(text: str, file: str) -> Program:
     tree, comments = parse_tree(text, file)
     try:
         program = lower_tree(tree, comments, text, file)

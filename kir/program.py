@@ -16,6 +16,7 @@ from xdsl.ir.core import SSAValues
 
 from kir.diagnostics import Span
 from kir.dialect.structure import KernelOp
+from kir.multi import Scratch
 from kir.printer import print_program
 from kir.spans import (
     SOURCE_NOTES,
@@ -58,22 +59,55 @@ class Program:
     # by one of them can point at it.
     param_spans: dict[str, Span] = field(default_factory=dict)
     clause_spans: dict[str, Span] = field(default_factory=dict)
+    # A program of several kernels (`kir.multi`): the kernels after this one, each a program of
+    # one kernel, launched in order after it, and the scratch buffers they share. Both empty for
+    # a program of one kernel.
+    stages: list[Program] = field(default_factory=list)
+    scratch: list[Scratch] = field(default_factory=list)
 
     @property
     def name(self) -> str:
         return self.kernel.kernel_name
 
     @property
+    def is_multi(self) -> bool:
+        return bool(self.stages or self.scratch)
+
+    def kernels(self) -> list[Program]:
+        """Each kernel as a program of its own, in launch order: [self] for one kernel."""
+        if not self.is_multi:
+            return [self]
+        return [replace(self, stages=[], scratch=[]), *self.stages]
+
+    @property
     def params(self) -> dict[str, int]:
-        return self.kernel.params
+        """The compile-time parameters; in a program of several kernels, a name is one
+        parameter of every kernel that declares it (the verifier's `multi.param`)."""
+        if not self.is_multi:
+            return self.kernel.params
+        merged: dict[str, int] = {}
+        for k in self.kernels():
+            for name, value in k.kernel.params.items():
+                merged.setdefault(name, value)
+        return merged
 
     def text(self) -> str:
         """The canonical text of the program."""
-        return print_program(self)
+        return self._print(comments=True)
 
     def content_hash(self) -> str:
         """Identifies the program: sha256 of its canonical text with comments left out."""
-        return hashlib.sha256(print_program(self, comments=False).encode()).hexdigest()
+        return hashlib.sha256(self._print(comments=False).encode()).hexdigest()
+
+    def _print(self, comments: bool) -> str:
+        if not self.is_multi:
+            return print_program(self, comments=comments)
+        kernels = self.kernels()
+        top = "".join(f"{c}\n" for c in kernels[0].header_comments) if comments else ""
+        head = top + "".join(s.text() + "\n" for s in self.scratch)
+        kernels[0] = replace(kernels[0], header_comments=[])
+        parts = [print_program(k, comments=comments) for k in kernels]
+        return head + ("\n" if head else "") + "\n".join(parts)
 
     def span(self) -> Span | None:
         return span_of(self.kernel)
@@ -88,16 +122,27 @@ class Program:
             arg_spans=dict(self.arg_spans),
             param_spans=dict(self.param_spans),
             clause_spans=dict(self.clause_spans),
+            stages=[s.clone() for s in self.stages],
+            scratch=list(self.scratch),
         )
 
+    def with_kernel(self, index: int, kernel: Program) -> Program:
+        """A copy of a program of several kernels with kernel `index` (launch order) replaced by
+        `kernel`, a program of one kernel; the others copied."""
+        parts = [kernel if j == index else k.clone() for j, k in enumerate(self.kernels())]
+        return replace(parts[0], stages=parts[1:], scratch=list(self.scratch))
+
     def with_params(self, **overrides: int) -> Program:
-        """A copy whose compile-time parameters default to new values (a tactic's basic move)."""
+        """A copy whose compile-time parameters default to new values (a tactic's basic move);
+        in a program of several kernels, in every kernel that declares them."""
         unknown = set(overrides) - set(self.params)
         if unknown:
             raise KeyError(f"no parameter {', '.join(sorted(unknown))} in kernel {self.name}")
         copy = self.clone()
-        values = {**self.params, **overrides}
-        copy.kernel.param_defaults = ArrayAttr([IntAttr(values[n]) for n in self.params])
+        for k in copy.kernels():
+            own = k.kernel.params
+            values = {**own, **{n: v for n, v in overrides.items() if n in own}}
+            k.kernel.param_defaults = ArrayAttr([IntAttr(values[n]) for n in own])
         return copy
 
 

@@ -30,6 +30,8 @@ def compile_program(
             Diagnostic("lower.backend", "error", None, f"no compiler for '{to}'", f"one of {', '.join(compiling())}")
         )
     arch = chosen.compile_arch(arch)
+    if program.is_multi:
+        return _compile_kernels(program, to, arch, params, options)
     try:
         lowered = lower(program, to, params)
     except KirError as err:
@@ -40,3 +42,17 @@ def compile_program(
     report = driver.compile_lowered(lowered, arch, **options)
     report.diagnostics = lowered.diagnostics + report.diagnostics  # the lowering passes' warnings first
     return report
+
+
+def _compile_kernels(program: Program, to: str, arch: str, params: dict[str, int] | None, options) -> CompileReport:
+    """A program of several kernels: each compiled on its own with the parameters it declares.
+    The report is the first that failed, else the one with the most registers a thread; its
+    diagnostics are every kernel's."""
+    reports = []
+    for k in program.kernels():
+        own = {n: v for n, v in (params or {}).items() if n in k.params}
+        reports.append(compile_program(k, to, arch, own, **dict(options)))
+    failed = [r for r in reports if not r.ok]
+    chosen = failed[0] if failed else max(reports, key=lambda r: r.registers or 0)
+    chosen.diagnostics = [d for r in reports for d in r.diagnostics]
+    return chosen

@@ -15,10 +15,21 @@ from lowering.passes.schedule import run_passes
 
 
 def lower(program: Program, to: str, params: dict[str, int] | None = None) -> Lowered:
-    """Lower a program for a backend, or raise `KirError` with the reasons it cannot."""
+    """Lower a program of one kernel for a backend, or raise `KirError` with the reasons it
+    cannot. A program of several kernels is lowered kernel by kernel (`Program.kernels()`)."""
+    emitter = emitter_of(to)  # the name is judged before the program is looked at
+    if program.is_multi:
+        raise KirError(
+            Diagnostic(
+                "lower.multi",
+                "error",
+                program.span(),
+                f"`{program.name}` is one of {len(program.kernels())} kernels: each is lowered on its own",
+                "lower each of `program.kernels()`",
+            )
+        )
     scheduled = run_passes(program, to, params)  # the passes its hints and the backend call for, in order
     program = scheduled.program
-    emitter = emitter_of(to)
     unknown = set(params or {}) - set(program.params)
     if unknown:
         raise KirError(Diagnostic("lower.param", "error", program.span(), f"no parameter {', '.join(sorted(unknown))}"))

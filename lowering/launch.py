@@ -23,9 +23,22 @@ def _error(program: Program, name: str | None, message: str, hint: str = "") -> 
 
 
 def bind_shapes(program: Program, params: dict[str, int], tensors: dict[str, Any]) -> dict[str, int]:
-    """The shape symbols of a launch on `tensors` (every kernel argument, by name)."""
+    """The shape symbols of a launch on `tensors` (every kernel argument, by name). In a
+    program of several kernels, every kernel's but the scratch buffers' (whose sizes must be
+    known: `scratch_sizes`)."""
+    if not program.is_multi:
+        return _bind_kernel(program, {**program.params, **params}, tensors, set())
+    scratch_sizes(program, params, tensors)
     values = {**program.params, **params}
-    args = [(name, cast(GlobalType, arg.type)) for name, arg in program.kernel.args]  # the arguments are tensors
+    symbols: dict[str, int] = {}
+    for k in program.kernels():
+        own = {n: v for n, v in values.items() if n in k.params}
+        symbols.update(_bind_kernel(k, own, tensors, {s.name for s in program.scratch}))
+    return symbols
+
+
+def _bind_kernel(program: Program, values: dict[str, int], tensors: dict[str, Any], skip: set[str]) -> dict[str, int]:
+    args = [(name, cast(GlobalType, arg.type)) for name, arg in program.kernel.args if name not in skip]
     symbols: dict[str, int] = {}
     for name, t in args:
         if name not in tensors:
@@ -56,3 +69,29 @@ def bind_shapes(program: Program, params: dict[str, int], tensors: dict[str, Any
                 program, None, f"`where {w.data}` does not hold for {shown}", "pass shapes the `where` clause allows"
             )
     return symbols
+
+
+def scratch_sizes(program: Program, params: dict[str, int], tensors: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """A program of several kernels (`kir.multi`): the extents of each scratch buffer, its
+    declared shape with the parameters and the shape symbols of the task's tensors bound (each
+    symbol from the first argument of any kernel whose declared dimension is that bare symbol)."""
+    scratch = {s.name for s in program.scratch}
+    env: dict[str, int] = {**program.params, **params}
+    for k in program.kernels():
+        for name, arg in k.kernel.args:
+            if name in scratch or name not in tensors:
+                continue
+            for expr, n in zip(shape_of(arg.type), tensors[name].shape, strict=False):
+                if isinstance(expr, sx.Sym) and expr.name not in env:
+                    env[expr.name] = int(n)
+    sizes: dict[str, tuple[int, ...]] = {}
+    for s in program.scratch:
+        try:
+            sizes[s.name] = s.sizes(env)
+        except (KeyError, ZeroDivisionError) as err:
+            raise KirError(
+                Diagnostic("run.bind", "error", s.span, f"the size of scratch `{s.name}` is not known: {err}")
+            ) from None
+        if any(n < 0 for n in sizes[s.name]):
+            raise KirError(Diagnostic("run.bind", "error", s.span, f"scratch `{s.name}` has a negative extent"))
+    return sizes

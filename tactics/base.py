@@ -261,9 +261,24 @@ class Tactic:
 
     # -- the verbs ---------------------------------------------------------------------------------
 
+    def focus(self, program: Program, target: str | None = None) -> int:
+        """A program of several kernels (`kir.multi`): the index of the first kernel, in launch
+        order, the tactic applies to (0 when it applies to none). A tactic rewrites that kernel
+        and leaves the others as they are."""
+        for i, k in enumerate(program.kernels()):
+            if not any(d.is_error for d in self._precondition(k, target)):
+                return i
+        return 0
+
     def precondition(self, program: Program, target: str | None = None) -> list[Diagnostic]:
         """Empty when the tactic applies to `program` for `target` (default: the kernel's
-        declared target); else the located reasons it does not."""
+        declared target); else the located reasons it does not. In a program of several
+        kernels, to one of them (`focus`)."""
+        if program.is_multi:
+            return self._precondition(program.kernels()[self.focus(program, target)], target)
+        return self._precondition(program, target)
+
+    def _precondition(self, program: Program, target: str | None) -> list[Diagnostic]:
         try:
             return list(self.check(program, target_of(program, target)))
         except KirError as err:
@@ -278,6 +293,8 @@ class Tactic:
         where it has one, else the parameter's domain when it is finite, else its default.
         `shapes` are the shape symbols' values the program will run at, where the caller knows
         them (a task's preset): a tactic that fixes a shape offers those."""
+        if program.is_multi:
+            program = program.kernels()[self.focus(program, target)]
         chosen = self.domains_of(program, target_of(program, target), shapes or {}) if self.domains_of else {}
         out: dict[str, tuple[Value, ...]] = {}
         for p in self.params:
@@ -290,8 +307,10 @@ class Tactic:
 
     def bind(self, program: Program, params: Mapping[str, object]) -> dict[str, Value]:
         """The parameter values of one application: `params` over the defaults, each checked
-        against its domain and, together, against the program (`validate`); a `KirError` with
-        every problem otherwise."""
+        against its domain and, together, against the program (`validate`; in a program of
+        several kernels, the kernel of `focus`); a `KirError` with every problem otherwise."""
+        if program.is_multi:
+            program = program.kernels()[self.focus(program)]
         span = self.anchor(program) if self.anchor else program.span()
         problems = [self._unknown_param(k, span) for k in params if k not in self.param_names]
         values: dict[str, Value] = {}
@@ -325,6 +344,9 @@ class Tactic:
         """A new program with the tactic applied: the input is not changed. A `KirError` with
         located reasons when the tactic does not apply (for `target`, default the kernel's) or
         a parameter value does not fit."""
+        if program.is_multi:  # the kernel of `focus` rewritten, the others as they are
+            index = self.focus(program, target)
+            return program.with_kernel(index, self.apply(program.kernels()[index], target, **params))
         reasons = [d for d in self.precondition(program, target) if d.is_error]
         if reasons:
             raise KirError(reasons)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from kir import multi
 from kir.check import internal_error, unique_sorted, verify_ops
 from kir.diagnostics import Diagnostic, KirError
 from kir.parser import collections_paused
@@ -19,6 +20,11 @@ def check_program(program: Program, target: str | None = None) -> list[Diagnosti
 
 
 def _check(program: Program, target: str | None) -> list[Diagnostic]:
+    if program.is_multi:  # each kernel as a program of its own, then the rules across them
+        diags = multi.check(program)
+        for k in program.kernels():
+            diags += _check(k, target)
+        return unique_sorted(diags)
     diags = verify_ops(program)
     if any(d.is_error for d in diags):
         return unique_sorted(diags)  # the rules assume well-formed IR

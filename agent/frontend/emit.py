@@ -89,6 +89,14 @@ class Seed:
     preset_params: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
+def _split(groups: int, programs: int = 528) -> int:
+    """How many programs share a group of the stats form so that about `programs` (four per SM
+    of an H200) run: a power of two, at most 64; 1 when the groups are that many already."""
+    if groups >= programs:
+        return 1
+    return min(64, _next_pow2(-(-programs // max(1, groups)), lo=1))
+
+
 def _next_pow2(n: int, lo: int = 16) -> int:
     p = lo
     while p < n:
@@ -504,25 +512,20 @@ class _Rows(_Reducing):
             self.full_index = ", ".join([*self.row_index, "cols"])
         self.lines = body
         self.totals: list[tuple[str, str, str]] = []
-        if self.form == "rows" and any(self._all(n) for n in g.compute):  # a loss: one program over the rows
-            self.lines = ["  cols = arange(0, BLOCK)", "  mask = cols < N"]
+        if self.form == "rows" and any(self._all(n) for n in g.compute):  # a loss: a program a row, then a sum
+            self.lines = ["  row = program_id(0)", "  cols = arange(0, BLOCK)", "  mask = cols < N"]
             self.row_index = ["row"]
             self.full_index = "row, cols"
-            grid = "1"
         for node in g.compute:
             self._node(node)
         stores = []
-        if self.totals:
-            head, rows = self.lines[:2], self.lines[2:]
-            self.lines = head + [f"  {t} = 0.0" for t, _, _ in self.totals] + ["  for row in 0 .. M {"]
-            self.lines += ["  " + line for line in rows]
-            self.lines += [f"    {t} = {t} + {part}" for t, part, _ in self.totals] + ["  }"]
+        finals: list[tuple[Arg, str, str, str]] = []  # a loss's output, its total, the row's part, the count
         for i, r in enumerate(g.results()):
             kind, expr = self.values[r.name]
             if kind == "total":
-                _, _, count = next(x for x in self.totals if x[0] == expr)
+                _, part, count = next(x for x in self.totals if x[0] == expr)
                 out = self.arg(f"outputs[{i}]", "f32", ["1"], "y" if i == 0 else f"y{i}", out=True)
-                stores.append(f"  store({out.name}[0], {expr} / ({count}))")
+                finals.append((out, expr, part, count))
                 continue
             if self.totals:
                 raise g.fail(r, "frontend.output", "a loss's seed writes the loss alone")
@@ -548,7 +551,57 @@ class _Rows(_Reducing):
                 next(n for n in g.compute if self._reduces(n)), "frontend.shape",
                 f"a reduction over rows of {n_bench} elements: the seed holds a row in one tile, at most 65536",
             )  # fmt: skip
+        if finals:
+            return self._loss_seed(block, where, finals)
         return self.seed(self.form, {"BLOCK": block}, where, grid, self.lines + stores)
+
+    def _loss_seed(self, block: int, where: str, finals: list[tuple[Arg, str, str, str]]) -> Seed:
+        """A reduction of everything (a loss) as two kernels: a program a row writes the row's
+        share of each total to a scratch buffer (`grid(M)`, the reads spread over the GPU), then
+        one program sums the shares (`kir.multi`)."""
+        names = {a.name for a in self.args}
+        parts = []
+        for i in range(len(finals)):
+            name = f"partial{i}"
+            while name in names:
+                name += "_"
+            parts.append(name)
+        ins = [a for a in self.args if not a.out]
+        rows = self.lines + [
+            f"  store({p}[row], ({part}) / ({count}))" for p, (_, _, part, count) in zip(parts, finals, strict=True)
+        ]
+        total = [
+            "  rows = arange(0, RB)",
+            *[f"  {t} = 0.0" for _, t, _, _ in finals],
+            "  for start in 0 .. M step RB {",
+            "    idx = start + rows",
+            *[
+                f"    {t} = {t} + sum(where(idx < M, load({p}[idx], mask = idx < M), 0.0), axis = 0)"
+                for p, (_, t, _, _) in zip(parts, finals, strict=True)
+            ],
+            "  }",
+            *[f"  store({out.name}[0], {t})" for out, t, _, _ in finals],
+        ]
+        text = (
+            f"# rows seed of {self.g.file.name} in two kernels, written by the frontend (agent/frontend)\n"
+            + "".join(f"scratch {p}: f32[M]\n" for p in parts)
+            + f"\nkernel {self.name}<BLOCK = {block}>(\n"
+            + "".join(f"    {a.decl()},\n" for a in ins)
+            + "".join(f"    {p}: out global f32[M],\n" for p in parts)
+            + ")"
+            + (f"\n  where {where}" if where else "")
+            + "\n  target sm_90 grid(M) warps(4)\n{\n"
+            + "\n".join(rows)
+            + f"\n}}\n\nkernel {self.name}_total<RB = 1024>(\n"
+            + "".join(f"    {p}: global f32[M],\n" for p in parts)
+            + "".join(f"    {out.decl()},\n" for out, _, _, _ in finals)
+            + ")\n  target sm_90 grid(1) warps(4)\n{\n"
+            + "\n".join(total)
+            + "\n}\n"
+        )
+        args = ins + [out for out, _, _, _ in finals]
+        params = {"BLOCK": block, "RB": 1024}
+        return Seed(self.name, "rows", text, args, {"bench": params}, self.notes, dict(self.preset_params))
 
     # -- shapes -------------------------------------------------------------------------------------
 
@@ -1161,14 +1214,34 @@ class _Stats(_Pool):
             where, grid = "NB * C * S < 2147483648", "C"
             chan = ["    nn = f / S", "    sp = f % S"]
         eps = literal(norm.eps)
+        groups = (int(ym[0][0]) * int(norm.num_groups)) if grouped else int(ym[0][1])
+        split = _split(groups) if stats else 1
+        if split > 1:  # too few groups to fill the GPU: each group split over SPLIT programs
+            params["SPLIT"] = split
+            body += ["  part = program_id(1)", "  CL = (L + SPLIT - 1) / SPLIT", "  lo = part * CL",
+                     "  hi = where(lo + CL < L, lo + CL, L)"]  # fmt: skip
+        first_f, extent = ("lo + k * BLOCK + lane", "CL") if split > 1 else ("k * BLOCK + lane", "L")
+        bound = "hi" if split > 1 else "L"
 
         def walk(lines: list[str]) -> list[str]:
             return [
-                "  for k in 0 .. (L + BLOCK - 1) / BLOCK {", "    f = k * BLOCK + lane", "    m = f < L", *chan,
+                f"  for k in 0 .. ({extent} + BLOCK - 1) / BLOCK {{", f"    f = {first_f}", f"    m = f < {bound}", *chan,
                 f"    v = load({x.name}[{index}], mask = m)", *lines, "  }",
             ]  # fmt: skip
 
-        if stats:
+        if split > 1:
+            prelude = list(body)
+            body += self._split_stats(grid, eps)
+            grid = f"{grid}, SPLIT"
+            k1 = prelude + ["  acc = zeros(f32[BLOCK])", *walk(["    acc = acc + where(m, v, 0.0)"])]
+            k1 += [
+                "  cnt = cast<f32>(where(hi > lo, hi - lo, 0))",
+                "  cmean = sum(acc, axis = 0) / where(cnt > 0.0, cnt, 1.0)",
+            ]
+            k1 += ["  acc2 = zeros(f32[BLOCK])", *walk(["    d = where(m, v - cmean, 0.0)", "    acc2 = acc2 + d * d"])]
+            k1 += ["  store(pmean[pid * SPLIT + part], cmean)", "  store(pm2[pid * SPLIT + part], sum(acc2, axis = 0))"]
+            self.first_kernel = (k1, grid)
+        elif stats:
             body += ["  acc = zeros(f32[BLOCK])", *walk(["    acc = acc + where(m, v, 0.0)"])]
             body += ["  mean = sum(acc, axis = 0) / cast<f32>(L)", "  acc2 = zeros(f32[BLOCK])"]
             body += walk(["    d = where(m, v - mean, 0.0)", "    acc2 = acc2 + d * d"])
@@ -1192,7 +1265,61 @@ class _Stats(_Pool):
         self.lines[inside:] = ["  " + line for line in self.lines[inside:]]
         self.lines.append("  }")
         what = "group statistics" if grouped else "batch statistics" if stats else "running statistics"
+        if split > 1:
+            return self._two_kernels(params, where, grid, what, x, groups_expr="NB * G" if grouped else "C")
         return self.seed("stats", params, where, grid, self.lines, what=f" ({what})")
+
+    def _split_stats(self, grid: str, eps: str) -> list[str]:
+        """The group's mean and 1/std from the SPLIT parts' means and centred sums of squares
+        (`pmean`, `pm2`, written by the first kernel), combined as Chan et al. do: the mean of
+        the parts' means weighted by their counts; the sum of the parts' sums plus each part's
+        count times its mean's squared distance from the mean."""
+        return [
+            "  q = arange(0, SPLIT)",
+            "  qlo = q * CL",
+            "  qhi = where(qlo + CL < L, qlo + CL, L)",
+            "  qn = cast<f32>(where(qhi > qlo, qhi - qlo, 0))",
+            "  pms = load(pmean[pid * SPLIT + q])",
+            "  mean = sum(qn * pms, axis = 0) / cast<f32>(L)",
+            "  dm = pms - mean",
+            "  m2 = sum(load(pm2[pid * SPLIT + q]), axis = 0) + sum(qn * dm * dm, axis = 0)",
+            f"  rstd = rsqrt(m2 / cast<f32>(L) + {eps})",
+        ]
+
+    def _two_kernels(self, params: dict[str, int], where: str, grid: str, what: str, x: Arg, groups_expr: str) -> Seed:
+        """The split stats form (`kir.multi`): the first kernel writes each part's mean and centred
+        sum of squares, the second combines its group's parts and writes the normalized part."""
+        k1, _ = self.first_kernel
+        names = {a.name for a in self.args}
+        for scratch in ("pmean", "pm2"):
+            if scratch in names:
+                raise self.g.fail(self.g.compute[0], "frontend.operand", f"an argument is named `{scratch}`")
+        ins = [a for a in self.args if not a.out]
+        outs = [a for a in self.args if a.out]
+        k1_params = {k: v for k, v in params.items() if k != "G" or "G" in "\n".join(k1)}
+
+        def kernel(name: str, kparams: dict[str, int], args: list[str], lines: list[str]) -> str:
+            return (
+                f"kernel {name}<{', '.join(f'{k} = {v}' for k, v in kparams.items())}>(\n"
+                + "".join(f"    {a},\n" for a in args)
+                + ")"
+                + (f"\n  where {where}" if where else "")
+                + f"\n  target sm_90 grid({grid}) warps(4)\n{{\n"
+                + "\n".join(lines)
+                + "\n}\n"
+            )
+
+        scratch = f"f32[{groups_expr} * SPLIT]"
+        text = (
+            f"# stats seed of {self.g.file.name} ({what}) in two kernels, written by the frontend (agent/frontend)\n"
+            f"scratch pmean: {scratch}\nscratch pm2: {scratch}\n\n"
+            + kernel(f"{self.name}_parts", k1_params, [x.decl(), f"pmean: out global {scratch}",
+                                                       f"pm2: out global {scratch}"], k1)
+            + "\n"
+            + kernel(self.name, params, [*(a.decl() for a in ins), f"pmean: global {scratch}", f"pm2: global {scratch}",
+                                         *(a.decl() for a in outs)], self.lines)
+        )  # fmt: skip
+        return Seed(self.name, "stats", text, ins + outs, {"bench": dict(params)}, self.notes, dict(self.preset_params))
 
 
 class _Cols(_Rows):

@@ -77,16 +77,15 @@ class ModelNew(Model):
     def forward(self, *inputs):
         device = next((x.device for x in inputs if torch.is_tensor(x)), None)
         outs = [torch.empty(s, dtype=d, device=device) for s, d in self._outputs(inputs)]
-        tensors = []
+        named = {{}}
 {bindings}
         symbols = {{}}
-        for index, dim, name in {symbols!r}:
-            symbols.setdefault(name, tensors[index].shape[dim])
+        for arg, dim, name in {symbols!r}:
+            symbols.setdefault(name, named[arg].shape[dim])
 {checks}
-        grid = ({grid},)
-        launch = {entry}[grid]
+{scratch}
         with _interpreting() if os.environ.get("TRITON_INTERPRET") == "1" else contextlib.nullcontext():
-            launch(*tensors, *[symbols[s] for s in {order!r}], num_warps={warps}, **{constexprs!r})
+{launches}
         return outs[0] if len(outs) == 1 else tuple(outs)
 '''
 
@@ -111,48 +110,69 @@ def _py(expr: sx.SymExpr, env: str) -> str:
 
 def write_solution(task: Task, program: Program, problem: Path, out: Path) -> Path:
     """Write the `ModelNew` file of `program` (its parameters bound) for the task made from
-    `problem` (`agent.frontend.seed_task`), whose `[bind]` says what each argument is."""
-    lowered = lower(program, "triton", {})
+    `problem` (`agent.frontend.seed_task`), whose `[bind]` says what each argument is. A program
+    of several kernels launches them in order, its scratch buffers allocated in `forward`."""
     env = {**program.params}
-    bindings, symbols = [], []
-    for i, (name, arg) in enumerate(program.kernel.args):
-        b = task.bind[name]
-        dims = shape_of(arg.type)
-        if b.kind == "inputs":
-            what = f"inputs[{b.index}]"
-        elif b.kind == "outputs":
-            what = f"outs[{b.index}]"
-        else:
-            what = "self." + str(b.index)
-        bindings.append(f"        tensors.append(_view({what}, {len(dims)}))  # {name}")
-        for d, expr in enumerate(dims):
-            if isinstance(expr, sx.Sym) and expr.name not in env:
-                symbols.append((i, d, expr.name))
-    checks = []
-    for w in program.kernel.where.data:
-        expr = w.data.substitute({k: sx.Int(v) for k, v in env.items()})
-        checks.append(
-            f"        assert {_py(expr, 'symbols')}, "
-            f"{('the kernel needs ' + str(w.data) + ' (its parameters: ' + str(env) + ')')!r}"
+    const = {k: sx.Int(v) for k, v in env.items()}
+    scratch = {sc.name: sc for sc in program.scratch}
+    bindings, symbols, checks, allocs, launches, sources = [], [], [], [], [], []
+    bound: set[str] = set()
+    for k in program.kernels():
+        for name, arg in k.kernel.args:
+            if name in bound or name in scratch:
+                continue
+            bound.add(name)
+            b = task.bind[name]
+            dims = shape_of(arg.type)
+            if b.kind == "inputs":
+                what = f"inputs[{b.index}]"
+            elif b.kind == "outputs":
+                what = f"outs[{b.index}]"
+            else:
+                what = "self." + str(b.index)
+            bindings.append(f"        named[{name!r}] = _view({what}, {len(dims)})")
+            for d, expr in enumerate(dims):
+                if isinstance(expr, sx.Sym) and expr.name not in env:
+                    symbols.append((name, d, expr.name))
+    for sc in program.scratch:
+        sizes = ", ".join(_py(d.substitute(const), "symbols") for d in sc.shape)
+        allocs.append(
+            f"        named[{sc.name!r}] = torch.empty(({sizes},), dtype=torch.{_TORCH[sc.dtype]}, device=device)"
         )
-    grid = ", ".join(
-        _py(g.data.substitute({k: sx.Int(v) for k, v in env.items()}), "symbols") for g in program.kernel.grid.data
-    )
+    for k in program.kernels():
+        own = {n: v for n, v in env.items() if n in k.params}
+        lowered = lower(k, "triton", {})
+        sources.append("\n".join(line for line in lowered.source.splitlines() if not line.startswith('"""')))
+        for w in k.kernel.where.data:
+            expr = w.data.substitute(const)
+            checks.append(
+                f"        assert {_py(expr, 'symbols')}, "
+                f"{('the kernel needs ' + str(w.data) + ' (its parameters: ' + str(own) + ')')!r}"
+            )
+        grid = ", ".join(_py(g.data.substitute(const), "symbols") for g in k.kernel.grid.data)
+        args = ", ".join(f"named[{name!r}]" for name, _ in k.kernel.args)
+        launches.append(
+            f"            {lowered.entry}[({grid},)]({args}, *[symbols[s] for s in {list(lowered.shape_symbols)!r}], "
+            f"num_warps={lowered.num_warps}, **{dict(lowered.options.get('constexprs', {}))!r})"
+        )
     text = _HEAD.format(problem=problem.name)
     text += "\n# ---- the problem ---------------------------------------------------------------------------\n\n"
     text += problem.read_text()
     text += "\n\n# ---- the kernel: lowering.emit.triton of the KIR program in _KIR ----------------------------\n\n"
-    text += "\n".join(line for line in lowered.source.splitlines() if not line.startswith('"""'))
+    text += "\n\n".join(sources)
     text += _TAIL.format(
-        kir=program.source if hasattr(program, "source") else "",
+        kir=program.text(),
         bindings="\n".join(bindings),
         symbols=symbols,
         checks="\n".join(checks),
-        grid=grid,
-        entry=lowered.entry,
-        order=list(lowered.shape_symbols),
-        warps=lowered.num_warps,
-        constexprs=dict(lowered.options.get("constexprs", {})),
+        scratch="\n".join(allocs),
+        launches="\n".join(launches),
     )
     out.write_text(text)
     return out
+
+
+_TORCH = {
+    "bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "i1": "bool", "i8": "int8",
+    "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
+}  # fmt: skip

@@ -28,7 +28,7 @@ from kir.dialect.types import shape_of
 from kir.dtypes import DTYPES
 from kir.program import Program
 from lowering.entry import lower
-from lowering.launch import bind_shapes
+from lowering.launch import bind_shapes, scratch_sizes
 from lowering.targets import runtime as runtime_of
 
 _TORCH_OF = {
@@ -43,7 +43,19 @@ def _bind_error(program: Program, name: str | None, message: str, hint: str = ""
 
 
 def kernel_args(program: Program) -> list[tuple[str, Any]]:
-    return [(name, arg.type) for name, arg in program.kernel.args]
+    """The arguments the task binds: a kernel's, or in a program of several kernels every name
+    any kernel takes but the scratch buffers (the launcher allocates those), once, with its
+    type in the first kernel that writes it, else the first that takes it."""
+    if not program.is_multi:
+        return [(name, arg.type) for name, arg in program.kernel.args]
+    scratch = {s.name for s in program.scratch}
+    found: dict[str, Any] = {}
+    for k in program.kernels():
+        for name, arg in k.kernel.args:
+            t: Any = arg.type  # a GlobalType: every kernel argument is a global tensor
+            if name not in scratch and (name not in found or (t.is_out and not found[name].is_out)):
+                found[name] = t
+    return list(found.items())
 
 
 def sources(program: Program, task, n_inputs: int, n_outputs: int) -> dict[str, tuple[str, int | str]]:
@@ -188,15 +200,56 @@ class KirCandidate:
 
     def prepare(self) -> None:
         """Lower and compile ahead of the first launch (a compile error is raised here)."""
+        if self.program.is_multi:
+            for k in self.kernels():
+                if k.device != "cpu":
+                    k.prepare()
+            return
         self._runtime().prepare(self.lowered())
 
+    def kernels(self) -> list[KirCandidate]:
+        """A program of several kernels: a candidate for each, with the parameters it declares."""
+        if "kernels" not in self._cache:
+            self._cache["kernels"] = [
+                KirCandidate(k, self.backend, {n: v for n, v in self.params.items() if n in k.params})
+                for k in self.program.kernels()
+            ]
+        return self._cache["kernels"]
+
     def launcher(self, tensors: dict[str, Any]) -> Callable[[], None]:
-        """A function that runs the kernel once on these tensors (writing its outputs)."""
+        """A function that runs the kernel once on these tensors (writing its outputs); for
+        several kernels, each in order on the tensors it takes and the scratch buffers, which
+        are allocated here (filled with NaN or -1, so that a read of what no kernel wrote shows)."""
+        if self.program.is_multi:
+            return self._launch_kernels(tensors)
         symbols = bind_shapes(self.program, self.params, tensors)
         if self.device == "cpu":
             return lambda: self._run_cpu(tensors)
         self.prepare()
         return self._runtime().launcher(self.lowered(), tensors, symbols)
+
+    def _launch_kernels(self, tensors: dict[str, Any]) -> Callable[[], None]:
+        import torch
+
+        device = next((t.device for t in tensors.values() if hasattr(t, "device")), "cpu")
+        every = dict(tensors)
+        for name, sizes in scratch_sizes(self.program, self.params, tensors).items():
+            dtype = getattr(torch, _TORCH_OF[next(s.dtype for s in self.program.scratch if s.name == name)])
+            buf = torch.empty(sizes, dtype=dtype, device=device)
+            buf.fill_(float("nan") if buf.is_floating_point() else -1)
+            every[name] = buf
+        launches = []
+        for k in self.kernels():
+            launches.append(k.launcher({name: every[name] for name, _ in k.program.kernel.args}))
+
+        def run() -> None:
+            for launch in launches:
+                launch()
+            cycles = [k._cache.get("cycles") for k in self.kernels()]
+            if all(isinstance(c, int) for c in cycles):
+                self._cache["cycles"] = sum(cycles)  # mtia-sim: one launch after another
+
+        return run
 
     def _run_cpu(self, tensors: dict[str, Any]) -> None:
         arrays = {name: to_numpy(t) for name, t in tensors.items()}

@@ -199,7 +199,9 @@ def output_names(program, task, count: int) -> list[str]:
     if task.bind:
         by_index = {int(b.index): name for name, b in task.bind.items() if b.kind == "outputs"}
         return [by_index.get(i, f"output {i}") for i in range(count)]
-    return [name for name, arg in program.kernel.args if arg.type.is_out]
+    from agent.harness.backends import kernel_args
+
+    return [name for name, t in kernel_args(program) if t.is_out]
 
 
 def _span(program, name: str | None) -> Span | None:

@@ -24,10 +24,14 @@ def compulsory_bytes(program: Program, shapes: dict[str, int]) -> float:
     """Every global argument's bytes at these shapes (read once, or written once)."""
     env = {**program.params, **shapes}
     total = 0.0
-    for _, arg in program.kernel.args:
-        if isinstance(arg.type, GlobalType):
-            dims = [int(sx.fold(d).evaluate(env)) for d in shape_of(arg.type)]
-            total += math.prod(dims) * DTYPES[dtype_of(arg.type)].nbytes
+    scratch = {s.name for s in program.scratch}  # several kernels: their buffers are not the task's
+    seen: set[str] = set()
+    for k in program.kernels():
+        for name, arg in k.kernel.args:
+            if isinstance(arg.type, GlobalType) and name not in scratch and name not in seen:
+                seen.add(name)
+                dims = [int(sx.fold(d).evaluate(env)) for d in shape_of(arg.type)]
+                total += math.prod(dims) * DTYPES[dtype_of(arg.type)].nbytes
     return total
 
 

@@ -204,6 +204,8 @@ def test_group_and_batch_statistics_with_an_epilogue_are_correct(tmp_path, body,
     path = problem(tmp_path, STATS.replace("{body}", body))
     made = seed_task(path, tmp_path / "task", mode)
     assert made.seed.form == "stats" and ("rvar" in made.seed.text) == (mode == "eval")
+    # batch or group statistics of few groups: each group split over SPLIT programs, two kernels
+    assert ("scratch pmean" in made.seed.text) == (mode == "train") == ("SPLIT" in made.seed.params["bench"])
     # the groups are the model's under each preset: the channels scale, `groups` is derived from them
     groups = {k: v.get("G") for k, v in made.seed.params.items()}
     assert groups == (
@@ -296,10 +298,12 @@ def test_a_solution_passes_the_harness_and_a_wrong_kernel_does_not(tmp_path):
     assert not record["ok"] and record["stage"] == "correctness", record
 
 
-def test_a_loss_is_one_program_over_the_rows_and_its_solution_writes_a_scalar(tmp_path):
+def test_a_loss_is_a_program_a_row_then_a_sum_and_its_solution_writes_a_scalar(tmp_path):
     prob = CORPUS / "loss_03_smooth_l1.py"
     made = seed_task(prob, tmp_path / "task")
-    assert "grid(1)" in made.seed.text and "for row in 0 .. M" in made.seed.text
+    program = parse(made.seed.text)
+    assert [k.kernel.grid.data[0].data.__str__() for k in program.kernels()] == ["M", "1"]
+    assert [s.name for s in program.scratch] == ["partial0"] and "partial0" not in made.task.bind
     program = parse((tmp_path / "task" / "seed.kir").read_text()).with_params(**made.seed.params["test"])
     solution = write_solution(made.task, program, prob, tmp_path / "solution.py")
     job = {"task": str(tmp_path / "task"), "candidate": {"kind": "python", "file": str(solution)}, "preset": "test"}
