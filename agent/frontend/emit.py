@@ -1,4 +1,4 @@
-"""From a traced forward to one seed KIR kernel.
+"""From a traced forward to a seed KIR program (one kernel, or two where a reduction is split).
 
 The forms, chosen by the graph:
 
@@ -7,14 +7,16 @@ The forms, chosen by the graph:
 - **rows**: elementwise ops and reductions along the last dimension (sum, mean, max, min, prod,
   arg-reductions, softmax, log-softmax, log-sum-exp, variance, norms, LayerNorm, scans), with
   vectors along it (weights, biases) and per-row values: one program per row, the whole row in
-  one tile (`N <= BLOCK`), or `BLOCK` columns of it when nothing reduces;
+  one tile (`N <= BLOCK`), or `BLOCK` columns of it when nothing reduces; a loss (a reduction of
+  everything): a program per row writes its share, a second kernel sums the shares;
 - **transposed-conv**: `nn.ConvTranspose1d/2d/3d` (one group) as a direct gather: a program per
   `BLOCK` outputs, each tap reading the input position it comes from where the stride divides;
 - **stats**: a normalization by statistics over several dimensions, `nn.GroupNorm` (a program
   per sample and group) and `nn.BatchNorm2d/3d` (a program per channel, over the batch and the
   spatial dimensions: the batch's statistics in training mode, the running ones in eval mode),
   with the elementwise ops after it: the group's elements walked `BLOCK` at a time, in three
-  passes (the mean, the centred variance, the normalized result);
+  passes (the mean, the centred variance, the normalized result); with few groups, two kernels
+  (`kir.multi`), each group split over `SPLIT` programs;
 - **gemm**: a matrix product (`matmul`, `mm`, `bmm`, `@`, `nn.Linear`, `F.linear`; an operand
   may be transposed) with the elementwise ops after it fused into the epilogue: a tile-level
   GEMM, a program per `BM x BN` tile (and per batch), masked on every edge.
@@ -136,8 +138,8 @@ def make_seed(traced: Traced, name: str) -> Seed:
         if op in STATS and node is not g.compute[0]:
             raise g.fail(
                 node, "frontend.op",
-                f"`{op}` after other ops is not translated yet: its statistics are of their result, which needs a "
-                "second kernel (a seed is one kernel)",
+                f"`{op}` after other ops is not translated yet: its statistics are of their result, which needs the "
+                "result in memory and a kernel after it (the frontend does not write that program yet)",
                 "write the kernel by hand in KIR, or leave this op to PyTorch",
             )  # fmt: skip
         if op in NOT_YET:

@@ -223,7 +223,7 @@ def test_group_and_batch_statistics_with_an_epilogue_are_correct(tmp_path, body,
     ("name", "line", "words"),
     [
         ("fusion_04_matmul_dropout_softmax.py", 19, "random numbers"),
-        ("fusion_06_conv2d_batchnorm_relu.py", 22, "needs a second kernel"),
+        ("fusion_06_conv2d_batchnorm_relu.py", 22, "a kernel after it"),
     ],
 )
 def test_what_is_not_translated_is_a_diagnostic_at_its_line(name, line, words):
