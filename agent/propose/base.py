@@ -51,6 +51,15 @@ class Proposal:
 class Proposer(ABC):
     name: ClassVar[str]
 
+    def usage(self) -> dict[str, Any]:
+        """What proposing has spent for the search so far, where it spends (an LLM proposer:
+        `tokens`, `money`, `requests`); the search holds it to its budgets."""
+        return {}
+
+    def done_reason(self) -> str | None:
+        """Why the proposer cannot propose any more (its budget spent, its endpoint gone), or None."""
+        return None
+
     @abstractmethod
     def propose(self, context: Context) -> list[Proposal]:
         """The children of `context.node`, best first: those to measure (at most

@@ -46,7 +46,7 @@ SCHEMAS["search show"] = ("task", "name", "nodes", "best", "path")
 
 STRATEGIES = ("beam", "greedy", "mcts", "evolve", "sweep")
 EXECUTORS = ("inline", "pool", "ray")
-PROPOSERS = ("tactic", "mutate")
+PROPOSERS = ("tactic", "mutate", "llm")
 TIMED: dict[str, Any] = {"sets": 3, "runs": 50, "peers": ["eager", "compile"]}
 GPU_TIMING: dict[str, Any] = {"time": TIMED, "warm": True}
 
@@ -108,9 +108,28 @@ def search_cmd(
     proposer: Annotated[
         str,
         typer.Option(
-            "--proposer", help="tactic (tactics ranked by the cost model) or mutate (bugs, for agent.learn's corpus)."
+            "--proposer",
+            help="tactic (tactics ranked by the cost model), mutate (bugs, for agent.learn's corpus) or llm (a model "
+            "writes the child: --llm-* and KIR_LLM_* settings, agent/propose/endpoints.py).",
         ),
     ] = "tactic",
+    llm_provider: Annotated[
+        str | None, typer.Option("--llm-provider", help="openai (any OpenAI-compatible server) or anthropic.")
+    ] = None,
+    llm_model: Annotated[str | None, typer.Option("--llm-model", help="The model (else KIR_LLM_MODEL).")] = None,
+    llm_base_url: Annotated[
+        str | None, typer.Option("--llm-base-url", metavar="URL", help="The API's base URL (else KIR_LLM_BASE_URL).")
+    ] = None,
+    repairs: Annotated[
+        int, typer.Option("--repairs", min=0, max=10, help="LLM: replies fed their diagnostics back, per expansion.")
+    ] = 2,
+    tokens: Annotated[
+        int | None, typer.Option("--tokens", min=1, help="LLM: tokens (prompt and reply) at most.")
+    ] = None,
+    money: Annotated[
+        float | None,
+        typer.Option("--money", min=0.0, help="LLM: money at most, at KIR_LLM_PRICE_IN/OUT per million tokens."),
+    ] = None,
     learned: Annotated[
         bool,
         typer.Option(
@@ -189,6 +208,17 @@ def search_cmd(
         _choice("strategy", strategy, STRATEGIES)
         _choice("proposer", proposer, PROPOSERS)
         _choice("executor", executor, EXECUTORS)
+        llm_settings = {"provider": llm_provider, "model": llm_model, "base_url": llm_base_url}
+        if proposer != "llm" and any(v is not None for v in llm_settings.values()):
+            raise usage("--llm-provider, --llm-model and --llm-base-url are for --proposer llm")
+        endpoint = None
+        if proposer == "llm":
+            from agent.propose.endpoints import Endpoint, EndpointError
+
+            try:
+                endpoint = Endpoint.from_settings(llm_settings)
+            except EndpointError as err:
+                raise usage(str(err)) from None
         if memory is not None:
             _choice("memory operator", memory, MEMORIES)
         if executor == "ray":
@@ -289,13 +319,25 @@ def search_cmd(
                     flush=True,
                 )
 
+            if endpoint is not None:
+                from agent.propose.llm import LLMProposer
+
+                chosen_proposer: Any = LLMProposer(
+                    endpoint, store=store, search=search_id, tokens=tokens, money=money, repairs=repairs,
+                    retrieve=_retriever(), model=CostModel.learned() if learned else CostModel(),
+                )  # fmt: skip
+            elif proposer == "tactic":
+                chosen_proposer = (
+                    TacticProposer(learned=load_learned(), model=CostModel.learned()) if learned else TacticProposer()
+                )
+            else:
+                chosen_proposer = MutationProposer()
             with make_executor(executor, workers=workers) as ex:
                 result = run_search(
-                    settings, program.text(), chosen,
-                    TacticProposer(learned=load_learned(), model=CostModel.learned()) if proposer == "tactic" and learned
-                    else TacticProposer() if proposer == "tactic" else MutationProposer(),
-                    ex, store, search_id,
-                    Budget(evaluations=budget, seconds=seconds, gpu_seconds=gpu_seconds, stall=stall, roofline=roofline), on_round=on_round,
+                    settings, program.text(), chosen, chosen_proposer, ex, store, search_id,
+                    Budget(evaluations=budget, seconds=seconds, gpu_seconds=gpu_seconds, stall=stall, roofline=roofline,
+                           tokens=tokens, money=money),
+                    on_round=on_round,
                 )  # fmt: skip
         out.fields["progress"] = result.progress.to_json()
         best = result.tree.best()
@@ -318,6 +360,23 @@ def search_cmd(
         )
 
     _finish(_guarded(None, body, "searching"), json_out, "search")
+
+
+def _retriever():
+    """What the knowledge base retrieves for a prompt (agent.kb), where it is built."""
+    try:
+        from agent import kb
+    except ImportError:
+        return None
+    search = getattr(kb, "search", None)
+    if search is None:
+        return None
+
+    def retrieve(rules, bottleneck, target) -> list[str]:
+        hits = search(" ".join(rules), rules=list(rules), target=target, bottleneck=bottleneck, limit=3)
+        return [f"- {h.title}: {h.snippet}" for h in hits]
+
+    return retrieve
 
 
 def _show(db: str | None, name: str | None, json_out: bool) -> None:

@@ -17,9 +17,11 @@ better program an older run found stays in the tree and the strategy can expand 
 
 Budgets: measured evaluations (a node measured or found measured), wall seconds, device seconds
 (the run stages' wall time on a GPU backend: what held the GPU), rounds without a better best
-(`stall`), and the best's distance to the roofline floor (`roofline`: stop once floor / best
-reaches it, `Settings.floor` from agent.search.roofline). The first one spent stops the search
-after its round."""
+(`stall`), the best's distance to the roofline floor (`roofline`: stop once floor / best
+reaches it, `Settings.floor` from agent.search.roofline), and an LLM proposer's tokens and money
+(`Proposer.usage`; the proposer sends no request its budget cannot pay for). The first one
+spent stops the search after its round, as does a proposer that can propose no more
+(`Proposer.done_reason`: its endpoint gone)."""
 
 from __future__ import annotations
 
@@ -48,6 +50,8 @@ class Budget:
     gpu_seconds: float | None = None
     stall: int | None = None  # rounds without a better best
     roofline: float | None = None  # stop once floor / best reaches this (Settings.floor)
+    tokens: int | None = None  # an LLM proposer's tokens, read and written (it keeps to them)
+    money: float | None = None  # and their price
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,6 +60,8 @@ class Budget:
             "gpu_seconds": self.gpu_seconds,
             "stall": self.stall,
             "roofline": self.roofline,
+            "tokens": self.tokens,
+            "money": self.money,
         }
 
 
@@ -110,6 +116,7 @@ class Progress:
     seed_score: float | None = None
     stall: int = 0
     reason: str = ""
+    spent: dict[str, Any] = field(default_factory=dict)  # the proposer's usage (tokens, money, requests)
 
     def to_json(self) -> dict[str, Any]:
         proposed = self.evaluations + self.stopped_statically
@@ -130,6 +137,7 @@ class Progress:
             if self.best is not None and self.seed_score and self.best.score
             else None,
             "stopped": self.reason,
+            **({"proposer": dict(self.spent)} if self.spent else {}),
         }
 
 
@@ -244,11 +252,12 @@ def run_search(
     measure([root])
     progress.seed_score = tree.root.score
     progress.best = tree.best()
+    progress.spent = proposer.usage()  # a resumed search's proposer spent before
     if on_round:
         on_round(progress, tree)
 
     while True:
-        reason = _spent(budget, progress, settings.floor)
+        reason = _spent(budget, progress, settings.floor) or proposer.done_reason() or ""
         if reason:
             progress.reason = reason
             break
@@ -290,6 +299,7 @@ def run_search(
                 else:
                     to_measure.append(node)
                 tree.add(node)
+        progress.spent = proposer.usage()
         measured = measure(to_measure)
         grafted = graft()
         strategy.tell(tree, sorted(statics + measured + grafted, key=lambda n: n.id))
@@ -315,6 +325,10 @@ def _spent(budget: Budget, progress: Progress, floor: float | None = None) -> st
         return f"device time budget ({budget.gpu_seconds:g} s) spent"
     if budget.stall is not None and progress.stall >= budget.stall:
         return f"no better program in {budget.stall} rounds"
+    if budget.tokens is not None and progress.spent.get("tokens", 0) >= budget.tokens:
+        return f"token budget ({budget.tokens}) spent"
+    if budget.money is not None and progress.spent.get("money", 0.0) >= budget.money:
+        return f"money budget ({budget.money:g}) spent"
     best = None if progress.best is None else progress.best.score
     if budget.roofline is not None and floor and best and floor / best >= budget.roofline:
         return f"the best is at {floor / best:.0%} of the roofline floor (--roofline {budget.roofline:g})"

@@ -2,7 +2,7 @@
 its name, task and settings) and `nodes` (one row a node, keyed by search and node id, the
 candidate key unique within a search). `evaluations` keeps every Record by candidate key and
 the context it was measured in (task, target, backend, preset), so that no search evaluates a
-canonical program twice in one context, a later one included. `meta` holds the schema version;
+canonical program twice in one context, a later one included. `exchanges` keeps what an LLM proposer asked and was answered. `meta` holds the schema version;
 `MIGRATIONS[i]` takes a store from version i to i + 1. One text serves SQLite and PostgreSQL:
 where they spell a thing differently, the statement names it (`{serial}`) and `DIALECTS` holds
 each engine's word; `migrations(dialect)` gives the statements an engine runs."""
@@ -51,6 +51,23 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             context TEXT NOT NULL,
             record TEXT NOT NULL,
             PRIMARY KEY (key, context)
+        )""",
+    ),
+    # 2: the LLM proposer's exchanges, one row a request (its key: the hash of the model and the
+    # whole request), with the reply and what it cost; a resumed search sends no request twice
+    (
+        """CREATE TABLE IF NOT EXISTS exchanges (
+            search INTEGER NOT NULL REFERENCES searches (id),
+            key TEXT NOT NULL,
+            model TEXT NOT NULL,
+            request TEXT NOT NULL,
+            reply TEXT,
+            error TEXT,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cost DOUBLE PRECISION NOT NULL,
+            written DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (search, key)
         )""",
     ),
 )
@@ -139,6 +156,19 @@ class Store(ABC):
 
     @abstractmethod
     def remember(self, key: str, context: Mapping[str, Any], record: Record) -> None: ...
+
+    @abstractmethod
+    def exchange(self, search: int, key: str) -> dict[str, Any] | None:
+        """The LLM exchange of this search with this key, or None."""
+
+    @abstractmethod
+    def record_exchange(self, search: int, key: str, exchange: Mapping[str, Any]) -> None:
+        """Write an LLM exchange (`model`, `request`, `reply` or `error`, `input_tokens`,
+        `output_tokens`, `cost`): written as soon as the reply came, before its program is."""
+
+    @abstractmethod
+    def exchanges(self, search: int) -> list[dict[str, Any]]:
+        """Every LLM exchange of the search, in the order written."""
 
     @abstractmethod
     def close(self) -> None: ...

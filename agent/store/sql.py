@@ -105,5 +105,27 @@ class SqlStore(Store):
             (key, context_key(context), json.dumps(record.to_json(), sort_keys=True)),
         )
 
+    _EXCHANGE = ("model", "request", "reply", "error", "input_tokens", "output_tokens", "cost")
+
+    def exchange(self, search: int, key: str) -> dict[str, Any] | None:
+        row = self._run(
+            f"SELECT {', '.join(self._EXCHANGE)} FROM exchanges WHERE search = ? AND key = ?", (search, key)
+        ).fetchone()
+        return None if row is None else {**dict(zip(self._EXCHANGE, row, strict=True)), "key": key}
+
+    def record_exchange(self, search: int, key: str, exchange: Mapping[str, Any]) -> None:
+        values = tuple(exchange.get(c) for c in self._EXCHANGE)
+        self._run(
+            f"INSERT INTO exchanges (search, key, {', '.join(self._EXCHANGE)}, written) "
+            f"VALUES (?, ?, {', '.join('?' for _ in self._EXCHANGE)}, ?) ON CONFLICT (search, key) DO NOTHING",
+            (search, key, *values, time.time()),
+        )
+
+    def exchanges(self, search: int) -> list[dict[str, Any]]:
+        rows = self._run(
+            f"SELECT key, {', '.join(self._EXCHANGE)} FROM exchanges WHERE search = ? ORDER BY written, key", (search,)
+        ).fetchall()
+        return [dict(zip(("key", *self._EXCHANGE), r, strict=True)) for r in rows]
+
     def close(self) -> None:
         self.db.close()

@@ -202,3 +202,20 @@ def test_postgres_server_that_does_not_answer():
     ) as err:
         open_store("postgresql://kir:secret@127.0.0.1:1/none?connect_timeout=3")
     assert "secret" not in str(err.value)
+
+
+def test_llm_exchanges_are_kept_per_search_and_written_once(engine):
+    with open_store(engine.url) as store:
+        a, b = store.search("a", "t", {}), store.search("b", "t", {})
+        ex = {"model": "m", "request": '{"turns": []}', "reply": "```kir\nkernel k\n```", "error": None,
+              "input_tokens": 10, "output_tokens": 5, "cost": 0.25}  # fmt: skip
+        store.record_exchange(a, "k1", ex)
+        store.record_exchange(a, "k1", {**ex, "reply": "another"})  # written once: the first reply stays
+        store.record_exchange(
+            a, "k2", {**ex, "reply": None, "error": "gone", "input_tokens": 0, "output_tokens": 0, "cost": 0.0}
+        )
+        assert store.exchange(a, "k1")["reply"] == ex["reply"] and store.exchange(b, "k1") is None
+        assert [e["key"] for e in store.exchanges(a)] == ["k1", "k2"] and store.exchanges(b) == []
+        assert store.exchanges(a)[1]["error"] == "gone"
+    with open_store(engine.url) as store:  # reopened: still there
+        assert store.exchange(a, "k1")["cost"] == 0.25
