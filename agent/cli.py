@@ -30,6 +30,7 @@ from agent.frontend import cli as frontend_cli
 from agent.learn import cli as learn_cli
 from agent.search import cli as search_cli
 from agent.search import report_cli
+from agent.serve import cli as serve_cli
 from kir import cli as kcli
 from kir.cli import (
     DEFAULT_PRESET,
@@ -708,6 +709,7 @@ def _assemble() -> typer.Typer:
     report_cli.register(app)
     frontend_cli.register(app)
     learn_cli.register(app)
+    serve_cli.register(app)
     return app
 
 

@@ -101,6 +101,7 @@ def base(command: str, f: dict[str, str]) -> list[str]:
         "seed": [PROBLEM],
         "solve": [PROBLEM, "--budget", "1"],
         "learn": [f["report_db"], "--rules", "--dry-run"],
+        "serve": ["--mcp"],  # every wrong value stops it before it serves
     }[command]
 
 
@@ -159,6 +160,9 @@ BAD = {
     "--repairs": ["-1", "11", "x"],
     "--tokens": ["0", "x"],
     "--money": ["-1", "x"],
+    "--host": ["0.0.0.0"],
+    "--port": ["0", "70000", "x"],
+    "--searches": ["{rule}"],
     "DB...": ["{missing}", "{rule}"],
     "--min-programs": ["0", "1", "x"],
     "--min-tasks": ["0", "x"],
@@ -251,7 +255,7 @@ def test_every_command_and_option_has_cases(files):
     assert documented == {
         "check", "fmt", "hash", "version", "interp", "lower", "compile", "cost", "run", "bench",
         "rules list", "rules explain", "rules add", "rules learned", "rules retire", "tactics list",
-        "tactics explain", "tactics apply", "tactics replay", "search", "report", "seed", "solve", "learn",
+        "tactics explain", "tactics apply", "tactics replay", "search", "report", "seed", "solve", "learn", "serve",
     }  # fmt: skip
     for command, cmd in COMMANDS:
         base(command, files)  # raises KeyError for a command without a base line
