@@ -27,6 +27,7 @@ from typing import Annotated, Any, cast
 import typer
 
 from agent.frontend import cli as frontend_cli
+from agent.kb import cli as kb_cli
 from agent.learn import cli as learn_cli
 from agent.search import cli as search_cli
 from agent.search import report_cli
@@ -709,6 +710,7 @@ def _assemble() -> typer.Typer:
     report_cli.register(app)
     frontend_cli.register(app)
     learn_cli.register(app)
+    kb_cli.register(app)
     serve_cli.register(app)
     return app
 

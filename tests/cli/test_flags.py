@@ -176,6 +176,8 @@ def test_every_command_with_json_prints_its_schema(tmp_path, monkeypatch):
         "learn": ["learn", tmp_path / "none.sqlite", "--rules"],  # refused: no store (a mining: tests/agent)
         "rules learned": ["rules", "learned"],
         "rules retire": ["rules", "retire", "learned.not-installed"],  # refused: a usage error
+        "kb search": ["kb", "search", "DMA completion counter", "--target", "mtia-sim"],
+        "kb show": ["kb", "show", "rule/sync.parity"],
     }
     having_json = {c for c, cmd in leaf_commands() if any("--json" in p.opts for p in cmd.params)}
     # `kir search show DB` is a mode of `kir search` with its own schema (tests/agent/test_search_report.py)
@@ -202,6 +204,8 @@ def test_every_command_with_json_prints_its_schema(tmp_path, monkeypatch):
     applied = got["tactics apply"]
     assert applied["ok"] and (applied["tactic"], applied["params"]) == ("warps", {"warps": 16})
     assert "warps(16)" in applied["text"] and applied["kernel"] == "softmax"
+    assert got["kb search"]["hits"][0]["id"] == "hardware/mtia-sim/3-3-the-dma-counter"
+    assert got["kb show"]["ok"] and got["kb show"]["id"] == "rule/sync.parity"
     replayed = got["tactics replay"]
     assert replayed["ok"] and replayed["program"] == "replayed" and "warps(16)" in replayed["text"]
 

@@ -102,6 +102,8 @@ def base(command: str, f: dict[str, str]) -> list[str]:
         "solve": [PROBLEM, "--budget", "1"],
         "learn": [f["report_db"], "--rules", "--dry-run"],
         "serve": ["--mcp"],  # every wrong value stops it before it serves
+        "kb search": ["DMA completion counter"],
+        "kb show": ["rule/sync.parity"],
     }[command]
 
 
@@ -167,6 +169,12 @@ BAD = {
     "--min-programs": ["0", "1", "x"],
     "--min-tasks": ["0", "x"],
     "--retire": ["learned.not-installed", ""],
+    "--rule": ["nonsense.rule", "sync.parit", ""],
+    "--bottleneck": ["nonsense", ""],
+    "--kind": ["nonsense", "rules", ""],
+    "--limit": ["0", "-1", "101", "x"],
+    "QUERY": ["", "*", '"()', "-"],  # no words, and nothing else to list by
+    "DOC": ["nonsense", "rule/sync.parit", ""],
 }
 # bench's --out is a folder: a file is what it cannot take
 BAD_FOR = {
@@ -256,6 +264,7 @@ def test_every_command_and_option_has_cases(files):
         "check", "fmt", "hash", "version", "interp", "lower", "compile", "cost", "run", "bench",
         "rules list", "rules explain", "rules add", "rules learned", "rules retire", "tactics list",
         "tactics explain", "tactics apply", "tactics replay", "search", "report", "seed", "solve", "learn", "serve",
+        "kb search", "kb show",
     }  # fmt: skip
     for command, cmd in COMMANDS:
         base(command, files)  # raises KeyError for a command without a base line
