@@ -6,7 +6,8 @@ preset), the parent program with its Record (the verifier's diagnostics, the cos
 bottleneck and largest terms, the measured score), what the memory operator shows of the tree
 (the ancestors and siblings: move, stage, score, the first errors), the tactics that apply to
 the parent, and what the knowledge base retrieves for the parent's rule ids and bottleneck
-(`retrieve`, a function of those). The model answers with the program in a ```kir block.
+(`retrieve`, a function of those). The model answers with the whole program in a ```kir block, or with SEARCH/REPLACE edits of the
+parent (`extract`).
 
 Each reply is checked statically (parse, verify, cost: `agent.pipeline.evaluate`). A reply that
 does not get through is a stopped child with its Record, and its diagnostics go back to the
@@ -36,7 +37,7 @@ from agent.propose.endpoints import Endpoint, EndpointError, Reply
 from agent.search.tree import Move, Node
 from agent.store.base import Store
 from costmodel import CostModel
-from kir.diagnostics import KirError
+from kir.diagnostics import Diagnostic, KirError
 from kir.parser import parse
 
 SYSTEM = """You write GPU kernels in KIR, a typed IR. A program is one kernel (or several, launched in order):
@@ -54,16 +55,38 @@ kernel NAME<PARAM = 128, ...>(x: global f32[M, N], y: out global f32[M, N])
 Values are tiles; shapes in brackets are static expressions over parameters and shape symbols.
 Keep the kernel's name, arguments and their order, and the target. Change what makes it faster
 (tiles, grid, warps, loops, pipelining, the order of work) and keep it exactly correct.
-Answer with the whole program in one ```kir block and nothing after it."""
+Answer with the whole program in one ```kir block and nothing after it, or with edits of the
+program, each a block of lines it has and the lines to put there instead:
+<<<<<<< SEARCH
+  target sm_90 grid(M) warps(4)
+=======
+  target sm_90 grid(M) warps(8)
+>>>>>>> REPLACE"""
 
 FENCE = re.compile(r"```(?:kir)?[ \t]*\n(.*?)```", re.DOTALL)
+EDIT = re.compile(r"<<<<<<< SEARCH\n(.*?)\n=======\n(.*?)\n?>>>>>>> REPLACE", re.DOTALL)
 CHARS_PER_TOKEN = 3  # a prompt's tokens, counted before sending (at most; real tokenizers do more)
 
 
-def extract(reply: str) -> str:
-    """The program of a reply: the last fenced block (```kir or bare), else the whole text."""
+def extract(reply: str, parent: str | None = None) -> tuple[str, str | None]:
+    """The program of a reply and what is wrong with the reply itself (None): with SEARCH/REPLACE
+    edits, the parent with each edit made in turn (an edit whose lines the program does not hold
+    once is refused); else the last fenced block (```kir or bare), else the whole text."""
+    edits = EDIT.findall(reply)
+    if edits and parent is not None:
+        text = parent
+        for i, (old, new) in enumerate(edits, 1):
+            count = text.count(old)
+            if count != 1:
+                where = "is not in the program" if count == 0 else f"is in the program {count} times"
+                return (
+                    text,
+                    f"edit {i}: its SEARCH lines {where}; quote lines of the program exactly, enough to be unique",
+                )
+            text = text.replace(old, new, 1)
+        return text if text.endswith("\n") else text + "\n", None
     blocks = FENCE.findall(reply)
-    return (blocks[-1] if blocks else reply).strip() + "\n"
+    return (blocks[-1] if blocks else reply).strip() + "\n", None
 
 
 class LLMProposer(Proposer):
@@ -120,12 +143,18 @@ class LLMProposer(Proposer):
             if asked is None:
                 break
             reply, exchange, cost = asked
-            text = extract(reply.text)
+            text, problem = extract(reply.text, context.node.text)
             candidate = Candidate(text, file=f"<reply {exchange[:12]}>")
-            record = evaluate(
-                candidate, until="cost", target=context.target, task=context.task, preset=context.preset,
-                cost_model=self.model,
-            )  # fmt: skip
+            if problem is not None:  # an edit that does not apply: the reply's fault, said as its Record
+                record = Record(
+                    candidate.key(), candidate.file, "parse", False, "cost",
+                    diagnostics=(Diagnostic("llm.edit", "error", None, problem, "or answer with the whole program"),),
+                )  # fmt: skip
+            else:
+                record = evaluate(
+                    candidate, until="cost", target=context.target, task=context.task, preset=context.preset,
+                    cost_model=self.model,
+                )  # fmt: skip
             move = Move(
                 self.name, "rewrite" if attempt == 0 else "repair",
                 (("attempt", attempt), ("exchange", exchange[:16]), ("model", reply.model),

@@ -374,7 +374,7 @@ def _retriever():
 
     def retrieve(rules, bottleneck, target) -> list[str]:
         hits = search(" ".join(rules), rules=list(rules), target=target, bottleneck=bottleneck, limit=3)
-        return [f"- {h.title}: {h.snippet}" for h in hits]
+        return [f"- {h.doc.title} ({h.doc.id}): {h.snippet}" for h in hits]
 
     return retrieve
 

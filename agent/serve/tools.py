@@ -501,11 +501,5 @@ def _tactic_out(t, values: dict[str, tuple[Any, ...]] | None) -> TacticOut:
 
 
 def _hit(h: Any) -> dict[str, Any]:
-    get = (lambda k: h.get(k)) if isinstance(h, dict) else (lambda k: getattr(h, k, None))
-    return {
-        "id": str(get("id") or get("doc_id") or ""),
-        "title": str(get("title") or ""),
-        "kind": str(get("kind") or ""),
-        "score": get("score"),
-        "snippet": str(get("snippet") or get("text") or "")[:1000],
-    }
+    data = h.to_json()
+    return {k: data[k] for k in ("id", "title", "kind", "score", "snippet")}

@@ -109,7 +109,7 @@ def test_a_rate_limit_is_retried_with_backoff():
             "s", [{"role": "user", "content": "u"}], 64
         )
         assert len(server.requests) == 2
-    assert "warps(8)" in extract(reply.text)
+    assert "warps(8)" in extract(reply.text)[0]
 
 
 @pytest.mark.parametrize(
@@ -151,9 +151,25 @@ def test_settings_come_from_the_environment_not_the_code():
             Endpoint.from_settings({}, bad)
 
 
-def test_extract_takes_the_last_fenced_block():
-    assert extract("a\n```kir\nkernel a\n```\nthen\n```\nkernel b\n```") == "kernel b\n"
-    assert extract("kernel c") == "kernel c\n"
+def test_extract_takes_the_last_fenced_block_or_makes_the_edits():
+    assert extract("a\n```kir\nkernel a\n```\nthen\n```\nkernel b\n```") == ("kernel b\n", None)
+    assert extract("kernel c") == ("kernel c\n", None)
+    edit = "<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE"
+    assert extract(edit, "a\nx = 1\nb\n") == ("a\nx = 2\nb\n", None)
+    assert "not in the program" in extract(edit, "a\n")[1]
+    assert "2 times" in extract(edit, "x = 1\nx = 1\n")[1]
+
+
+def test_an_edit_that_does_not_apply_is_fed_back_and_its_repair_measured(tmp_path):
+    with Replay(recording("softmax_edits_openai")) as server:
+        endpoint = OpenAIEndpoint("kir-test", base_url=server.url, retries=0)
+        result, _, _ = search(endpoint, tmp_path / "e.sqlite", Budget(evaluations=2))
+        second = server.requests[1][1]["messages"][-1]["content"]
+    assert "llm.edit" in second and "not in the program" in second
+    stopped = next(n for n in result.tree if n.move.name == "rewrite")
+    assert stopped.record.errors[0].rule == "llm.edit"
+    repaired = next(n for n in result.tree if n.move.name == "repair")
+    assert repaired.score is not None and "warps(8)" in repaired.text and "warps(4)" not in repaired.text
 
 
 def test_kir_search_with_the_llm_proposer(tmp_path, monkeypatch):

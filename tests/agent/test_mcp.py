@@ -177,3 +177,11 @@ def test_long_texts_are_capped_with_the_flag(tmp_path, monkeypatch):
     rec = session_run(body, tmp_path).structuredContent
     assert rec["truncated"] and len(json.dumps(rec["report"])) < 20_000
     assert all(len(v) <= 200 for v in rec["report"].values() if isinstance(v, str))
+
+
+def test_kb_search_finds_a_rules_explanation(tmp_path):
+    async def body(session, schemas):
+        return await call(session, schemas, "kb_search", {"query": "", "rules": ["sync.parity"], "limit": 3})
+
+    hits = session_run(body, tmp_path).structuredContent["hits"]
+    assert hits and any("sync.parity" in h["id"] for h in hits[:3]), hits
