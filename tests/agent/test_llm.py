@@ -182,8 +182,11 @@ def test_kir_search_with_the_llm_proposer(tmp_path, monkeypatch):
              "--backend", "mtia-sim", "--budget", "2", "--tokens", "100000", "--executor", "inline",
              "--db", str(tmp_path / "c.sqlite"), "--json"],
         )  # fmt: skip
+        prompt = server.requests[0][1]["messages"][1]["content"]
     data = json.loads(result.stdout)
     assert data["ok"], data
+    # the knowledge base's notes for the target (mtia-sim's manual) and the applicable tactics
+    assert "# Notes from the manuals" in prompt and "hardware/mtia-sim" in prompt and "- retile:" in prompt
     spent = data["progress"]["proposer"]
     assert spent["requests"] >= 2 and spent["tokens"] > 0 and spent["money"] > 0
     bad = runner.invoke(app, ["search", "softmax", "--llm-model", "x", "--json"])
