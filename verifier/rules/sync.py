@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import z3
 from xdsl.ir import Block, Operation, SSAValue
@@ -25,7 +25,7 @@ from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.traits import BARRIER, allocates, is_async
 from kir.dialect.types import MBarrierType, SmemType
-from verifier.context import Context
+from verifier.context import Context, OpInfo
 from verifier.registry import rule
 from verifier.symbolic import CACHE
 
@@ -597,12 +597,16 @@ def arrive_count(ctx: Context) -> Iterator[Diagnostic]:
     "sync.barrier-divergent",
     family="sync",
     severity="error",
-    summary="a CTA barrier that not every thread reaches",
+    summary="a CTA barrier that not every thread reaches as many times",
     explanation="""
-`barrier()` waits for every thread of the CTA. Inside a role, only that role's warps reach it:
-the other roles run different code and never arrive, so the CTA deadlocks (or, on hardware,
-the barrier counts the wrong threads). Synchronize roles with mbarriers; keep `barrier()` in
-code that the whole CTA runs.""",
+`barrier()` waits until every thread of the CTA has arrived, wherever in the code each thread
+arrives: the hardware counts arrivals (`bar.sync 0` on NVIDIA, `s_barrier` on AMD), not
+program points. Roles may each call `barrier()` as long as every role reaches it the same
+number of times (a role's calls, times the trips of the loops around them inside the role): the
+k-th arrival of each role then meets the k-th of the others. A role that reaches it more often
+than another waits for arrivals that never come, and the CTA deadlocks. So does a `barrier()`
+under an `if` that some threads skip. Synchronize roles with mbarriers where their counts
+differ.""",
     bad="""\
 kernel k<B = 128>(x: global f32[N], y: out global f32[N])
   where N % B == 0
@@ -622,31 +626,112 @@ kernel k<B = 128>(x: global f32[N], y: out global f32[N])
     good="""\
 kernel k<B = 128>(x: global f32[N], y: out global f32[N])
   where N % B == 0
-  target sm_90 grid(N / B) warps(8)
+  target sm_90 grid(N / B) warps(2)
 {
   buf = smem(f32[B])
   i = program_id(0) * B + arange(0, B)
-  store(buf[0 : B], load(x[i]))
-  barrier()
-  store(y[i], load(buf[0 : B]))
+  role producer warps(0) {
+    store(buf[0 : B], load(x[i]))
+    barrier()
+  }
+  role consumer warps(1) {
+    barrier()
+    store(y[i], load(buf[0 : B]))
+  }
 }
 """,
 )
 def barrier_divergent(ctx: Context) -> Iterator[Diagnostic]:
+    by_role: dict[st.RoleOp, list[OpInfo]] = {}
     for info in ctx.ops(ex.CtaBarrierOp):
-        if info.role is not None:
-            yield ctx.report(
-                info.op,
-                f"barrier() inside role `{info.role.name_text}`: the other roles never reach it",
-                "order roles with mbarriers (arrive / wait); keep barrier() outside roles",
-                related=[(info.role, "the role")],
-            )
-        elif info.in_if:
+        if info.in_if:
             yield ctx.report(
                 info.op,
                 "barrier() under an if: threads that skip the branch never reach it",
                 "move the barrier out of the conditional",
             )
+        elif info.role is not None:
+            by_role.setdefault(info.role, []).append(info)
+    if not by_role:
+        return
+    roles = [op for op in ctx.kernel.walk() if isinstance(op, st.RoleOp)]
+    counts = {role: _barrier_count(by_role.get(role, [])) for role in roles}
+    if len(set(counts.values())) <= 1:
+        return  # every role arrives as many times: the k-th arrivals meet
+    fewest = min(counts.values(), key=_count_order)
+    for role, infos in by_role.items():
+        if counts[role] == fewest:
+            continue
+        others = ", ".join(
+            f"`{r.name_text}` {_count_text(c)}" for r, c in counts.items() if r is not role and c != counts[role]
+        )
+        yield ctx.report(
+            infos[0].op,
+            f"role `{role.name_text}` reaches barrier() {_count_text(counts[role])}, but {others}: its extra "
+            "arrivals wait for threads that never come",
+            "call barrier() as many times in every role, or order the roles with mbarriers (arrive / wait)",
+            related=[(role, "the role")] + [(r, "a role with fewer") for r, c in counts.items() if c == fewest],
+        )
+
+
+def _barrier_count(infos: list[OpInfo]) -> tuple[tuple[Any, int], ...]:
+    """How many times a role reaches barrier(): per nest of loops inside the role (a loop by its
+    bounds: constants and shape symbols by value, other values by identity), how many calls sit
+    in it; with constant bounds, the trips multiplied out into one number."""
+    found: dict[Any, int] = {}
+    for info in infos:
+        inside = tuple(loop for loop in info.loops if info.role is not None and info.role.is_ancestor(loop))
+        trips = 1
+        keys = []
+        for loop in inside:
+            n = _const_trips(loop)
+            if n is None:
+                keys.append(tuple(_value_key(v) for v in (loop.lower, loop.upper, loop.step)))
+            else:
+                trips *= n
+        key = tuple(keys)
+        found[key] = found.get(key, 0) + trips
+    return tuple(sorted(((k, v) for k, v in found.items() if v), key=repr))
+
+
+def _value_key(value: SSAValue, depth: int = 0) -> Any:
+    owner = value.owner
+    if isinstance(owner, tl.ConstOp):
+        return ("const", owner.value.data)
+    if isinstance(owner, tl.SymValueOp):
+        return ("symbol", owner.symbol.data)
+    if isinstance(owner, Operation) and depth < 6 and isinstance(owner, tl.BinaryOp | tl.UnaryOp):
+        return (owner.name, getattr(getattr(owner, "fn", None), "data", None),
+                tuple(_value_key(v, depth + 1) for v in owner.operands))  # fmt: skip
+    return ("value", id(value))
+
+
+def _const_trips(loop: st.ForOp) -> int | None:
+    bounds = []
+    for v in (loop.lower, loop.upper, loop.step):
+        owner = v.owner
+        if not isinstance(owner, tl.ConstOp):
+            return None
+        try:
+            bounds.append(int(owner.value.data))
+        except ValueError:
+            return None
+    lo, hi, step = bounds
+    return max(0, -(-(hi - lo) // step)) if step > 0 else None
+
+
+def _count_order(count: tuple[tuple[Any, int], ...]) -> tuple[int, int]:
+    """Fewest first: a count that loops with run-time bounds set is taken as the larger."""
+    return (sum(1 for key, _ in count if key != ()), sum(n for _, n in count))
+
+
+def _count_text(count: tuple[tuple[Any, int], ...]) -> str:
+    if not count:
+        return "never"
+    if len(count) == 1 and count[0][0] == ():
+        n = count[0][1]
+        return "once" if n == 1 else f"{n} times"
+    return "a number of times set by its loops"
 
 
 @rule(
