@@ -1150,6 +1150,8 @@ def dot_shape(ctx: Context) -> Iterator[Diagnostic]:
     for info in ctx.ops(tl.DotOp):
         op = info.op
         dtype = dtype_of(op.lhs.type)
+        if ctx.spec.dtypes and dtype not in ctx.spec.dtypes:
+            continue  # a dtype the target does not have at all: target.dtype's error at this dot
         if ctx.spec.mma_dtypes and dtype not in ctx.spec.mma_dtypes:
             yield ctx.report(
                 op,

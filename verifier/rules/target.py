@@ -728,7 +728,7 @@ def _introduced_dtype(op: Operation) -> tuple[str, str] | None:
 Each target's table lists its dtypes. fp8 (`f8e4m3`, `f8e5m2`) exists on sm_90 and gfx942 but not
 on sm_80 or gfx90a; mtia-sim has no f64. The rule reports every place a missing dtype enters the
 program: a kernel argument, a cast, a new tile (`zeros`, `full`), a shared buffer, a dot's
-accumulate dtype.
+accumulate dtype, and a dot of such operands (no matrix unit of the target multiplies them).
 """,
     bad="""
     kernel quantize<BLOCK = 1024>(x: global f32[N], y: out global f8e4m3[N])  # <-
@@ -774,6 +774,9 @@ def dtype_unavailable(ctx: Context) -> Iterator[Diagnostic]:
             )
     for info in ctx.infos:
         found = _introduced_dtype(info.op)
+        if isinstance(info.op, tl.DotOp) and dtype_of(info.op.lhs.type) not in have:
+            # a product of operands the target has no type for: no matrix unit (nor vector unit) takes it
+            found = (dtype_of(info.op.lhs.type), f"dot of {dtype_of(info.op.lhs.type)} operands")
         if found is None or found[0] in have:
             continue
         dtype, what = found
