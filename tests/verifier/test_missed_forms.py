@@ -30,3 +30,25 @@ def test_an_fp8_dot_on_a_target_without_fp8_is_an_error_at_the_dot():
     assert "dot of f8e4m3 operands" in at_dot[0].message
     assert not any("vector units" in d.message for d in found)  # not a legal dot on the wrong unit
     assert not [d for d in check_program(parse(FP8_DOT.format(target="sm_90"), "g.kir")) if d.is_error]
+
+
+LSE = """\
+kernel lse<BLOCK = 1024>(x: global f32[M, N], y: out global f32[M])
+  where N <= BLOCK
+  target sm_90 grid(M) warps(4)
+{
+  row = program_id(0)
+  cols = arange(0, BLOCK)
+  mask = cols < N
+  v = load(x[row, cols], mask = mask, other = -inf)
+%s
+}
+"""
+
+
+def test_a_log_sum_exp_without_the_max_shift_is_flagged_at_the_exp():
+    bad = check_program(parse(LSE % "  store(y[row], log(sum(exp(v), axis = 0)))", "l.kir"))
+    hits = [d for d in bad if d.rule == "numerics.unshifted-exp"]
+    assert [(d.span.line, d.span.col) for d in hits] == [(9, 25)] and "m + log(sum(exp(x - m)" in hits[0].hint
+    good = LSE % "  m = max(v, axis = 0)\n  store(y[row], m + log(sum(exp(v - m), axis = 0)))"
+    assert not [d for d in check_program(parse(good, "l.kir")) if d.rule == "numerics.unshifted-exp"]

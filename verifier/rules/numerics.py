@@ -194,15 +194,16 @@ kernel softmax<BLOCK = 1024>(x: global bf16[M, N], y: out global bf16[M, N])
     "numerics.unshifted-exp",
     family="numerics",
     severity="warning",
-    summary="a softmax takes exp of values that are not shifted by their maximum",
+    summary="a softmax or a log-sum-exp takes exp of values that are not shifted by their maximum",
     explanation="""
 `exp(x)` overflows f32 for x > 88.7 (bf16 and f16 much earlier: f16 at 11.1), and the
 softmax `exp(x) / sum(exp(x))` then gives inf / inf = NaN; for very negative x every term
 underflows to 0 and the division is 0 / 0. Softmax is shift-invariant, so the standard form
 subtracts the row maximum first: `e = exp(x - max(x, axis = 0))` keeps every exponent at most
 0 and the largest term exactly 1. The verifier flags an `exp` whose result is divided by a
-sum of itself when its argument is not `something - max(...)` (or a running maximum built with
-`maximum(...)`, as in online softmax).
+sum of itself, or whose sum is taken the `log` of (`log(sum(exp(x)))`, a log-sum-exp: write it
+`m + log(sum(exp(x - m)))`), when its argument is not `something - max(...)` (or a running
+maximum built with `maximum(...)`, as in online softmax).
 """,
     bad=_SOFTMAX % ("v", "  # <-"),
     good=_SOFTMAX % ("v - max(v, axis = 0)", ""),
@@ -222,6 +223,45 @@ def check_unshifted_exp(ctx: Context) -> Iterator[Diagnostic]:
             hint="subtract the maximum first: e = exp(x - max(x, axis = ...)), which leaves the softmax unchanged",
             related=[(div, "the normalization")],
         )
+    for info in ctx.ops(tl.UnaryOp):  # log-sum-exp: log(sum(exp(x))) without the shift
+        log = info.op
+        if log.fn.data not in ("log", "log2"):
+            continue
+        exp = _summed_exp(log.operand, depth=6)
+        if exp is None or _shifted_by_max(exp.operand):
+            continue
+        yield ctx.report(
+            exp,
+            f"{exp.fn.data} of a value not shifted by its maximum, summed, then its {log.fn.data}: inputs above about "
+            "88 overflow the sum to inf (a log-sum-exp of inf), and very negative ones underflow it to log(0) = -inf",
+            hint="shift by the maximum: m = max(x, axis = ...); m + log(sum(exp(x - m), axis = ...))",
+            related=[(log, "the log")],
+        )
+
+
+def _summed_exp(v: SSAValue, depth: int) -> tl.UnaryOp | None:
+    """The exp whose values `v` sums: `sum(exp(x))`, through casts, `where`, adds of sums."""
+    if depth == 0 or isinstance(v, BlockArgument):
+        return None
+    v = _through_plain(v)
+    op = v.owner
+    if isinstance(op, tl.ReduceOp) and op.fn.data == "sum":
+        return _exp_in(op.operand, depth)
+    if isinstance(op, tl.BinaryOp) and op.fn.data == "add":
+        return _summed_exp(op.lhs, depth - 1) or _summed_exp(op.rhs, depth - 1)
+    return None
+
+
+def _exp_in(v: SSAValue, depth: int) -> tl.UnaryOp | None:
+    if depth == 0 or isinstance(v, BlockArgument):
+        return None
+    v = _through_plain(v)
+    op = v.owner
+    if isinstance(op, tl.UnaryOp) and op.fn.data in ("exp", "exp2"):
+        return op
+    if isinstance(op, tl.WhereOp):
+        return _exp_in(op.lhs, depth - 1) or _exp_in(op.rhs, depth - 1)
+    return None
 
 
 def _normalized_exp(op: tl.BinaryOp) -> tl.UnaryOp | None:
