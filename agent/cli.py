@@ -22,7 +22,7 @@ import importlib.util
 import json
 from importlib.machinery import ModuleSpec
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, NoReturn, cast
 
 import typer
 
@@ -367,18 +367,74 @@ def _finish(outcome: Outcome, json_out: bool, command: str, until: str) -> None:
     kcli._finish(outcome, json_out, command)
 
 
-def check(file: FileArg, target: TargetOpt = None, param: ParamOpt = None, json_out: JsonOpt = False) -> None:
-    """Parse and verify a program (types, target legality, resources, bounds, synchronization,
-    learned rules) for its declared target or --target, with --param's values; print its
-    diagnostics."""
+FilesArg = Annotated[
+    list[str],
+    typer.Argument(metavar="FILE...", help="KIR source files, each checked on its own.", show_default=False),
+]
+SarifOpt = Annotated[
+    bool,
+    typer.Option(
+        "--sarif", help="Print one SARIF 2.1.0 log of every file's diagnostics (docs/cli.md) instead of text."
+    ),
+]
 
-    def body(out: Outcome) -> None:
+
+def check(
+    files: FilesArg,
+    target: TargetOpt = None,
+    param: ParamOpt = None,
+    json_out: JsonOpt = False,
+    sarif: SarifOpt = False,
+) -> None:
+    """Parse and verify programs (types, target legality, resources, bounds, synchronization,
+    learned rules) for their declared target or --target, with --param's values; print their
+    diagnostics: as text, as one file's Record (--json) or as one SARIF log of them all (--sarif)."""
+
+    def command_line(out: Outcome) -> None:
+        if sarif and json_out:
+            raise usage("--sarif and --json exclude each other", "--sarif prints a SARIF log, --json a Record")
+        if json_out and len(files) > 1:
+            raise usage(
+                f"--json prints the Record of one file, not of {len(files)}",
+                "give one FILE, or --sarif for one log of every file",
+            )
         kcli._check_target(target)
-        record = _evaluate(out, file, _specs(param), until="verify", target=target)
-        which = "kernels" if " + " in (record.kernel or "") else "kernel"  # several: `a + b`, in launch order
-        out.lines.append(f"{out.file}: ok ({which} {record.kernel}, {record.ops} ops)")
+        _specs(param)
 
-    _finish(_guarded(file, body, "checking the program"), json_out, "check", "verify")
+    def one(file: str) -> Outcome:
+        def body(out: Outcome) -> None:
+            record = _evaluate(out, file, _specs(param), until="verify", target=target)
+            which = "kernels" if " + " in (record.kernel or "") else "kernel"  # several: `a + b`, in launch order
+            out.lines.append(f"{out.file}: ok ({which} {record.kernel}, {record.ops} ops)")
+
+        return _guarded(file, body, "checking the program")
+
+    stopped = _guarded(files[0] if len(files) == 1 else None, command_line, "reading the command line")
+    if stopped.diagnostics:
+        if sarif and not json_out:
+            _print_sarif([(None, stopped.diagnostics)])
+        _finish(stopped, json_out, "check", "verify")
+    outcomes = [one(file) for file in files]
+    if sarif:
+        _print_sarif([(out.file, out.diagnostics) for out in outcomes])
+    if len(outcomes) == 1:
+        _finish(outcomes[0], json_out, "check", "verify")
+    for out in outcomes:
+        kcli._print(out, False, "check")
+    raise typer.Exit(exit_code([d for out in outcomes for d in out.diagnostics]))
+
+
+def _print_sarif(checked: list[tuple[str | None, list[Diagnostic]]]) -> NoReturn:
+    """Print the SARIF log of the files checked (verifier.sarif) and exit with `kir check`'s status."""
+    from verifier.sarif import known_rules, sarif_log
+
+    try:
+        rules = known_rules()
+    except Exception as err:  # a broken rule module: said in the log, its rules left undescribed
+        checked = [*checked, (None, [kcli._internal(err, "loading the verifier's rules")])]
+        rules = {}
+    _emit(json.dumps(sarif_log(checked, rules), indent=2))
+    raise typer.Exit(exit_code([d for _, diags in checked for d in diags]))
 
 
 def _backend(backend: str | None, to: str | None, allowed: tuple[str, ...], command: str) -> str:

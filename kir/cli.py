@@ -421,6 +421,11 @@ def _unique_sorted(diags: list[Diagnostic]) -> list[Diagnostic]:
 
 def _finish(outcome: Outcome, json_out: bool, command: str) -> None:
     """Print the outcome and exit with its status."""
+    raise typer.Exit(_print(outcome, json_out, command))
+
+
+def _print(outcome: Outcome, json_out: bool, command: str) -> int:
+    """Print the outcome; its exit status."""
     diags = outcome.diagnostics
     code = exit_code(diags)
     if json_out:
@@ -441,7 +446,7 @@ def _finish(outcome: Outcome, json_out: bool, command: str) -> None:
         else:
             for line in outcome.lines:
                 _emit(line)
-    raise typer.Exit(code)
+    return code
 
 
 def _render(diags: list[Diagnostic], source: str | None) -> str:

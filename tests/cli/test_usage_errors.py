@@ -130,6 +130,7 @@ BAD = {
     "--corpus": ["{missing}", "{rule}"],
     "--calibration": ["{missing}", "{dir}", "{rule}"],
     "FILE": ["{missing}", "{dir}", "{huge}"],
+    "FILE...": ["{missing}", "{dir}", "{huge}"],
     "ID": ["nonsense.rule"],
     "NAME": ["nonsense"],
     "TASK...": ["nonsense"],

@@ -223,8 +223,8 @@ def check_unshifted_exp(ctx: Context) -> Iterator[Diagnostic]:
             hint="subtract the maximum first: e = exp(x - max(x, axis = ...)), which leaves the softmax unchanged",
             related=[(div, "the normalization")],
         )
-    for info in ctx.ops(tl.UnaryOp):  # log-sum-exp: log(sum(exp(x))) without the shift
-        log = info.op
+    for unary in ctx.ops(tl.UnaryOp):  # log-sum-exp: log(sum(exp(x))) without the shift
+        log = unary.op
         if log.fn.data not in ("log", "log2"):
             continue
         exp = _summed_exp(log.operand, depth=6)
