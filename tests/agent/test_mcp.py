@@ -185,3 +185,56 @@ def test_kb_search_finds_a_rules_explanation(tmp_path):
 
     hits = session_run(body, tmp_path).structuredContent["hits"]
     assert hits and any("sync.parity" in h["id"] for h in hits[:3]), hits
+
+
+def test_kir_serve_over_stdio_and_streamable_http(tmp_path):
+    """The command itself, as a client reaches it: a child process on stdio, then on HTTP."""
+    import socket
+    import subprocess
+    import sys
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def over_stdio():
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "agent.cli", "serve", "--mcp", "--searches", str(tmp_path)],
+            cwd=str(ROOT),
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return await session.call_tool("check", {"text": SOFTMAX})
+
+    assert asyncio.run(over_stdio()).structuredContent["ok"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent.cli", "serve", "--mcp", "--http", "--port", str(port), "--searches", str(tmp_path)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+
+        async def over_http():
+            async with (
+                streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, _),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                names = {t.name for t in (await session.list_tools()).tools}
+                return names, await session.call_tool("check", {"text": SOFTMAX})
+
+        names, result = asyncio.run(over_http())
+        assert names == TOOLS and result.structuredContent["ok"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
