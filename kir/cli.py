@@ -90,7 +90,12 @@ def _seconds(value: float | None) -> float | None:
     return value
 
 
-FileArg = Annotated[str, typer.Argument(metavar="FILE", help="A KIR source file (one kernel).", show_default=False)]
+FileArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="FILE", help="A KIR source file (one kernel, or several launched in order).", show_default=False
+    ),
+]
 _TARGET = typer.Option("--target", "-t", metavar="TARGET", help=TARGET_HELP, show_default=False)
 _BACKEND = typer.Option("--backend", "-b", metavar="BACKEND", help=BACKEND_HELP, show_default=False)
 _BACKENDS = typer.Option("--backend", "-b", metavar="BACKEND", help=BACKEND_HELP + " Repeatable.", show_default=False)
