@@ -91,6 +91,22 @@ class Seed:
     preset_params: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
+def kernel_text(
+    name: str, params: dict[str, int], args: list[str], where: str, grid: str, lines: list[str], warps: int = 4
+) -> str:
+    """One seed kernel's text: its parameters, the argument declarations, `where`, the grid and
+    the body's lines."""
+    return (
+        f"kernel {name}<{', '.join(f'{k} = {v}' for k, v in params.items())}>(\n"
+        + "".join(f"    {a},\n" for a in args)
+        + ")"
+        + (f"\n  where {where}" if where else "")
+        + f"\n  target sm_90 grid({grid}) warps({warps})\n{{\n"
+        + "\n".join(lines)
+        + "\n}\n"
+    )
+
+
 def _split(groups: int, programs: int = 528) -> int:
     """How many programs share a group of the stats form so that about `programs` (four per SM
     of an H200) run: a power of two, at most 64; 1 when the groups are that many already."""
@@ -233,15 +249,8 @@ class _Emitter:
              what: str = "") -> Seed:  # fmt: skip
         """The kernel's text (inputs first, then outputs) and the Seed around it."""
         args = [a for a in self.args if not a.out] + [a for a in self.args if a.out]
-        text = (
-            f"# {form} seed of {self.g.file.name}{what}, written by the frontend (agent/frontend)\n"
-            f"kernel {self.name}<{', '.join(f'{k} = {v}' for k, v in params.items())}>(\n"
-            + "".join(f"    {a.decl()},\n" for a in args)
-            + ")"
-            + (f"\n  where {where}" if where else "")
-            + f"\n  target sm_90 grid({grid}) warps({warps})\n{{\n"
-            + "\n".join(lines)
-            + "\n}\n"
+        text = f"# {form} seed of {self.g.file.name}{what}, written by the frontend (agent/frontend)\n" + kernel_text(
+            self.name, params, [a.decl() for a in args], where, grid, lines, warps
         )
         return Seed(self.name, form, text, args, {"bench": dict(params)}, self.notes, dict(self.preset_params))
 
@@ -587,20 +596,17 @@ class _Rows(_Reducing):
         text = (
             f"# rows seed of {self.g.file.name} in two kernels, written by the frontend (agent/frontend)\n"
             + "".join(f"scratch {p}: f32[M]\n" for p in parts)
-            + f"\nkernel {self.name}<BLOCK = {block}>(\n"
-            + "".join(f"    {a.decl()},\n" for a in ins)
-            + "".join(f"    {p}: out global f32[M],\n" for p in parts)
-            + ")"
-            + (f"\n  where {where}" if where else "")
-            + "\n  target sm_90 grid(M) warps(4)\n{\n"
-            + "\n".join(rows)
-            + f"\n}}\n\nkernel {self.name}_total<RB = 1024>(\n"
-            + "".join(f"    {p}: global f32[M],\n" for p in parts)
-            + "".join(f"    {out.decl()},\n" for out, _, _, _ in finals)
-            + ")\n  target sm_90 grid(1) warps(4)\n{\n"
-            + "\n".join(total)
-            + "\n}\n"
-        )
+            + "\n"
+            + kernel_text(
+                self.name, {"BLOCK": block}, [a.decl() for a in ins] + [f"{p}: out global f32[M]" for p in parts],
+                where, "M", rows,
+            )
+            + "\n"
+            + kernel_text(
+                f"{self.name}_total", {"RB": 1024},
+                [f"{p}: global f32[M]" for p in parts] + [out.decl() for out, _, _, _ in finals], "", "1", total,
+            )
+        )  # fmt: skip
         args = ins + [out for out, _, _, _ in finals]
         params = {"BLOCK": block, "RB": 1024}
         return Seed(self.name, "rows", text, args, {"bench": params}, self.notes, dict(self.preset_params))
@@ -1299,27 +1305,16 @@ class _Stats(_Pool):
         ins = [a for a in self.args if not a.out]
         outs = [a for a in self.args if a.out]
         k1_params = {k: v for k, v in params.items() if k != "G" or "G" in "\n".join(k1)}
-
-        def kernel(name: str, kparams: dict[str, int], args: list[str], lines: list[str]) -> str:
-            return (
-                f"kernel {name}<{', '.join(f'{k} = {v}' for k, v in kparams.items())}>(\n"
-                + "".join(f"    {a},\n" for a in args)
-                + ")"
-                + (f"\n  where {where}" if where else "")
-                + f"\n  target sm_90 grid({grid}) warps(4)\n{{\n"
-                + "\n".join(lines)
-                + "\n}\n"
-            )
-
         scratch = f"f32[{groups_expr} * SPLIT]"
         text = (
             f"# stats seed of {self.g.file.name} ({what}) in two kernels, written by the frontend (agent/frontend)\n"
             f"scratch pmean: {scratch}\nscratch pm2: {scratch}\n\n"
-            + kernel(f"{self.name}_parts", k1_params, [x.decl(), f"pmean: out global {scratch}",
-                                                       f"pm2: out global {scratch}"], k1)
+            + kernel_text(f"{self.name}_parts", k1_params, [x.decl(), f"pmean: out global {scratch}",
+                                                            f"pm2: out global {scratch}"], where, grid, k1)
             + "\n"
-            + kernel(self.name, params, [*(a.decl() for a in ins), f"pmean: global {scratch}", f"pm2: global {scratch}",
-                                         *(a.decl() for a in outs)], self.lines)
+            + kernel_text(self.name, params, [*(a.decl() for a in ins), f"pmean: global {scratch}",
+                                              f"pm2: global {scratch}", *(a.decl() for a in outs)], where, grid,
+                          self.lines)
         )  # fmt: skip
         return Seed(self.name, "stats", text, ins + outs, {"bench": dict(params)}, self.notes, dict(self.preset_params))
 

@@ -110,6 +110,17 @@ class Endpoint(ABC):
     @abstractmethod
     def complete(self, system: str, turns: list[dict[str, str]], max_tokens: int) -> Reply: ...
 
+    @staticmethod
+    def _send(sdk, create, **request: Any):
+        """`create(**request)` with the SDK's errors as EndpointErrors (`_sdk_error`), and a body
+        that is not the API's JSON as a malformed reply."""
+        try:
+            return create(**request)
+        except sdk.APIError as err:
+            raise _sdk_error(err, sdk) from None
+        except ValueError as err:
+            raise EndpointError(f"a malformed reply: {err}", False) from None
+
 
 def _sdk_error(err: Exception, sdk) -> EndpointError:
     """An SDK's exception as an EndpointError: fatal unless the reply was malformed."""
@@ -141,17 +152,10 @@ class OpenAIEndpoint(Endpoint):
 
     def complete(self, system: str, turns: list[dict[str, str]], max_tokens: int) -> Reply:
         sdk, client = self._client()
-        try:
-            resp = client.chat.completions.create(
-                model=self.model,
-                messages=[{"role": "system", "content": system}, *turns],
-                max_tokens=max_tokens,
-                temperature=0.2,
-            )
-        except sdk.APIError as err:
-            raise _sdk_error(err, sdk) from None
-        except ValueError as err:  # a body that is not the API's JSON
-            raise EndpointError(f"a malformed reply: {err}", False) from None
+        resp = self._send(
+            sdk, client.chat.completions.create, model=self.model,
+            messages=[{"role": "system", "content": system}, *turns], max_tokens=max_tokens, temperature=0.2,
+        )  # fmt: skip
         choices = getattr(resp, "choices", None) or []
         text = getattr(getattr(choices[0], "message", None), "content", None) if choices else None
         usage = getattr(resp, "usage", None)
@@ -177,18 +181,10 @@ class AnthropicEndpoint(Endpoint):
 
     def complete(self, system: str, turns: list[dict[str, str]], max_tokens: int) -> Reply:
         sdk, client = self._client()
-        try:
-            resp = client.messages.create(
-                model=self.model,
-                system=system,
-                messages=turns,
-                max_tokens=max_tokens,
-                temperature=0.2,
-            )
-        except sdk.APIError as err:
-            raise _sdk_error(err, sdk) from None
-        except ValueError as err:
-            raise EndpointError(f"a malformed reply: {err}", False) from None
+        resp = self._send(
+            sdk, client.messages.create, model=self.model, system=system, messages=turns, max_tokens=max_tokens,
+            temperature=0.2,
+        )  # fmt: skip
         blocks = getattr(resp, "content", None) or []
         text = "".join(getattr(b, "text", "") for b in blocks if getattr(b, "type", None) == "text")
         usage = getattr(resp, "usage", None)

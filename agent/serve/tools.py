@@ -59,19 +59,15 @@ class RelatedOut(SpanOut):
     label: str = ""
 
 
-class DiagnosticOut(BaseModel):
-    """One diagnostic: rule id, severity, where, the message, the hint, related spans and the
-    counterexample (shape values, an interleaving) where the verifier found one."""
+class DiagnosticOut(SpanOut):
+    """One diagnostic: rule id, severity, where (its span's fields), the message, the hint,
+    related spans and the counterexample (shape values, an interleaving) where the verifier
+    found one."""
 
     rule: str
     severity: str
     message: str
     hint: str = ""
-    file: str | None = None
-    line: int | None = None
-    col: int | None = None
-    end_line: int | None = None
-    end_col: int | None = None
     related: list[RelatedOut] = Field(default_factory=list)
     counterexample: Any = None
 
