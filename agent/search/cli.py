@@ -363,17 +363,12 @@ def search_cmd(
 
 
 def _retriever():
-    """What the knowledge base retrieves for a prompt (agent.kb), where it is built."""
-    try:
-        from agent import kb
-    except ImportError:
-        return None
-    search = getattr(kb, "search", None)
-    if search is None:
-        return None
+    """What the knowledge base (agent.kb) retrieves for the LLM proposer's prompt: the three
+    documents its rule ids, bottleneck and target find, a line each."""
+    from agent import kb
 
     def retrieve(rules, bottleneck, target) -> list[str]:
-        hits = search(" ".join(rules), rules=list(rules), target=target, bottleneck=bottleneck, limit=3)
+        hits = kb.search(" ".join(rules), rules=list(rules), target=target, bottleneck=bottleneck, limit=3)
         return [f"- {h.doc.title} ({h.doc.id}): {h.snippet}" for h in hits]
 
     return retrieve
