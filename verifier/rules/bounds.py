@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 import z3
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation, OpResult, SSAValue
 
 from kir import symexpr as sx
 from kir.diagnostics import Diagnostic
@@ -58,6 +58,28 @@ class MemRef:
     mask: SSAValue | None
     verb: str  # "load from", "store to", ...
     slot: str  # tells two operands of one op apart in lane names
+
+
+_VIEWS = (tl.CastOp, tl.ExpandDimsOp, tl.BroadcastOp)
+
+
+def _plain(v: SSAValue) -> SSAValue:
+    while isinstance(v, OpResult) and isinstance(v.owner, _VIEWS):
+        v = v.owner.operand
+    return v
+
+
+def _compares(mask: SSAValue, index: SSAValue | None, depth: int) -> bool:
+    """`mask` is made of comparisons (joined by `&`), one of which compares `index` itself."""
+    if index is None or depth == 0:
+        return False
+    mask = _plain(mask)
+    owner = mask.owner if isinstance(mask, OpResult) else None
+    if isinstance(owner, tl.CompareOp):
+        return any(_plain(v) is _plain(index) for v in owner.operands)
+    if isinstance(owner, tl.BinaryOp) and owner.fn.data == "and":
+        return _compares(owner.lhs, index, depth - 1) or _compares(owner.rhs, index, depth - 1)
+    return False
 
 
 def global_refs(op: Operation) -> list[MemRef]:
@@ -231,6 +253,20 @@ class Bounds:
             else:
                 fault = f"{index} < 0"
             when = f"for {format_counterexample(shown)}" if shown else "for every launch"
+            guard = self._guard(ref, d)
+            if guard is not None:  # the access is guarded, and the guard lets this lane through: blame it
+                yield self.ctx.report(
+                    guard,
+                    f"this mask lets the {ref.verb} `{name_of(ref.mem)}` out of bounds in dimension {d.axis}: "
+                    f"index {fault}, {when}",
+                    f"make the mask false wherever the index in dimension {d.axis} is "
+                    + (f"{d.extent_text} or more" if upper else "negative"),
+                    related=[(ref.op, "the access it guards")],
+                    counterexample=shown,
+                    rule=rule_id,
+                    severity="error",
+                )
+                continue
             yield self.ctx.report(
                 ref.op,
                 f"{say(d, fault)}, {when}",
@@ -239,6 +275,21 @@ class Bounds:
                 rule=rule_id,
                 severity="error",
             )
+
+    def _guard(self, ref: MemRef, d: Dim) -> Operation | None:
+        """The op that makes an access's mask, where the mask compares the very index that goes
+        out of bounds (`mask = offs <= N` for `x[offs]`: the comparison is what to fix) and
+        stands on a line of its own. An index the mask does not compare (`x[offs - 1]` under
+        `offs < N`, a constant plane) is blamed at the access, as is a mask written in it."""
+        if ref.mask is None or not isinstance(ref.mask, OpResult):
+            return None
+        owner = ref.mask.owner
+        if not isinstance(owner, tl.CompareOp | tl.BinaryOp) or not _compares(ref.mask, d.index_value, 8):
+            return None
+        at, by = self.ctx.span(owner), self.ctx.span(ref.op)
+        if at is None or by is None or at.line == by.line:
+            return None
+        return owner
 
     def _every_inside(self, dims: list[Dim]) -> z3.BoolRef:
         """`0 <= index < extent` in every dimension, one term. Accesses that share their index
