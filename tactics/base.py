@@ -355,6 +355,22 @@ class Tactic:
         self.rewrite(out, **values)
         return out
 
+    def explanation(self) -> str:
+        """What `kir tactics explain` prints: the summary, the explanation, the parameters with
+        their domains and defaults, the examples."""
+        params = [
+            f"  {p.name}: {p.domain.describe()}; default {p.default if p.default is not None else '(none)'}. {p.doc}"
+            for p in self.params
+        ]
+        parts = [
+            f"{self.name} ({self.numerics}): {self.summary}",
+            self.explain.strip(),
+            "Parameters:\n" + ("\n".join(params) or "  none"),
+        ]
+        if self.examples:
+            parts.append("Example:\n" + "\n".join(f"  {e}" for e in self.examples))
+        return "\n\n".join(parts)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,

@@ -105,18 +105,7 @@ def tactics_explain(name: NameArg) -> None:
     except KirError as err:
         _emit("\n".join(d.render() for d in err.diagnostics))
         raise typer.Exit(2) from None
-    params = [
-        f"  {p.name}: {p.domain.describe()}; default {p.default if p.default is not None else '(none)'}. {p.doc}"
-        for p in tactic.params
-    ]
-    parts = [
-        f"{tactic.name} ({tactic.numerics}): {tactic.summary}",
-        tactic.explain.strip(),
-        "Parameters:\n" + ("\n".join(params) or "  none"),
-    ]
-    if tactic.examples:
-        parts.append("Example:\n" + "\n".join(f"  {e}" for e in tactic.examples))
-    _emit("\n\n".join(parts))
+    _emit(tactic.explanation())
 
 
 def parse_params(tactic, specs: list[str]) -> dict[str, Any]:

@@ -220,23 +220,12 @@ def _tactics() -> list[Doc]:
     known = {}
     for t in tactics.all():
         known[t.name] = t
-        params = [
-            f"- {p.name}: {p.domain.describe()}; default {p.default if p.default is not None else '(none)'}. {p.doc}"
-            for p in t.params
-        ]
-        parts = [
-            f"{t.name} ({t.numerics}): {t.summary}",
-            t.explain.strip(),
-            "Parameters:\n" + ("\n".join(params) or "none"),
-        ]
-        if t.examples:
-            parts.append("Examples:\n" + "\n".join(f"    {e}" for e in t.examples))
         prose = f"{t.summary}\n{t.explain}"
         tags = [f"tactic:{t.name}", f"rule:tactic.{t.name}", f"numerics:{t.numerics}", *detected(prose)]
         module = sys.modules.get(t.check.__module__)
         source = relative(module.__file__) if module is not None and module.__file__ else ""
         title = f"{t.name}: {t.summary}"
-        out.append(Doc(f"tactic/{t.name}", "tactic", title, "\n\n".join(parts), tuple(dict.fromkeys(tags)), source))
+        out.append(Doc(f"tactic/{t.name}", "tactic", title, t.explanation(), tuple(dict.fromkeys(tags)), source))
     return out + _learned_tactics(known)
 
 
