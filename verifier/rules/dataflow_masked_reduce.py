@@ -1,7 +1,9 @@
 """`dataflow.masked-reduce`: a reduction over masked-off lanes that do not hold its identity.
 
 What the masked-off lanes of a tile hold (its padding) is followed from the masked load through
-casts, shape changes, arithmetic and `where(mask, x, y)` to each reduction."""
+casts, shape changes, arithmetic and `where(mask, x, y)` to each reduction. A `max` (`min`) is
+also left alone when the lanes the mask keeps are provably at least (at most) the padding: the
+absmax of a zero-padded row is the absmax of its data."""
 
 from __future__ import annotations
 
@@ -233,6 +235,8 @@ def check_masked_reduce(ctx: Context) -> Iterator[Diagnostic]:
         axis = op.axis.data
         if pad is None or not pad.varying[axis] or not _not_identity(fn, pad.value):
             continue
+        if _padding_never_wins(fn, pad, op.operand):
+            continue
         lanes = sym.lanes(shape_of(pad.mask.type), f"pad{ctx.order[pad.load]}")
         m = sym.value(pad.mask, lanes)
         if m.tainted:
@@ -253,6 +257,99 @@ def check_masked_reduce(ctx: Context) -> Iterator[Diagnostic]:
             related=[(pad.load, "the masked load")],
             counterexample=shown or None,
         )
+
+
+# ---- bounds of the kept lanes ---------------------------------------------------------------------
+
+UNBOUNDED = (-math.inf, math.inf)
+
+
+def _padding_never_wins(fn: str, pad: Pad, v: SSAValue) -> bool:
+    """Whether a `max` (`min`) cannot pick the padding over the data: every lane the mask keeps
+    is >= (<=) it. Ties do not matter to the value (they do to `argmax`, which is not judged).
+    With every lane off the result is the padding instead of the identity; for data bounded by
+    the padding that is as good an answer for no data."""
+    if fn not in ("max", "min") or not isinstance(pad.value, float):
+        return False
+    lo, hi = _range(v, pad.mask, {})
+    return lo >= pad.value if fn == "max" else hi <= pad.value
+
+
+def _range(v: SSAValue, mask: SSAValue, memo: dict) -> tuple[float, float]:
+    """Bounds (lo, hi) of the values of `v` at the lanes where `mask` holds, data taken as finite
+    numbers of any sign: abs, exp, squares and sqrt are >= 0, maximum(x, c) >= c, and
+    where(mask, x, y) is x there."""
+    if v in memo:
+        return memo[v]
+    memo[v] = UNBOUNDED  # cycles (loop-carried values) are not followed
+    memo[v] = out = _range_of(v, mask, memo)
+    return out
+
+
+def _range_of(v: SSAValue, mask: SSAValue, memo: dict) -> tuple[float, float]:
+    op = v.owner
+    if isinstance(op, tl.ConstOp) and not isinstance(op.number, bool):
+        return float(op.number), float(op.number)
+    if isinstance(op, tl.FullOp):
+        return _range(op.value, mask, memo)
+    if isinstance(op, tl.LoadOp):
+        unsigned = dtype_of(v.type).startswith("u")
+        return (0.0, math.inf) if unsigned else UNBOUNDED
+    if isinstance(op, tl.ExpandDimsOp | tl.BroadcastOp | ex.ConvertLayoutOp):
+        return _range(op.operand, mask, memo)
+    if isinstance(op, tl.CastOp):
+        # rounding and truncation toward zero keep the sign, not every other bound
+        lo, hi = _range(op.operand, mask, memo)
+        return (0.0 if lo >= 0 else -math.inf), (0.0 if hi <= 0 else math.inf)
+    if isinstance(op, tl.UnaryOp):
+        return _unary_range(op.fn.data, _range(op.operand, mask, memo))
+    if isinstance(op, tl.BinaryOp):
+        if op.fn.data == "mul" and op.lhs is op.rhs:
+            lo, hi = _range(op.lhs, mask, memo)
+            return (lo * lo if lo > 0 else hi * hi if hi < 0 else 0.0), max(lo * lo, hi * hi)
+        return _binary_range(op.fn.data, _range(op.lhs, mask, memo), _range(op.rhs, mask, memo))
+    if isinstance(op, tl.WhereOp):
+        a = _range(op.lhs, mask, memo)
+        if _through_shape(op.cond) is mask:
+            return a  # the kept lanes take x
+        b = _range(op.rhs, mask, memo)
+        return min(a[0], b[0]), max(a[1], b[1])
+    return UNBOUNDED
+
+
+def _unary_range(fn: str, r: tuple[float, float]) -> tuple[float, float]:
+    lo, hi = r
+    if fn == "neg":
+        return -hi, -lo
+    if fn == "abs":
+        return (lo if lo > 0 else -hi if hi < 0 else 0.0), max(-lo, hi)
+    if fn in ("exp", "exp2", "sqrt", "rsqrt"):  # (exp underflows to 0)
+        return 0.0, math.inf
+    if fn in ("sigmoid",):
+        return 0.0, 1.0
+    if fn in ("tanh", "erf", "sin", "cos"):
+        return -1.0, 1.0
+    if fn in ("floor", "ceil"):
+        return float(math.floor(lo) if math.isfinite(lo) else lo), float(math.ceil(hi) if math.isfinite(hi) else hi)
+    return UNBOUNDED
+
+
+def _binary_range(fn: str, a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+    if fn == "add":
+        return a[0] + b[0], a[1] + b[1]
+    if fn == "sub":
+        return a[0] - b[1], a[1] - b[0]
+    if fn == "maximum":
+        return max(a[0], b[0]), max(a[1], b[1])
+    if fn == "minimum":
+        return min(a[0], b[0]), min(a[1], b[1])
+    if fn == "mul":
+        corners = [x * y for x in a for y in b]
+        if not any(math.isnan(c) for c in corners):  # (0 * inf: no bound from the corners)
+            return min(corners), max(corners)
+    if fn in ("mul", "div") and a[0] >= 0 and b[0] >= 0:
+        return 0.0, math.inf
+    return UNBOUNDED
 
 
 def _is_float(v: SSAValue) -> bool:
