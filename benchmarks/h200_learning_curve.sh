@@ -9,6 +9,9 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT="${OUT:-$PWD/out}"
 WORK=/tmp/curve-h200
+# CURVE_QUICK=1: the stores and the summary written under $OUT as they come (what a call cut short
+# still brings back)
+[[ -n "${CURVE_QUICK:-}" ]] && WORK="$OUT/curve"
 mkdir -p "$OUT" "$WORK"
 if [[ -d build/whl ]]; then
   python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site build/whl/*.whl || exit 1
@@ -34,6 +37,8 @@ timeout "${CURVE_SECONDS:-450}" python3 benchmarks/learning_curve.py --use-libra
 # the summary of what the stores hold, also when the searches were cut short
 python3 benchmarks/learning_curve.py --use-library tactics/learned --train "$TRAIN" --held-out "${CURVE_HELD:-$HELD}" \
   --out "$WORK" --backend triton --preset bench --budget "${CURVE_BUDGET:-12}" --summary-only > /dev/null 2>&1
-tar czf /tmp/curve-h200.tar.gz -C "$WORK" --exclude=tasks . && mv /tmp/curve-h200.tar.gz "$OUT"/
-cp "$WORK"/summary.md "$OUT"/ 2>/dev/null
+if [[ -z "${CURVE_QUICK:-}" ]]; then
+  tar czf /tmp/curve-h200.tar.gz -C "$WORK" --exclude=tasks . && mv /tmp/curve-h200.tar.gz "$OUT"/
+  cp "$WORK"/summary.md "$OUT"/ 2>/dev/null
+fi
 exit 0
