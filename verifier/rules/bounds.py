@@ -27,15 +27,16 @@ import z3
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from kir import symexpr as sx
-from kir.diagnostics import Diagnostic
+from kir.diagnostics import Diagnostic, Span
 from kir.dialect import explicit as ex
 from kir.dialect import tile as tl
 from kir.dialect.tile import access_shape
-from kir.dialect.types import Access, GlobalType, MBarrierType, SmemType, TileType, dtype_of, shape_of
+from kir.dialect.types import Access, GlobalType, MBarrierType, ScalarType, SmemType, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
+from kir.where import where_span
 from verifier.context import Context
 from verifier.registry import rule
-from verifier.symbolic import Term, format_counterexample, made_once, readable
+from verifier.symbolic import ZERO, Term, format_counterexample, made_once, readable
 
 UNPROVEN = "bounds.unproven"
 # `true` is one AST of the context: a condition is trivially true when it is that AST (z3's
@@ -133,6 +134,25 @@ class Dim:
     extent_text: str
     index_value: SSAValue
     slice_extent: sx.SymExpr | None
+
+
+@dataclass(frozen=True)
+class Cause:
+    """What makes an access go out of bounds when the access itself is not what to change."""
+
+    at: Operation | Span
+    message: str
+    hint: str
+    counterexample: dict
+    label: str  # the access's related note
+
+
+def _divisibility(w: sx.SymExpr) -> str | None:
+    """The shape symbol X of a `where X % c == 0` clause."""
+    if isinstance(w, sx.Bin) and w.op == "==" and isinstance(w.lhs, sx.Bin) and w.lhs.op == "%":
+        if isinstance(w.lhs.lhs, sx.Sym) and isinstance(w.rhs, sx.Int) and w.rhs.value == 0:
+            return w.lhs.lhs.name
+    return None
 
 
 # ---- the analysis, shared by the rules ----------------------------------------------------------------
@@ -267,10 +287,22 @@ class Bounds:
                     severity="error",
                 )
                 continue
+            cause = self._cause(ref, d, assume) if upper else None
+            if cause is not None:  # the loop bound, the `where` or a per-rank offset: blame it too
+                yield self.ctx.report(
+                    cause.at,
+                    cause.message,
+                    cause.hint,
+                    related=[(ref.op, "the access that goes out of bounds")],
+                    counterexample=cause.counterexample,
+                    rule=rule_id,
+                    severity="error",
+                )
             yield self.ctx.report(
                 ref.op,
                 f"{say(d, fault)}, {when}",
                 hint(d, upper),
+                related=[(cause.at, cause.label)] if cause is not None else [],
                 counterexample=shown,
                 rule=rule_id,
                 severity="error",
@@ -290,6 +322,145 @@ class Bounds:
         if at is None or by is None or at.line == by.line:
             return None
         return owner
+
+    def _cause(self, ref: MemRef, d: Dim, assume: list) -> Cause | None:
+        """What to change, when it is not the access itself: a loop that runs one trip past the
+        end, a `where` clause that lacks the divisibility the block access relies on, or an
+        offset that scales a role's rank past the buffer (see each helper). Asked only once an
+        access is known to fail, so it costs nothing on a program in bounds."""
+        return self._loop_cause(ref, d, assume) or self._where_cause(ref, d, assume) or self._rank_cause(ref, d, assume)
+
+    def _inside_dim(self, d: Dim) -> z3.BoolRef:
+        return z3.And(d.index.expr >= 0, d.index.expr < d.extent)
+
+    def _at_lane_zero(self, e: z3.ExprRef) -> z3.ArithRef:
+        """`e` with every lane at 0: the first element of the access's block."""
+        lanes = [(z3.Int(n), ZERO) for n in self.sym.variables(e) if n.startswith("lane")]
+        return cast(z3.ArithRef, z3.substitute(e, *lanes) if lanes else e)
+
+    def _loop_cause(self, ref: MemRef, d: Dim, assume: list) -> Cause | None:
+        """A loop whose last trip is the only one out of bounds, and whose access starts that
+        trip's block past the end: the loop runs one trip too many (`0 .. n + 1`). A block
+        that starts inside and runs past the end (a partial last tile) needs a mask instead,
+        and an access that looks ahead of its iteration (`(k + 1) * BK`, a prefetch) is the one
+        to fix: its first trip does not start at the beginning of the dimension."""
+        info = self.ctx.info_of.get(ref.op)
+        if info is None or d.index.tainted:
+            return None
+        names = self.sym.variables(d.index.expr)
+        start = self._at_lane_zero(d.index.expr)
+        for loop in reversed(info.loops):
+            k = self.sym.value(loop.body.block.args[0])
+            lo, hi, step = (self.sym.value(v) for v in (loop.lower, loop.upper, loop.step))
+            if any(t.tainted for t in (k, lo, hi, step)) or k.expr.decl().name() not in names:
+                continue
+            if self.cex(self._inside_dim(d), [*assume, k.expr + step.expr < hi.expr]) is not None:
+                continue  # an earlier trip fails too
+            got = self.cex(start < d.extent, assume, {"start": start})
+            if got is None or "unknown" in got:
+                continue  # the last trip starts inside: a partial tile
+            if self.cex(z3.Not(z3.And(k.expr == lo.expr, start == 0)), assume) is None:
+                continue  # the first trip does not start at 0: the access looks ahead
+            shown = self.readable(got)
+            var = loop.body.block.args[0].name_hint or "k"
+            return Cause(
+                loop,
+                f"this loop runs one trip too many: its last trip starts the {ref.verb} `{name_of(ref.mem)}` at "
+                f"index {got['start']} of dimension {d.axis}, past its end ({d.extent_text}), for "
+                f"{format_counterexample(shown)}; every earlier trip stays in bounds",
+                f"end the loop one trip earlier (its bound one step lower), so that `{var}` stops at the last block "
+                "that starts inside the tensor",
+                shown,
+                "the loop that runs one trip too many",
+            )
+        return None
+
+    def _where_cause(self, ref: MemRef, d: Dim, assume: list) -> Cause | None:
+        """An unmasked block of C elements along a dimension of extent X, in bounds exactly when
+        X % C == 0, in a kernel whose `where` states that kind of constraint for other shapes
+        but not for X: the `where` is missing one (the fix the kernel's author chose elsewhere)."""
+        if d.slice_extent is None or ref.mask is not None or d.index.tainted:
+            return None
+        c = self.ctx.static(d.slice_extent)
+        extent = d.extent
+        if c is None or c <= 1 or not z3.is_const(extent) or z3.is_int_value(extent):
+            return None
+        x = extent.decl().name()
+        stated = [w.data for w in self.ctx.kernel.where.data]
+        divisible = [w for w in stated if _divisibility(w) is not None]
+        if not divisible or any(_divisibility(w) == x for w in divisible):
+            return None  # no such constraint anywhere, or X already has one (another is wrong)
+        if self.cex(self._inside_dim(d), [*assume, extent % c == 0]) is not None:
+            return None
+        got = self.cex(self._inside_dim(d), assume, {"index": d.index.expr})
+        if got is None or "unknown" in got:
+            return None
+        shown = self.readable({k: v for k, v in got.items() if k != "index"})
+        tile = str(d.slice_extent)
+        others = ", ".join(f"`{w}`" for w in divisible)
+        constraint = f"{x} % {tile} == 0"
+        return Cause(
+            where_span(self.ctx.program) or self.ctx.program.span() or ref.op,
+            f"the `where` clause states {others} but not `{constraint}`, which the unmasked {ref.verb} "
+            f"`{name_of(ref.mem)}` relies on: its blocks of {tile} along dimension {d.axis} run past {x} when "
+            f"{x} is not a multiple of {tile} (index {got['index']} for {format_counterexample(shown)})",
+            f"add `{constraint}` to the `where` clause (or mask the access)",
+            shown,
+            f"the `where` clause that lacks `{constraint}`",
+        )
+
+    def _rank_cause(self, ref: MemRef, d: Dim, assume: list) -> Cause | None:
+        """An index in bounds for rank 0 of its role but not for another: the offset that scales
+        the rank (`c0 = role_rank() * BN` where each rank owns BN / 2) is to blame, where it is
+        computed on a line of its own."""
+        if d.index.tainted:
+            return None
+        ranks = [n for n in self.sym.variables(d.index.expr) if n.startswith("role_rank")]
+        if not ranks:
+            return None
+        if self.cex(self._inside_dim(d), [*assume, *[z3.Int(r) == 0 for r in ranks]]) is not None:
+            return None  # rank 0 fails too: not the rank's scale
+        offset = self._rank_offset(d.index_value, set(ranks), self.ctx.span(ref.op))
+        if offset is None:
+            return None
+        got = self.cex(self._inside_dim(d), assume, {"index": d.index.expr, "offset": self.sym.value(offset).expr})
+        if got is None or "unknown" in got:
+            return None
+        shown = self.readable({k: v for k, v in got.items() if k not in ("index", "offset")})
+        rank = ", ".join(f"{r} = {got[r]}" for r in ranks if r in got)
+        name = offset.name_hint or "this offset"
+        return Cause(
+            cast(Operation, offset.owner),
+            f"`{name}` is {got['offset']} for {rank}, which takes the {ref.verb} `{name_of(ref.mem)}` to index "
+            f"{got['index']} of dimension {d.axis}, past its end ({d.extent_text}), for {format_counterexample(shown)}; "
+            "with rank 0 the access stays inside, so the offset scales the rank too far",
+            "scale the rank by the share of the dimension that each rank owns (the extent divided by the number of ranks)",
+            shown,
+            f"`{name}`, the per-rank offset",
+        )
+
+    def _rank_offset(self, v: SSAValue, ranks: set[str], access: Span | None) -> SSAValue | None:
+        """The value nearest to the access, along the index's computation, that depends on the
+        role ranks alone and is computed on a line of its own."""
+        todo, seen = [v], set()
+        while todo:
+            cur = todo.pop(0)
+            if cur in seen or not isinstance(cur, OpResult):
+                continue
+            seen.add(cur)
+            names = self.sym.variables(self.sym.value(cur).expr) if isinstance(cur.type, ScalarType) else None
+            span = self.ctx.span(cur.owner)
+            if (
+                names
+                and names <= ranks
+                and not self.sym.value(cur).tainted
+                and span is not None
+                and (access is None or span.line != access.line)
+            ):
+                return cur
+            if isinstance(cur.owner, tl.BinaryOp | tl.CastOp):
+                todo += list(cur.owner.operands)
+        return None
 
     def _every_inside(self, dims: list[Dim]) -> z3.BoolRef:
         """`0 <= index < extent` in every dimension, one term. Accesses that share their index

@@ -1,0 +1,243 @@
+"""An out-of-bounds access is blamed at what to change when that is not the access: the loop that
+runs one trip too many, the `where` clause that lacks the divisibility the unmasked blocks rely
+on, the offset that scales a role's rank past its share; the access keeps its own error, with
+the cause as a related span. And `bounds.coverage`: a masked dimension that the grid, a loop or
+a single tile never reaches to its end. Each form is a bad program and its fixed twin, at the
+tile level and at the explicit level, with the near misses that must stay blamed at the access."""
+
+from __future__ import annotations
+
+from kir.diagnostics import Diagnostic
+from tests.verifier.harness import describe, diagnose
+
+
+def found(text: str) -> list[Diagnostic]:
+    return diagnose(text, "t.kir")
+
+
+def at(diags: list[Diagnostic], rule: str, line: int) -> list[Diagnostic]:
+    return [d for d in diags if d.rule == rule and d.span is not None and d.span.line == line]
+
+
+def errors(diags: list[Diagnostic]) -> list[Diagnostic]:
+    return [d for d in diags if d.is_error]
+
+
+# ---- the loop runs one trip too many ---------------------------------------------------------------
+
+BLOCK_SUMS = """\
+kernel block_sums<BM = 16, BK = 64>(x: global f32[M, K], y: out global f32[M])
+  where M % BM == 0, K % BK == 0
+  target sm_80 grid(M / BM) warps(4)
+{{
+  m0 = program_id(0) * BM
+  acc = zeros(f32[BM])
+  for k in 0 .. {trips} {{
+    k0 = k * BK
+    acc = acc + sum(load(x[m0 : m0 + BM, k0 : k0 + BK]), axis = 1)
+  }}
+  store(y[m0 : m0 + BM], acc)
+}}
+"""
+
+
+def test_a_loop_one_trip_too_long_is_blamed_at_the_loop():
+    bad = found(BLOCK_SUMS.format(trips="K / BK + 1"))
+    loop = at(bad, "bounds.global-access", 7)
+    assert len(loop) == 1 and "one trip too many" in loop[0].message, describe(bad)
+    assert loop[0].counterexample and "K" in loop[0].counterexample
+    assert [r.span.line for r in loop[0].related] == [9]
+    access = at(bad, "bounds.global-access", 9)  # the access keeps its error, the loop related
+    assert access and [r.span.line for r in access[0].related] == [7]
+    assert not errors(found(BLOCK_SUMS.format(trips="K / BK")))
+
+
+PREFETCH = """\
+kernel row_sums<BM = 64, BK = 64>(x: global f32[M, K], out: out global f32[M])
+  where M % BM == 0, K % BK == 0
+  target sm_80 grid(M / BM) warps(4)
+{{
+  buf = smem(f32[2, BM, BK])
+  m0 = program_id(0) * BM
+  cp.async(x[m0 : m0 + BM, 0 : BK], buf[0])
+  cp.async.commit()
+  acc = zeros(f32[BM])
+  for k in 0 .. K / BK {{
+    cp.async(x[m0 : m0 + BM, (k + 1) * BK : (k + 1) * BK + BK], buf[(k + 1) % 2]{mask})
+    cp.async.commit()
+    cp.async.wait(1)
+    barrier()
+    acc = acc + sum(load(buf[k % 2]), axis = 1)
+    barrier()
+  }}
+  store(out[m0 : m0 + BM], acc)
+}}
+"""
+
+
+def test_a_prefetch_past_the_end_is_blamed_at_the_access_not_the_loop():
+    bad = found(PREFETCH.format(mask=""))
+    assert at(bad, "bounds.global-access", 11), describe(bad)
+    assert not at(bad, "bounds.global-access", 10)  # the look-ahead is what to mask
+    assert not errors(found(PREFETCH.format(mask=", mask = k + 1 < K / BK")))
+
+
+PARTIAL = """\
+kernel chunks<BLOCK = 256>(x: global f32[M, N], y: out global f32[M])
+  target sm_90 grid(M) warps(4)
+{{
+  row = program_id(0)
+  acc = zeros(f32[BLOCK])
+  for c in 0 .. (N + BLOCK - 1) / BLOCK {{
+    cols = c * BLOCK + arange(0, BLOCK)
+    acc = acc + load(x[row, cols]{mask})
+  }}
+  store(y[row], sum(acc, axis = 0))
+}}
+"""
+
+
+def test_a_partial_last_tile_is_blamed_at_the_access_not_the_loop():
+    bad = found(PARTIAL.format(mask=""))
+    assert at(bad, "bounds.global-access", 8), describe(bad)
+    assert not at(bad, "bounds.global-access", 6)  # every trip starts inside: a mask, not fewer trips
+    assert not errors(found(PARTIAL.format(mask=", mask = cols < N")))
+
+
+# ---- the `where` clause lacks a divisibility -------------------------------------------------------
+
+CP_ASYNC_GEMV = """\
+kernel gemv<BM = 64, BK = 128>(a: global bf16[M, K], x: global bf16[K], y: out global f32[M])
+  where {where}
+  target sm_80 grid(cdiv(M, BM)) warps(4)
+{{
+  buf = smem(bf16[BM, BK])
+  m0 = program_id(0) * BM
+  acc = zeros(f32[BM])
+  for k in 0 .. K / BK {{
+    cp.async(a[m0 : m0 + BM, k * BK : k * BK + BK], buf[0 : BM])
+    cp.async.commit()
+    cp.async.wait(0)
+    barrier()
+    acc = acc + sum(cast<f32>(load(buf[0 : BM])) * cast<f32>(load(x[k * BK : k * BK + BK]))[None, :], axis = 1)
+    barrier()
+  }}
+  store(y[m0 : m0 + BM], acc)
+}}
+"""
+
+
+def test_a_where_without_the_divisibility_of_one_shape_is_blamed():
+    bad = found(CP_ASYNC_GEMV.format(where="K % BK == 0"))
+    where = at(bad, "bounds.global-access", 2)
+    assert where and "M % BM == 0" in where[0].message and "`K % BK == 0`" in where[0].message, describe(bad)
+    assert "add `M % BM == 0`" in where[0].hint
+    assert at(bad, "bounds.global-access", 9) and at(bad, "bounds.global-access", 16)
+    # the hint, applied
+    assert not errors(found(CP_ASYNC_GEMV.format(where="K % BK == 0, M % BM == 0")))
+
+
+def test_a_kernel_without_divisibility_constraints_is_blamed_at_the_access():
+    text = CP_ASYNC_GEMV.format(where="K >= 1")
+    bad = found(text)
+    assert at(bad, "bounds.global-access", 9) and not at(bad, "bounds.global-access", 2), describe(bad)
+
+
+# ---- an offset that scales the role's rank past its share ------------------------------------------
+
+HALVES = """\
+kernel halves<BM = 128, BN = 64>(x: global f32[M, N], y: out global f32[M, N])
+  where M % BM == 0, N % BN == 0
+  target sm_80 grid(M / BM, N / BN) warps(8)
+{{
+  buf = smem(f32[BM, BN])
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  role loader warps(0, 1, 2, 3) {{
+    r0 = role_rank() * {share}
+    store(buf[r0 : r0 + BM / 4], load(x[m0 + r0 : m0 + r0 + BM / 4, n0 : n0 + BN]))
+  }}
+  barrier()
+  store(y[m0 : m0 + BM, n0 : n0 + BN], load(buf[0 : BM]))
+}}
+"""
+
+
+def test_a_rank_offset_past_the_share_is_blamed_at_the_offset():
+    bad = found(HALVES.format(share="(BM / 2)"))
+    offset = at(bad, "bounds.smem-access", 9)
+    assert offset and "rank 0" in offset[0].message and offset[0].counterexample, describe(bad)
+    assert at(bad, "bounds.smem-access", 10)
+    assert not errors(found(HALVES.format(share="(BM / 4)")))
+
+
+# ---- bounds.coverage ------------------------------------------------------------------------------
+
+COLS = """\
+kernel colscale<BM = 32, BN = 64>(x: global f32[M, N], s: global f32[N], y: out global f32[M, N])
+  where M % BM == 0
+  target sm_90 grid(M / BM, {grid}) warps(4)
+{{
+  rows = program_id(0) * BM + arange(0, BM)
+  cols = program_id(1) * BN + arange(0, BN)
+  cmask = cols < N
+  w = load(s[cols], mask = cmask)
+  v = load(x[rows[:, None], cols[None, :]], mask = cmask[None, :])
+  store(y[rows[:, None], cols[None, :]], v * w[None, :], mask = cmask[None, :])
+}}
+"""
+
+
+def test_a_grid_that_rounds_down_a_masked_dimension_is_blamed_at_the_grid():
+    bad = found(COLS.format(grid="N / BN"))
+    grid = at(bad, "bounds.coverage", 3)
+    assert len(grid) == 1 and grid[0].counterexample and "N" in grid[0].counterexample, describe(bad)
+    assert "cdiv(N, BN)" in grid[0].hint
+    assert not errors(found(COLS.format(grid="cdiv(N, BN)")))
+
+
+LSE = """\
+kernel lse<BLOCK = 1024>(x: global f32[M, N], y: out global f32[M]){where}
+  target gfx942 grid(M) warps(4)
+{{
+  row = program_id(0)
+  cols = arange(0, BLOCK)
+  v = load(x[row, cols], mask = cols < N, other = -inf)
+  m = max(v, axis = 0)
+  store(y[row], m + log(sum(exp(v - m), axis = 0)))
+}}
+"""
+
+
+def test_one_tile_over_a_dimension_that_may_be_longer_is_blamed_at_the_kernel():
+    bad = found(LSE.format(where=""))
+    head = at(bad, "bounds.coverage", 1)
+    assert head and "`where N <= BLOCK`" in head[0].hint and head[0].counterexample == {"N": 1025}, describe(bad)
+    assert not errors(found(LSE.format(where="\n  where N <= BLOCK")))
+
+
+CHUNKS = """\
+kernel row_max<BLOCK = 256>(x: global f32[M, N], y: out global f32[M])
+  target sm_80 grid(M) warps(4)
+{{
+  row = program_id(0)
+  best = full(f32[BLOCK], -inf)
+  for c in 0 .. {trips} {{
+    cols = c * BLOCK + arange(0, BLOCK)
+    best = maximum(best, load(x[row, cols], mask = cols < N, other = -inf))
+  }}
+  store(y[row], max(best, axis = 0))
+}}
+"""
+
+
+def test_a_loop_that_stops_a_tile_early_over_a_masked_dimension_is_blamed_at_the_loop():
+    bad = found(CHUNKS.format(trips="N / BLOCK"))
+    loop = at(bad, "bounds.coverage", 6)
+    assert loop and "(N + 256 - 1) / 256" in loop[0].hint, describe(bad)
+    assert not errors(found(CHUNKS.format(trips="(N + BLOCK - 1) / BLOCK")))
+
+
+def test_a_mask_against_something_else_than_the_extent_is_not_judged():
+    text = LSE.format(where="").replace("mask = cols < N", "mask = cols < N / 2")
+    assert not at(found(text), "bounds.coverage", 1)
