@@ -42,10 +42,13 @@ def run(
     *,
     grid_limit: int | None = None,
     time_limit: float = 60.0,
+    trace: bool = False,
 ) -> dict[str, np.ndarray]:
     """Run a `Program` (or its `KernelOp`) on `inputs` and return every tensor argument after
     the run, outputs filled. `grid_limit` runs only that many programs of a larger grid (the
-    first and the last ones); `time_limit` (seconds) stops a run that takes too long."""
+    first and the last ones); `time_limit` (seconds) stops a run that takes too long; `trace`
+    adds the last synchronization events of the failing CTA to an error's counterexample
+    (`counterexample["trace"]`, see `kir.interp.trace`)."""
     kernel = getattr(program_or_kernel_op, "kernel", program_or_kernel_op)
     if not isinstance(kernel, KernelOp):
         raise KirError(
@@ -63,6 +66,7 @@ def run(
                     Diagnostic("interp.invalid-ir", "error", span_of(kernel), f"the program is not valid IR: {err}")
                 ) from None
             launch = bind(kernel, dict(inputs), dict(params or {}), time_limit)
+            launch.trace = trace
             for pid in launch.program_ids(grid_limit):
                 Cta(launch, pid).run()
         except InterpError as err:

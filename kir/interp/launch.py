@@ -45,6 +45,7 @@ class Launch:
         time_limit: float,
     ):
         self.kernel = kernel
+        self.trace = False  # keep each CTA's last synchronization events for its counterexamples
         self.symbols = symbols
         self.grid = grid
         self.tensors = tensors

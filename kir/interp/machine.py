@@ -34,7 +34,7 @@ error stops it first, unless that error is a race (which explains the read bette
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -43,6 +43,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from kir.diagnostics import Diagnostic
 from kir.dialect.structure import RoleOp, YieldOp
 from kir.interp import sync as S
+from kir.interp import trace as T
 from kir.interp.errors import InterpError, OutOfBounds, Unsupported, fail, related
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ class Cta:
         self.buffers: list[S.SmemBuffer] = []
         self.interleave = False  # yield after every op (several instances run)
         self.uninitialized: Diagnostic | None = None
+        self.trace = T.new_trace() if launch.trace else None  # the last synchronization events
 
     # ---- values ------------------------------------------------------------------------------
 
@@ -183,6 +185,12 @@ class Cta:
                     fn(self, op, strand)
             except Unsupported as err:
                 fail("interp.unsupported", op, str(err))
+            except InterpError:
+                if self.trace is not None and isinstance(op, T.TRACED):
+                    T.record(self, op, strand, self.trace, "fails here")
+                raise
+            if self.trace is not None and isinstance(op, T.TRACED):
+                T.record(self, op, strand, self.trace)
             strand.t += 1
             if self.interleave:
                 yield None
@@ -197,13 +205,19 @@ class Cta:
 
     def run(self) -> None:
         try:
-            self._run()
+            try:
+                self._run()
+            except InterpError as err:
+                if err.diagnostic.rule != "interp.race" and self.uninitialized is not None:
+                    raise InterpError(self.uninitialized) from None
+                raise
+            if self.uninitialized is not None:
+                raise InterpError(self.uninitialized)
         except InterpError as err:
-            if err.diagnostic.rule != "interp.race" and self.uninitialized is not None:
-                raise InterpError(self.uninitialized) from None
-            raise
-        if self.uninitialized is not None:
-            raise InterpError(self.uninitialized)
+            cex = err.diagnostic.counterexample
+            if self.trace is None or cex is None:
+                raise
+            raise InterpError(replace(err.diagnostic, counterexample={**cex, "trace": list(self.trace)})) from None
 
     def _run(self) -> None:
         ops = self.block_ops(self.launch.kernel.body.block)
@@ -285,6 +299,9 @@ class Cta:
         finished = [s.who() for s in strands if s.done]
         for s in live:
             b = s.blocker
+            if self.trace is not None and b is not None:
+                self.env = s.env
+                T.record(self, b.op, s, self.trace, "blocks")
             if isinstance(b, MBarrierWait):
                 parts.append(
                     f"{s.who()} waits on `{b.bars.name}[{b.index}]` for parity {b.parity} ({b.bars.state(b.index)})"

@@ -27,6 +27,7 @@ from kir.dialect.traits import BARRIER, allocates, is_async
 from kir.dialect.types import MBarrierType, SmemType
 from verifier.context import Context, OpInfo
 from verifier.registry import rule
+from verifier.rules import sync_fix as fx
 from verifier.symbolic import CACHE
 
 # ---- facts about shared-memory traffic ----------------------------------------------------------
@@ -132,6 +133,105 @@ def all_accesses(ctx: Context) -> list[Access]:
     return ctx.__dict__["_sync_accesses"]
 
 
+# ---- counterexamples and fixes ----------------------------------------------------------------
+
+
+def witness(ctx: Context, fallback: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """How the program fails: the counterexample of the model check's first finding (the shapes
+    of the small instance, where it stops, and the trace of synchronization events before it),
+    or, when the run shows nothing, the rule's own schematic interleaving `fallback`."""
+    found = model_run(ctx)
+    if found and found[0].counterexample is not None:
+        return found[0].counterexample
+    return fallback
+
+
+def step(ctx: Context, op: Operation, what: str, **where: Any) -> dict[str, Any]:
+    """One event of a schematic trace, in the shape of the interpreter's (`kir.interp.trace`)."""
+    info = ctx.info_of.get(op)
+    role = info.role if info is not None else None
+    out: dict[str, Any] = {"role": role.name_text if role is not None else "cta"}
+    loops = info.loops if info is not None else ()
+    if loops:
+        out["iteration"] = {(loop.body.block.args[0].name_hint or "i"): where.pop("at", "k") for loop in loops[-1:]}
+    else:
+        where.pop("at", None)
+    span = ctx.span(op)
+    if span is not None:
+        out["line"] = span.line
+    out["op"] = what
+    out.update(where)
+    return out
+
+
+TRACE_SHOWN = 8  # events of a counterexample's trace
+
+
+def focus(cex: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events of a run's trace that concern its failure: those on the raced buffer's stage
+    (and the barriers of that stage), or on the barriers the blocked waits wait on; the last few."""
+    events = cex.get("trace") or []
+    keep: list[dict[str, Any]] = []
+    if "buffer" in cex and "element" in cex:
+        stage = cex["element"][0] if cex["element"] else None
+        for ev in events:
+            same_buffer = ev.get("buffer") == cex["buffer"] and ev.get("stage", stage) == stage
+            same_stage = "barrier" in ev and ev["barrier"].endswith(f"[{stage}]")
+            if same_buffer or same_stage:
+                keep.append(ev)
+    elif "blocked" in cex:
+        bars = {b.get("barrier") for b in cex["blocked"].values()}
+        keep = [ev for ev in events if ev.get("barrier") in bars or ev.get("op") == "barrier()"]
+    return (keep or events)[-TRACE_SHOWN:]
+
+
+def trace_text(cex: dict[str, Any] | None, last: int = 4) -> str:
+    """The end of a counterexample's trace, for a message."""
+    events = (cex or {}).get("trace") or []
+    if not events:
+        return ""
+    shown = []
+    for ev in events[-last:]:
+        it = ", ".join(f"{k} = {v}" for k, v in (ev.get("iteration") or {}).items())
+        where = f"{ev.get('role', '?')}{' ' + it if it else ''}"
+        phase = f" (phase {ev['phase']})" if "phase" in ev else ""
+        shown.append(f"{where}: {ev.get('op', '?')}{phase}")
+    return "; trace: " + " -> ".join(shown)
+
+
+def fixed_hint(ctx: Context, edits: list[fx.Edit | None]) -> str:
+    """The text of the first edit that makes the program pass the synchronization check, or ""."""
+    edit = fx.fixes(ctx, edits)
+    if edit is None:
+        return ""
+    if edit.mode == "replace":
+        return f"{edit.new} (line {edit.line}: instead of {edit.old})"
+    return f"{edit.new} ({edit.mode} line {edit.line})"
+
+
+def _index_text(ctx: Context, value: SSAValue | None, fallback: str = "s") -> str:
+    if value is None:
+        return fallback
+    owner = value.owner
+    if isinstance(owner, tl.ConstOp):
+        return str(owner.value.data)
+    return value.name_hint or fallback
+
+
+def _parities(ctx: Context, op: Operation, bar: SSAValue, reader: bool) -> list[str]:
+    """Parity expressions to try for a wait at `op` on the ring `bar`: the round's phase (a
+    reader) or the previous round's (a producer waiting for a release), then the constants."""
+    info = ctx.info_of[op]
+    out = []
+    size = str(cast(MBarrierType, bar.type).size.data)
+    if info.loops:
+        iv = info.loops[-1].body.block.args[0].name_hint or "k"
+        ring = f"{iv} / {size}" if size != "1" else iv
+        out += [f"({ring}) % 2", f"({ring} + 1) % 2"] if reader else [f"({ring} + 1) % 2", f"({ring}) % 2"]
+    out += ["0", "1"] if reader else ["1", "0"]
+    return out
+
+
 # ---- rules ------------------------------------------------------------------------------------
 
 _GEMM_HEAD = """\
@@ -203,6 +303,7 @@ before, or a half-written tile.""",
 )
 def read_before_wait(ctx: Context) -> Iterator[Diagnostic]:
     writers = [a for a in all_accesses(ctx) if a.write and a.kind in ("tma", "cp.async")]
+    signalled = wrong_signals(ctx)
     for acc in all_accesses(ctx):
         if acc.write:
             continue
@@ -212,6 +313,8 @@ def read_before_wait(ctx: Context) -> Iterator[Diagnostic]:
         doms = list(dominators(ctx, acc.op))
         for w in fills:
             if w.kind == "tma":
+                if w.op in signalled:
+                    continue  # the copy signals the wrong barrier: reported there
                 tma = cast(ex.TmaLoadOp, w.op)  # the kind of a TMA load's write
                 bar, bar_index = tma.bar, tma.bar_index
                 ok = any(
@@ -222,26 +325,149 @@ def read_before_wait(ctx: Context) -> Iterator[Diagnostic]:
                 )
                 if ok:
                     continue
+                index = _index_text(ctx, acc.stage if acc.stage is not None else bar_index)
+                waits = [f"wait({bar.name_hint}[{index}], parity = {p})" for p in _parities(ctx, acc.op, bar, True)]
+                name = acc.op.name.removeprefix("kir.")
+                cex = witness(
+                    ctx,
+                    {
+                        "trace": [
+                            step(ctx, w.op, "tma.load issued", buffer=acc.buffer.res.name_hint, barrier=bar.name_hint),
+                            step(
+                                ctx, acc.op, f"{name} reads before the copy completes", buffer=acc.buffer.res.name_hint
+                            ),
+                        ]
+                    },
+                )
                 yield ctx.report(
                     acc.op,
-                    f"{acc.op.name.removeprefix('kir.')} reads `{_buf_name(acc)}`, which the tma.load filling it "
+                    f"{name} reads `{_buf_name(acc)}`, which the tma.load filling it "
                     f"completes on `{_bar_name(ctx, bar, bar_index)}`, but no wait on `{bar.name_hint}` for this "
-                    "stage comes before it",
-                    f"wait({bar.name_hint}[{(acc.stage.name_hint if acc.stage is not None and acc.stage.name_hint else 's')}], "
-                    "parity = ...) before reading the buffer",
+                    "stage comes before it" + trace_text(cex),
+                    fixed_hint(ctx, [fx.insert_before(acc.op, text) for text in waits]),
                     related=[(w.op, "the asynchronous copy that fills it")],
+                    counterexample=cex,
                 )
                 break
             if w.kind == "cp.async" and role_of(ctx, w.op) is role_of(ctx, acc.op):
                 if any(isinstance(d, ex.CpAsyncWaitOp) for d in doms):
                     continue
+                cex = witness(
+                    ctx,
+                    {
+                        "trace": [
+                            step(ctx, w.op, "cp.async issued", buffer=acc.buffer.res.name_hint),
+                            step(ctx, acc.op, "read with the copy in flight", buffer=acc.buffer.res.name_hint),
+                        ]
+                    },
+                )
                 yield ctx.report(
                     acc.op,
-                    f"reads `{_buf_name(acc)}`, which a cp.async fills, before any cp.async.wait",
-                    "cp.async.commit() after the copies, then cp.async.wait(n) before reading",
+                    f"reads `{_buf_name(acc)}`, which a cp.async fills, before any cp.async.wait" + trace_text(cex),
+                    fixed_hint(ctx, [fx.insert_before(acc.op, "cp.async.wait(0)")]),
                     related=[(w.op, "the copy")],
+                    counterexample=cex,
                 )
                 break
+
+
+def _sized_buffers(value: SSAValue, depth: int = 0) -> set[Operation]:
+    """The shared buffers whose `sizeof` an expect's byte count adds up."""
+    owner = value.owner
+    if isinstance(owner, ex.SizeofOp):
+        buf = _buffer_of(owner.mem)
+        return {buf} if buf is not None else set()
+    if isinstance(owner, tl.BinaryOp) and depth < 8:
+        return _sized_buffers(owner.lhs, depth + 1) | _sized_buffers(owner.rhs, depth + 1)
+    return set()
+
+
+def wrong_signals(ctx: Context) -> dict[ex.TmaLoadOp, tuple[SSAValue, SSAValue]]:
+    """TMA copies that complete on another barrier than the one their data is announced on and
+    waited for: the copy into X signals B, while an expect beside it counts sizeof(X) on
+    barrier C (and none on B does), or every reader of X waits on C, filled by a copy beside
+    it, and none waits on B. Maps each such copy to C and its index."""
+    if "_sync_wrong_signals" in ctx.__dict__:
+        return ctx.__dict__["_sync_wrong_signals"]
+    out: dict[ex.TmaLoadOp, tuple[SSAValue, SSAValue]] = {}
+    ctx.__dict__["_sync_wrong_signals"] = out
+    for info in ctx.ops(ex.TmaLoadOp):
+        load = info.op
+        buf = _buffer_of(load.dst)
+        block = load.parent_block()
+        if buf is None or block is None:
+            continue
+        expects = [o for o in block.ops if isinstance(o, ex.ExpectOp)]
+        naming = [e for e in expects if buf in _sized_buffers(e.nbytes)]
+        if naming and not any(e.bar is load.bar for e in naming):
+            e = naming[0]
+            out[load] = (e.bar, e.bar_index)
+            continue
+        siblings = [o for o in block.ops if isinstance(o, ex.TmaLoadOp) and o is not load and o.bar is not load.bar]
+        reads = [
+            a for a in all_accesses(ctx) if a.buffer is buf and not a.write and role_of(ctx, a.op) is not info.role
+        ]
+        if not siblings or not reads:
+            continue
+        waited: set[SSAValue] | None = None
+        for r in reads:
+            bars = {d.bar for d in dominators(ctx, r.op) if isinstance(d, ex.WaitOp)}
+            waited = bars if waited is None else waited & bars
+        if not waited or load.bar in waited:
+            continue
+        for sib in siblings:
+            if sib.bar in waited:
+                out[load] = (sib.bar, sib.bar_index)
+                break
+    return out
+
+
+@rule(
+    "sync.signal-barrier",
+    family="sync",
+    severity="error",
+    summary="a TMA copy completes on another mbarrier than the one its readers wait on",
+    explanation="""
+A `tma.load(..., X[s], signal = bar[s])` delivers its bytes to `bar[s]`; the readers of X know
+the data is there by waiting on the barrier whose expect counts `sizeof(X[s])`. A copy that
+signals another barrier (a release barrier, or the barrier of another buffer, often after
+copying the line above) completes the wrong phase: the barrier the readers wait on lacks its
+bytes (deadlock), or passes before this copy lands (race), and the other barrier completes a
+phase early.""",
+    bad=_GOOD_GEMM.replace(
+        "      tma.load(b[k * BK : k * BK + BK, n0 : n0 + BN], bs[s], signal = full[s])\n",
+        "      tma.load(b[k * BK : k * BK + BK, n0 : n0 + BN], bs[s], signal = empty[s])  # <-\n",
+    ),
+    good=_GOOD_GEMM,
+)
+def signal_barrier(ctx: Context) -> Iterator[Diagnostic]:
+    for load, (bar, index) in wrong_signals(ctx).items():
+        text = fx.op_text(ctx, load) or ""
+        old = f"signal = {_bar_name(ctx, load.bar, load.bar_index)}"
+        new = f"signal = {_bar_name(ctx, bar, index)}"
+        buf = _buffer_of(load.dst)
+        bname = buf.res.name_hint if buf is not None else "the buffer"
+        cex = witness(
+            ctx,
+            {
+                "trace": [
+                    step(ctx, load, f"tma.load into {bname} completes on {load.bar.name_hint}", buffer=bname),
+                    {"op": f"the phase of {bar.name_hint} waits for bytes that never come to it"},
+                ]
+            },
+        )
+        yield ctx.report(
+            load,
+            f"the tma.load into `{bname}` signals `{_bar_name(ctx, load.bar, load.bar_index)}`, but the data of "
+            f"`{bname}` is announced and waited for on `{_bar_name(ctx, bar, index)}`" + trace_text(cex),
+            fixed_hint(ctx, [fx.replace_in(load, old, new)] if old in text else []),
+            related=[
+                (o, "the expect that counts its bytes")
+                for o in (load.parent_block() or Block()).ops
+                if isinstance(o, ex.ExpectOp) and o.bar is bar
+            ],
+            counterexample=cex,
+        )
 
 
 def _releases(ctx: Context, reader_role: st.RoleOp | None, buffer: Operation) -> list[ex.ArriveOp]:
@@ -274,8 +500,8 @@ the previous round has finished with it. Readers say so by arriving on a release
 (`arrive(empty[s])`); the producer must `wait` on that mbarrier before it issues the copy into
 the stage. Without the wait, a fast producer overwrites operands a wgmma is still reading.""",
     bad=_gemm(producer_wait="").replace(
-        "      tma.load(a[m0 : m0 + BM, k * BK : k * BK + BK], as[s], signal = full[s])\n",
-        "      tma.load(a[m0 : m0 + BM, k * BK : k * BK + BK], as[s], signal = full[s])  # <-\n",
+        "      expect(full[s], bytes = sizeof(as[s]) + sizeof(bs[s]))\n",
+        "      expect(full[s], bytes = sizeof(as[s]) + sizeof(bs[s]))  # <-\n",
     ),
     good=_GOOD_GEMM,
 )
@@ -299,25 +525,91 @@ def overwrite_before_release(ctx: Context) -> Iterator[Diagnostic]:
                 isinstance(d, ex.CtaBarrierOp) for d in doms
             ):
                 continue
-            reported.add(w.op)
+            # the wait belongs before the whole refill: the copies of this block that write
+            # stages of the readers' buffers, and the expects that announce them
+            start, writes = _refill(ctx, w, role)
+            reported.update(x.op for x in writes)
             rname = role.name_text if role is not None else "the CTA"
-            if not releases:
-                hint = f"have role `{rname}` arrive on a release mbarrier after its reads, and wait on it here"
-            else:
+            hint = ""
+            if releases:
                 r = releases[0]
-                hint = f"wait({_bar_name(ctx, r.bar, r.bar_index)}, parity = ...) before this copy"
+                index = _index_text(ctx, w.stage if w.stage is not None else r.bar_index)
+                waits = [f"wait({r.bar.name_hint}[{index}], parity = {p})" for p in _parities(ctx, w.op, r.bar, False)]
+                hint = fixed_hint(ctx, [fx.insert_before(start, text) for text in waits])
+            reads = [
+                r for r in all_accesses(ctx) if r.buffer is w.buffer and not r.write and role_of(ctx, r.op) is role
+            ]
+            bname = w.buffer.res.name_hint
+            cex = witness(
+                ctx,
+                {
+                    "trace": [
+                        step(ctx, reads[0].op, "reads the stage in round r", at="k", buffer=bname),
+                        step(
+                            ctx, w.op, "refills the stage in round r + 1 before the read ends", at="k + S", buffer=bname
+                        ),
+                    ]
+                },
+            )
             yield ctx.report(
-                w.op,
-                f"writes `{_buf_name(w)}` while role `{rname}` may still read it: nothing here waits for "
-                f"`{rname}` to release the stage",
+                start,
+                f"refills `{_buf_name(w)}` while role `{rname}` may still read it: nothing here waits for "
+                f"`{rname}` to release the stage"
+                + (f" (it arrives on `{releases[0].bar.name_hint}`)" if releases else ", and it releases nothing")
+                + trace_text(cex),
                 hint,
-                related=[
-                    (r.op, "the read it may overwrite")
-                    for r in all_accesses(ctx)
-                    if r.buffer is w.buffer and not r.write and role_of(ctx, r.op) is role
-                ][:1],
+                related=[(x.op, "a write into the stage") for x in writes if x.op is not start]
+                + [(r.op, "the read it may overwrite") for r in reads[:1]],
+                counterexample=cex,
             )
             break
+
+
+def _refill(ctx: Context, w: Access, role: st.RoleOp | None) -> tuple[Operation, list[Access]]:
+    """The first op of the refill that `w` is part of (where a wait for the readers' release
+    goes) and the writes of that refill into buffers `role` reads."""
+    read_bufs = {r.buffer for r in all_accesses(ctx) if not r.write and role_of(ctx, r.op) is role}
+    block = w.op.parent_block()
+    if block is None:
+        return w.op, [w]
+    writes = [a for o in block.ops for a in accesses(o) if a.write and a.buffer in read_bufs]
+    first = writes[0].op if writes else w.op
+    signals = {cast(ex.TmaLoadOp, a.op).bar for a in writes if a.kind == "tma"}
+    start = first
+    prev = first.prev_op
+    while prev is not None:
+        if isinstance(prev, ex.ExpectOp) and prev.bar in signals:
+            start = prev
+        elif not _pure(prev):
+            break
+        prev = prev.prev_op
+    return start, writes or [w]
+
+
+def _pure(op: Operation) -> bool:
+    """An op that only computes a value (an index, a byte count): no memory, no synchronization."""
+    return (
+        bool(op.results)
+        and not accesses(op)
+        and not isinstance(op, ex.SmemAllocOp | ex.MBarrierAllocOp)
+        and not op.regions
+    )
+
+
+def _pending(ctx: Context, op: ex.CpAsyncWaitOp | ex.WgmmaWaitOp) -> int | None:
+    """The pending count of an async wait: a literal, or a static expression of parameters."""
+    value = op.pending.data
+    if isinstance(value, int):
+        return value
+    return ctx.static(op.pending)
+
+
+def _call_args(ctx: Context, op: Operation) -> str | None:
+    """The argument text of a one-line call statement: `3` of `cp.async.wait(3)`."""
+    text = fx.op_text(ctx, op)
+    if text is None or "(" not in text or not text.endswith(")"):
+        return None
+    return text[text.index("(") + 1 : -1]
 
 
 @rule(
@@ -337,25 +629,53 @@ def arrive_before_retire(ctx: Context) -> Iterator[Diagnostic]:
     for info in ctx.ops(ex.ArriveOp):
         arrive = info.op
         in_flight: list[ex.WgmmaOp] = []
+        last_wait: ex.WgmmaWaitOp | None = None  # the wgmma.wait that left them in flight
         for op in cast(Block, arrive.parent_block()).ops:
             if op is arrive:
                 break
             if isinstance(op, ex.WgmmaOp):
                 in_flight.append(op)
+                last_wait = None
             elif isinstance(op, ex.WgmmaWaitOp):
-                n = op.pending.data
+                n = _pending(ctx, op) or 0
                 in_flight = in_flight[len(in_flight) - n :] if n else []
+                last_wait = op
         for wg in in_flight:
             reads = [a for a in accesses(wg) if _guards_writes(ctx, arrive.bar, a.buffer)]
-            if arrive_stage_matches(ctx, arrive, [a.stage for a in reads]):
-                yield ctx.report(
-                    arrive,
-                    f"arrive on `{_bar_name(ctx, arrive.bar, arrive.bar_index)}` releases the stage while the wgmma "
-                    "reading it has not been retired",
-                    "wgmma.wait(0) before this arrive",
-                    related=[(wg, "the wgmma still reading the stage")],
-                )
-                break
+            if not arrive_stage_matches(ctx, arrive, [a.stage for a in reads]):
+                continue
+            newer = len(in_flight) - 1 - in_flight.index(wg)  # wgmmas issued after this one
+            if last_wait is not None:
+                n_text = _call_args(ctx, last_wait) or str(_pending(ctx, last_wait))
+                blame: Operation = last_wait
+                edits = [
+                    fx.replace_in(last_wait, f"wgmma.wait({n_text})", f"wgmma.wait({m})") for m in range(newer, -1, -1)
+                ]
+                what = f"wgmma.wait({n_text}) leaves the wgmma reading the stage in flight, and the arrive"
+            else:
+                blame = arrive
+                edits = [fx.insert_before(arrive, "wgmma.wait(0)")]
+                what = "the arrive"
+            cex = witness(
+                ctx,
+                {
+                    "trace": [
+                        step(ctx, wg, "wgmma issued, still reading the stage"),
+                        step(ctx, arrive, "arrive releases the stage", barrier=arrive.bar.name_hint),
+                        {"op": "the producer refills the stage while the wgmma reads it"},
+                    ]
+                },
+            )
+            yield ctx.report(
+                blame,
+                f"{what} on `{_bar_name(ctx, arrive.bar, arrive.bar_index)}` releases the stage while that wgmma "
+                "has not been retired" + trace_text(cex),
+                fixed_hint(ctx, edits),
+                related=[(wg, "the wgmma still reading the stage")]
+                + ([(arrive, "the arrive that releases it")] if blame is not arrive else []),
+                counterexample=cex,
+            )
+            break
 
 
 def _guards_writes(ctx: Context, bar: SSAValue, buffer: Operation) -> bool:
@@ -426,6 +746,7 @@ def parity(ctx: Context) -> Iterator[Diagnostic]:
         wait = info.op
         ring = _ring(ctx, wait)
         if ring is None:
+            yield from _first_wait_parity(ctx, info)
             continue
         loop, k, size = ring
         later = _after_in_loop(wait)
@@ -447,13 +768,81 @@ def parity(ctx: Context) -> Iterator[Diagnostic]:
         iv_name = loop.body.block.args[0].name_hint or "k"
         at = cex.get(iv_name, cex.get(str(k)))
         ring_name = "S" if "S" in ctx.params else str(size)
+        seen = witness(ctx)
+        if seen and seen.get("trace"):
+            cex = {**cex, "trace": seen["trace"]}
         yield ctx.report(
             wait,
             f"the {kind} waits on `{wait.bar.name_hint}` with a parity that does not follow the {size}-stage ring"
-            + (f": at {iv_name} = {at} it waits for the wrong phase" if at is not None else ""),
-            f"parity = {text.replace('k', iv_name).replace('S', ring_name)}",
+            + (f": at {iv_name} = {at} it waits for the wrong phase" if at is not None else "")
+            + trace_text(cex),
+            _parity_hint(ctx, wait, [text.replace("k", iv_name).replace("S", ring_name)]),
             counterexample=cex,
         )
+
+
+def _parity_hint(ctx: Context, wait: ex.WaitOp, candidates: list[str]) -> str:
+    text = fx.op_text(ctx, wait) or ""
+    at = text.find("parity = ")
+    if at < 0:
+        return ""
+    old = text[at : text.rfind(")")]
+    return fixed_hint(ctx, [fx.replace_in(wait, old, f"parity = {c}") for c in candidates])
+
+
+def _first_wait_parity(ctx: Context, info: OpInfo[ex.WaitOp]) -> Iterator[Diagnostic]:
+    """A wait outside loops, the first of its role on a barrier whose phase completes once (every
+    arrive, expect and copy on it runs once): it waits for that first completion, parity 0.
+    Parity 1 passes at once before the phase completes, and never after."""
+    wait = info.op
+    if info.loops or info.in_if or info.role is None:
+        return
+    p = wait.parity.owner
+    if not isinstance(p, tl.ConstOp) or p.number != 1:
+        return
+    if any(isinstance(d, ex.WaitOp) and d.bar is wait.bar for d in dominators(ctx, wait)):
+        return
+    users = [
+        i for i in ctx.infos if isinstance(i.op, ex.ArriveOp | ex.ExpectOp | ex.TmaLoadOp) and i.op.bar is wait.bar
+    ]
+    if not users or any(i.loops or i.in_if or i.role is info.role for i in users):
+        return
+    later = _after_in_loop(wait)
+    if not any(not a.write for o in later for a in accesses(o)):
+        return  # only a reader's wait is judged
+    cex = witness(
+        ctx,
+        {
+            "trace": [
+                step(ctx, wait, f"wait({wait.bar.name_hint}, parity = 1) passes at once: no phase has completed yet"),
+                step(ctx, users[-1].op, "completes phase 0 only now"),
+            ]
+        },
+    )
+    yield ctx.report(
+        wait,
+        f"the first wait on `{wait.bar.name_hint}` asks for parity 1, which passes before its only phase completes "
+        "(and never once it has): it waits for nothing" + trace_text(cex),
+        _parity_hint(ctx, wait, ["0"]),
+        related=[(i.op, "what completes the phase") for i in users],
+        counterexample=cex,
+    )
+
+
+def _dst_text(ctx: Context, copy: ex.TmaLoadOp) -> str:
+    """The destination view of a copy as written (`as[s]`), for a byte count."""
+    text = fx.op_text(ctx, copy) or ""
+    name = copy.dst.name_hint or "buffer"
+    at = text.find(f" {name}[")
+    if at < 0:
+        return f"{name}[{_index_text(ctx, copy.bar_index)}]"
+    depth, end = 0, at + 1
+    for i in range(at + 1, len(text)):
+        depth += {"[": 1, "]": -1}.get(text[i], 0)
+        if text[i] == "]" and depth == 0:
+            end = i + 1
+            break
+    return text[at + 1 : end]
 
 
 def _static_bytes(ctx: Context, v: SSAValue) -> int | None:
@@ -500,6 +889,9 @@ def expect_bytes(ctx: Context) -> Iterator[Diagnostic]:
         ]
         if not copies:
             continue
+        misrouted = wrong_signals(ctx)
+        if any(o in misrouted and (o.bar is exp.bar or misrouted[o][0] is exp.bar) for o in block.ops):
+            continue  # a copy signals the wrong barrier: reported at the copy
         sizes = [ctx.access_bytes(c.dst.type, c.dst_access.data) for c in copies]
         known = [s for s in sizes if s is not None]
         if len(known) != len(sizes):
@@ -511,13 +903,26 @@ def expect_bytes(ctx: Context) -> Iterator[Diagnostic]:
         effect = (
             "the phase completes before the last copy lands" if announced < delivered else "the phase never completes"
         )
-        names = " + ".join(f"sizeof({c.dst.name_hint}[{c.bar_index.name_hint or 's'}])" for c in copies)
+        names = " + ".join(f"sizeof({_dst_text(ctx, c)})" for c in copies)
+        text = fx.op_text(ctx, exp) or ""
+        old_bytes = text[text.find("bytes = ") : text.rfind(")")] if "bytes = " in text else ""
+        cex = witness(
+            ctx,
+            {
+                "trace": [step(ctx, exp, f"expect {announced} bytes", barrier=exp.bar.name_hint)]
+                + [
+                    step(ctx, c, f"tma.load delivers {n} bytes", barrier=exp.bar.name_hint)
+                    for c, n in zip(copies, sizes, strict=True)
+                ]
+            },
+        )
         yield ctx.report(
             exp,
             f"expect announces {announced} bytes but the tma.loads signalling `{_bar_name(ctx, exp.bar, exp.bar_index)}` "
-            f"here deliver {delivered} ({parts}): {effect}",
-            f"bytes = {names}",
+            f"here deliver {delivered} ({parts}): {effect}" + trace_text(cex),
+            fixed_hint(ctx, [fx.replace_in(exp, old_bytes, f"bytes = {names}")] if old_bytes else []),
             related=[(c, "a copy completing on this barrier") for c in copies],
+            counterexample=cex,
         )
 
 
@@ -585,11 +990,29 @@ def arrive_count(ctx: Context) -> Iterator[Diagnostic]:
             if per_phase > count
             else "the phase never completes"
         )
+        text = fx.op_text(ctx, alloc) or ""
+        at = text.find("count = ")
+        old_count = text[at:].split(")")[0] if at >= 0 else ""
+        name = alloc.res.name_hint
+        cex = witness(
+            ctx,
+            {
+                "count": count,
+                "arrivals_per_phase": per_phase,
+                "trace": [
+                    step(ctx, i.op, f"{i.op.name.removeprefix('kir.')} x {ctx.units(i.role)}", barrier=name)
+                    for i in users
+                ]
+                + [{"op": f"`{name}` phase 0 " + ("completes early" if per_phase > count else "never completes")}],
+            },
+        )
         yield ctx.report(
             alloc,
-            f"`{alloc.res.name_hint}` expects {count} arrival(s) per phase but receives {per_phase} ({detail}): {effect}",
-            f"count = {per_phase}",
+            f"`{name}` expects {count} arrival(s) per phase but receives {per_phase} ({detail}): {effect}"
+            + trace_text(cex),
+            fixed_hint(ctx, [fx.replace_in(alloc, old_count, f"count = {per_phase}")] if old_count else []),
             related=[(i.op, "an arrival") for i in users],
+            counterexample=cex,
         )
 
 
@@ -645,10 +1068,20 @@ def barrier_divergent(ctx: Context) -> Iterator[Diagnostic]:
     by_role: dict[st.RoleOp, list[OpInfo]] = {}
     for info in ctx.ops(ex.CtaBarrierOp):
         if info.in_if:
+            cex = witness(
+                ctx,
+                {
+                    "trace": [
+                        step(ctx, info.op, "barrier() reached by the threads that take the branch"),
+                        {"op": "the threads that skip it never arrive: the barrier waits forever"},
+                    ]
+                },
+            )
             yield ctx.report(
                 info.op,
-                "barrier() under an if: threads that skip the branch never reach it",
-                "move the barrier out of the conditional",
+                "barrier() under an if: threads that skip the branch never reach it" + trace_text(cex),
+                related=[(info.op.parent_op() or info.op, "the conditional")],
+                counterexample=cex,
             )
         elif info.role is not None:
             by_role.setdefault(info.role, []).append(info)
@@ -658,6 +1091,10 @@ def barrier_divergent(ctx: Context) -> Iterator[Diagnostic]:
     counts = {role: _barrier_count(by_role.get(role, [])) for role in roles}
     if len(set(counts.values())) <= 1:
         return  # every role arrives as many times: the k-th arrivals meet
+    trips = _loop_trips_blame(ctx, by_role)
+    if trips is not None:
+        yield trips
+        return
     fewest = min(counts.values(), key=_count_order)
     for role, infos in by_role.items():
         if counts[role] == fewest:
@@ -665,13 +1102,96 @@ def barrier_divergent(ctx: Context) -> Iterator[Diagnostic]:
         others = ", ".join(
             f"`{r.name_text}` {_count_text(c)}" for r, c in counts.items() if r is not role and c != counts[role]
         )
+        cex = witness(
+            ctx,
+            {
+                "trace": [step(ctx, infos[0].op, f"barrier() in role `{role.name_text}`, {_count_text(counts[role])}")]
+                + [
+                    {"role": r.name_text, "op": f"barrier() {_count_text(c)}"}
+                    for r, c in counts.items()
+                    if r is not role
+                ]
+            },
+        )
         yield ctx.report(
             infos[0].op,
             f"role `{role.name_text}` reaches barrier() {_count_text(counts[role])}, but {others}: its extra "
-            "arrivals wait for threads that never come",
-            "call barrier() as many times in every role, or order the roles with mbarriers (arrive / wait)",
+            "arrivals wait for threads that never come" + trace_text(cex),
             related=[(role, "the role")] + [(r, "a role with fewer") for r, c in counts.items() if c == fewest],
+            counterexample=cex,
         )
+
+
+def _loop_trips_blame(ctx: Context, by_role: dict[st.RoleOp, list[OpInfo]]) -> Diagnostic | None:
+    """Two roles that each reach barrier() the same number of times per trip of one loop, whose
+    trip counts differ for some shapes: the loop that runs fewer trips there is blamed (it
+    stops before the other role's last barriers), with the shapes as the counterexample."""
+    if len(by_role) != 2:
+        return None
+    loops: list[tuple[st.ForOp, int]] = []
+    for infos in by_role.values():
+        nests: set[st.ForOp | None] = {
+            i.loops[-1] if i.loops and i.role is not None and i.role.is_ancestor(i.loops[-1]) else None for i in infos
+        }
+        if len(nests) != 1 or None in nests:
+            return None
+        loop = nests.pop()
+        if loop is None:
+            return None
+        if ctx.info_of[loop].loops and any(
+            i.role is not None and i.role.is_ancestor(o) for i in infos for o in ctx.info_of[loop].loops
+        ):
+            return None  # nested loops inside the role: counted by the general rule
+        loops.append((loop, len(infos)))
+    (la, na), (lb, nb) = loops
+    if na != nb:
+        return None
+    sym = ctx.symbolic
+    ta = sym.value(la.upper).expr - sym.value(la.lower).expr
+    tb = sym.value(lb.upper).expr - sym.value(lb.lower).expr
+    for lp in (la, lb):
+        step_v = sym.value(lp.step)
+        if step_v.tainted or not (z3.is_int_value(step_v.expr) and step_v.expr.as_long() == 1):
+            return None
+    cex = sym.counterexample(ta == tb, evaluate={"trips_a": ta, "trips_b": tb})
+    if not cex or "unknown" in cex or "trips_a" not in cex:
+        return None
+    short, long_ = (la, lb) if cex["trips_a"] < cex["trips_b"] else (lb, la)
+    n_short, n_long = sorted((cex.pop("trips_a"), cex.pop("trips_b")))
+    role_s, role_l = ctx.info_of[short].role, ctx.info_of[long_].role
+    name_s = role_s.name_text if role_s is not None else "CTA"
+    name_l = role_l.name_text if role_l is not None else "CTA"
+    shown = ", ".join(f"{k} = {v}" for k, v in cex.items())
+    text_s, text_l = _range_text(ctx, short), _range_text(ctx, long_)
+    hint = fixed_hint(ctx, [fx.replace_in(short, text_s, text_l)] if text_s and text_l else [])
+    cex["trace"] = [
+        step(ctx, short, f"role `{name_s}` ends after {n_short} trip(s), {na * n_short} barrier() call(s)"),
+        step(ctx, long_, f"role `{name_l}` runs {n_long} trip(s): its barrier() of trip {n_short} waits forever"),
+    ]
+    return ctx.report(
+        short,
+        f"role `{name_s}` loops {text_s or 'fewer times'} and role `{name_l}` {text_l or 'more'}: with {shown} "
+        f"the first makes {n_short} trip(s) and the second {n_long}, so the barrier() calls of the second's last "
+        "trips wait for threads that have left" + trace_text(cex),
+        hint,
+        related=[(long_, f"the loop of role `{name_l}`")]
+        + [(i.op, "a barrier() in the loop") for i in by_role[role_s]][:1]
+        if role_s is not None
+        else [(long_, f"the loop of role `{name_l}`")],
+        counterexample=cex,
+    )
+
+
+def _range_text(ctx: Context, loop: st.ForOp) -> str | None:
+    """The range of a `for` header as written: `0 .. M / BM`."""
+    span = ctx.span(loop)
+    source = ctx.program.source
+    if span is None or source is None:
+        return None
+    header = source.split("\n")[span.line - 1]
+    if " in " not in header or "{" not in header:
+        return None
+    return header[header.index(" in ") + 4 : header.rindex("{")].strip()
 
 
 def _barrier_count(infos: list[OpInfo]) -> tuple[tuple[Any, int], ...]:
@@ -735,6 +1255,135 @@ def _count_text(count: tuple[tuple[Any, int], ...]) -> str:
 
 
 @rule(
+    "sync.cp-async-group",
+    family="sync",
+    severity="error",
+    summary="a cp.async group that the cp.async.wait before a read does not retire",
+    explanation="""
+`cp.async.wait(n)` retires every committed group but the n newest; copies issued after the last
+`cp.async.commit()` belong to no group, and no wait retires them. A read of a buffer that
+cp.async fills is safe once the group holding its copy is retired: the copy must be committed
+before the wait, and n must leave pending only the groups committed after it (in a ring of S
+stages with S - 1 tiles in flight, `cp.async.wait(S - 2)`).""",
+    bad="""\
+kernel k<BM = 64, BN = 64>(x: global f32[M, N], y: out global f32[M, N])
+  where M % BM == 0, N % BN == 0
+  target sm_80 grid(M / BM, N / BN) warps(1)
+{
+  buf = smem(f32[BM, BN])
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  cp.async(x[m0 : m0 + BM, n0 : n0 + BN], buf[0 : BM])  # <-
+  cp.async.wait(0)
+  store(y[m0 : m0 + BM, n0 : n0 + BN], load(buf[0 : BM]) * 2.0)
+}
+""",
+    good="""\
+kernel k<BM = 64, BN = 64>(x: global f32[M, N], y: out global f32[M, N])
+  where M % BM == 0, N % BN == 0
+  target sm_80 grid(M / BM, N / BN) warps(1)
+{
+  buf = smem(f32[BM, BN])
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  cp.async(x[m0 : m0 + BM, n0 : n0 + BN], buf[0 : BM])
+  cp.async.commit()
+  cp.async.wait(0)
+  store(y[m0 : m0 + BM, n0 : n0 + BN], load(buf[0 : BM]) * 2.0)
+}
+""",
+)
+def cp_async_group(ctx: Context) -> Iterator[Diagnostic]:
+    copies = [a for a in all_accesses(ctx) if a.write and a.kind == "cp.async"]
+    reported: set[Operation] = set()
+    for w in copies:
+        wait = _uncommitted_until(w.op)
+        if wait is None or w.op in reported:
+            continue
+        last = w.op  # the commit goes after the last copy of the run
+        nxt = last.next_op
+        while nxt is not None and (isinstance(nxt, ex.CpAsyncOp) or _pure(nxt)):
+            if isinstance(nxt, ex.CpAsyncOp):
+                last = nxt
+            nxt = nxt.next_op
+        reported.update(o for o in [w.op, last])
+        cex = witness(
+            ctx,
+            {
+                "trace": [
+                    step(ctx, last, "cp.async issued, in no group", buffer=w.buffer.res.name_hint),
+                    step(ctx, wait, "retires the committed groups only"),
+                ]
+            },
+        )
+        yield ctx.report(
+            last,
+            f"the cp.async into `{_buf_name(w)}` is never committed before the cp.async.wait, which retires "
+            "committed groups only: the data may still be in flight when it is read" + trace_text(cex),
+            fixed_hint(ctx, [fx.insert_after(last, "cp.async.commit()")]),
+            related=[(wait, "the wait that does not cover it")],
+            counterexample=cex,
+        )
+    if reported:
+        return
+    yield from _wait_depth(ctx, copies)
+
+
+def _uncommitted_until(op: Operation) -> ex.CpAsyncWaitOp | None:
+    """The cp.async.wait reached from a copy before any cp.async.commit, in program order
+    within its role (out of enclosing blocks, never into nested ones)."""
+    current: Operation | None = op
+    while current is not None:
+        nxt = current.next_op
+        while nxt is not None:
+            if isinstance(nxt, ex.CpAsyncCommitOp):
+                return None
+            if isinstance(nxt, ex.CpAsyncWaitOp):
+                return nxt
+            if any(isinstance(o, ex.CpAsyncCommitOp) for o in nxt.walk()):
+                return None
+            nxt = nxt.next_op
+        parent = current.parent_op()
+        if parent is None or isinstance(parent, st.KernelOp | st.RoleOp | st.ForOp):
+            return None  # a loop's next trip or the end of the role: judged by the run, not here
+        current = parent
+    return None
+
+
+def _wait_depth(ctx: Context, copies: list[Access]) -> Iterator[Diagnostic]:
+    """A read that the run finds racing with a cp.async, after a cp.async.wait(n) whose smaller
+    depth makes the program pass: that depth is what is wrong."""
+    if not copies:
+        return
+    found = [d for d in model_run(ctx) if d.rule == "sync.race" and "cp.async" in repr(d.counterexample)]
+    if not found:
+        return
+    filled = {a.buffer for a in copies}
+    for acc in all_accesses(ctx):
+        if acc.write or acc.buffer not in filled:
+            continue
+        wait = next((d for d in dominators(ctx, acc.op) if isinstance(d, ex.CpAsyncWaitOp)), None)
+        n = _pending(ctx, wait) if wait is not None else None
+        if wait is None or not n:
+            continue
+        n_text = _call_args(ctx, wait) or str(n)
+        edits = [fx.replace_in(wait, f"cp.async.wait({n_text})", f"cp.async.wait({m})") for m in range(n - 1, -1, -1)]
+        hint = fixed_hint(ctx, edits)
+        if not hint:
+            continue
+        cex = found[0].counterexample
+        yield ctx.report(
+            wait,
+            f"cp.async.wait({n_text}) leaves {n} group(s) in flight, among them the one that fills `{_buf_name(acc)}` "
+            "for the read below" + trace_text(cex),
+            hint,
+            related=[(acc.op, "the read of the copy still in flight")],
+            counterexample=cex,
+        )
+        return
+
+
+@rule(
     "sync.missing-fence",
     family="sync",
     severity="error",
@@ -780,19 +1429,226 @@ def missing_fence(ctx: Context) -> Iterator[Diagnostic]:
                 break
             hit = [a for a in accesses(d) if a.write and a.kind == "generic" and a.buffer is r.buffer]
             if hit:
+                cex = witness(
+                    ctx,
+                    {
+                        "trace": [
+                            step(ctx, d, "store through the generic proxy", buffer=r.buffer.res.name_hint),
+                            step(ctx, r.op, "async-proxy read, the stores not yet visible to it"),
+                        ]
+                    },
+                )
                 yield ctx.report(
                     r.op,
                     f"{r.op.name.removeprefix('kir.')} reads `{_buf_name(r)}` through the async proxy after plain "
-                    "stores with no fence.async() between",
-                    "fence.async() after the stores",
+                    "stores with no fence.async() between" + trace_text(cex),
+                    fixed_hint(ctx, [fx.insert_before(r.op, "fence.async()")]),
                     related=[(d, "the store")],
+                    counterexample=cex,
                 )
                 break
+    yield from _handover_without_fence(ctx)
+
+
+def _handover_without_fence(ctx: Context) -> Iterator[Diagnostic]:
+    """Plain stores to a shared buffer that another role reads through the async proxy: the
+    writing role must run fence.async() after its last store and before the arrive (or
+    expect) that hands the buffer over; a fence in the reading role does not order another
+    role's writes."""
+    async_reads = [a for a in all_accesses(ctx) if not a.write and a.kind in ("wgmma", "tma.store")]
+    for w in all_accesses(ctx):
+        if not w.write or w.kind != "generic":
+            continue
+        readers = [r for r in async_reads if r.buffer is w.buffer and role_of(ctx, r.op) is not role_of(ctx, w.op)]
+        if not readers:
+            continue
+        fenced = False
+        later_store = False
+        handover: Operation | None = None
+        op = w.op.next_op
+        while op is not None:
+            if isinstance(op, ex.FenceAsyncOp):
+                fenced = True
+                break
+            if isinstance(op, ex.ArriveOp | ex.ExpectOp | ex.CtaBarrierOp):
+                handover = op
+                break
+            if any(
+                a.write and a.kind == "generic" and a.buffer in {r.buffer for r in async_reads} for a in accesses(op)
+            ):
+                later_store = True  # the fence goes after the last store
+                break
+            op = op.next_op
+        if fenced or later_store:
+            continue
+        reader = readers[0]
+        rrole = role_of(ctx, reader.op)
+        wrole = role_of(ctx, w.op)
+        cex = witness(
+            ctx,
+            {
+                "trace": [
+                    step(ctx, w.op, "store through the generic proxy", buffer=w.buffer.res.name_hint),
+                ]
+                + ([step(ctx, handover, "hands the buffer over")] if handover is not None else [])
+                + [step(ctx, reader.op, "reads it through the async proxy: the stores are not visible to it")]
+            },
+        )
+        yield ctx.report(
+            w.op,
+            f"this store to `{_buf_name(w)}` is read by the {reader.op.name.removeprefix('kir.')} of role "
+            f"`{rrole.name_text if rrole else 'CTA'}` through the async proxy, but role "
+            f"`{wrole.name_text if wrole else 'CTA'}` hands it over with no fence.async() after it" + trace_text(cex),
+            fixed_hint(ctx, [fx.insert_after(w.op, "fence.async()")]),
+            related=[(reader.op, "the async-proxy read")]
+            + ([(handover, "the hand-over")] if handover is not None else []),
+            counterexample=cex,
+        )
+
+
+@rule(
+    "sync.refill-without-barrier",
+    family="sync",
+    severity="error",
+    summary="a loop refills a shared buffer that other warps may still be reading, with no barrier() between",
+    explanation="""
+Code outside roles runs on every warp of the CTA, and the warps do not run in step: the element
+a thread copies or stores is in general read by another warp. In a loop that reads a shared
+buffer and writes it again (a cp.async refill of a double buffer, a store of the next tile), a
+fast warp's write of the next trip can land while a slow warp still reads the current one. A
+`barrier()` between the read and the next write of the same stage (at the end of the loop body)
+orders them: every warp has finished reading before any warp writes.""",
+    bad="""\
+kernel k<BM = 32, BK = 64>(x: global f32[M, K], y: out global f32[M])
+  where M % BM == 0, K % BK == 0
+  target sm_80 grid(M / BM) warps(4)
+{
+  buf = smem(f32[2, BM, BK])
+  m0 = program_id(0) * BM
+  cp.async(x[m0 : m0 + BM, 0 : BK], buf[0])
+  cp.async.commit()
+  acc = zeros(f32[BM])
+  for k in 0 .. K / BK {
+    nxt = (k + 1) * BK
+    cp.async(x[m0 : m0 + BM, nxt : nxt + BK], buf[(k + 1) % 2], mask = k + 1 < K / BK)
+    cp.async.commit()
+    cp.async.wait(1)
+    barrier()
+    acc = acc + sum(load(buf[k % 2]), axis = 1)  # <-
+  }
+  store(y[m0 : m0 + BM], acc)
+}
+""",
+    good="""\
+kernel k<BM = 32, BK = 64>(x: global f32[M, K], y: out global f32[M])
+  where M % BM == 0, K % BK == 0
+  target sm_80 grid(M / BM) warps(4)
+{
+  buf = smem(f32[2, BM, BK])
+  m0 = program_id(0) * BM
+  cp.async(x[m0 : m0 + BM, 0 : BK], buf[0])
+  cp.async.commit()
+  acc = zeros(f32[BM])
+  for k in 0 .. K / BK {
+    nxt = (k + 1) * BK
+    cp.async(x[m0 : m0 + BM, nxt : nxt + BK], buf[(k + 1) % 2], mask = k + 1 < K / BK)
+    cp.async.commit()
+    cp.async.wait(1)
+    barrier()
+    acc = acc + sum(load(buf[k % 2]), axis = 1)
+    barrier()
+  }
+  store(y[m0 : m0 + BM], acc)
+}
+""",
+)
+def refill_without_barrier(ctx: Context) -> Iterator[Diagnostic]:
+    if ctx.kernel.threads <= 32:
+        return  # one warp: its threads read and write in program order
+    for loop_info in ctx.ops(st.ForOp):
+        loop = loop_info.op
+        if loop_info.role is not None:
+            continue
+        body = list(loop.body.block.ops)
+        top = {op: i for i, op in enumerate(body)}
+        inside = [a for o in body for a in _walk_accesses(o)]
+        barriers = [i for i, o in enumerate(body) if isinstance(o, ex.CtaBarrierOp)]
+        for r in inside:
+            if r.write or r.kind != "generic":
+                continue
+            for w in inside:
+                if not w.write or w.buffer is not r.buffer or w.kind not in ("cp.async", "generic"):
+                    continue
+                ri, wi = top[_top_in(r.op, loop)], top[_top_in(w.op, loop)]
+                next_trip = wi <= ri
+                if next_trip:
+                    fenced = any(b > ri or b < wi for b in barriers)
+                else:
+                    fenced = any(ri < b < wi for b in barriers)
+                if fenced or not _stages_meet(ctx, loop, r, w, next_trip):
+                    continue
+                bname = r.buffer.res.name_hint
+                trip = "the next trip" if next_trip else "the same trip"
+                cex = witness(
+                    ctx,
+                    {
+                        "trace": [
+                            step(ctx, r.op, f"a slow warp still reads {_buf_name(r)}", at="k", buffer=bname),
+                            step(
+                                ctx,
+                                w.op,
+                                f"a fast warp, in {trip}, writes the same stage",
+                                at="k + 1" if next_trip else "k",
+                                buffer=bname,
+                            ),
+                        ]
+                    },
+                )
+                yield ctx.report(
+                    r.op,
+                    f"the warps read `{_buf_name(r)}` here, and {trip}'s "
+                    f"{'cp.async' if w.kind == 'cp.async' else 'store'} writes that stage again with no barrier() "
+                    "between: a fast warp overwrites what a slow warp is still reading" + trace_text(cex),
+                    fixed_hint(ctx, [fx.insert_after(r.op, "barrier()")]),
+                    related=[(w.op, "the write of the next round")],
+                    counterexample=cex,
+                )
+                break
+
+
+def _walk_accesses(op: Operation) -> list[Access]:
+    return [a for o in op.walk() for a in accesses(o)]
+
+
+def _top_in(op: Operation, loop: st.ForOp) -> Operation:
+    """The op of the loop body that holds `op`."""
+    current = op
+    while current.parent_op() is not loop:
+        parent = current.parent_op()
+        if parent is None:
+            return op
+        current = parent
+    return current
+
+
+def _stages_meet(ctx: Context, loop: st.ForOp, r: Access, w: Access, next_trip: bool) -> bool:
+    """Whether the write (of the next trip, or of this one) can hit the stage the read reads."""
+    if r.stage is None or w.stage is None:
+        return True
+    sym = ctx.symbolic
+    rv, wv = sym.value(r.stage), sym.value(w.stage)
+    if rv.tainted or wv.tainted:
+        return True
+    k = sym.value(loop.body.block.args[0]).expr
+    w_expr = z3.substitute(wv.expr, (k, k + 1)) if next_trip else wv.expr
+    return sym.counterexample(rv.expr != w_expr) is not None
 
 
 # ---- bounded model check ------------------------------------------------------------------------
 
 _MODEL_RULES = {"interp.race": "sync.race", "interp.deadlock": "sync.deadlock"}
+# what else a run can show of a synchronization error: a counterexample for a static rule
+_WITNESSES = {**_MODEL_RULES, "interp.missing-fence": "sync.missing-fence", "interp.uninitialized-read": "sync.race"}
 
 
 def _static_findings(ctx: Context) -> bool:
@@ -800,6 +1656,7 @@ def _static_findings(ctx: Context) -> bool:
     report its consequence elsewhere, stays quiet)."""
     if "_sync_static" not in ctx.__dict__:
         checks = (
+            signal_barrier,
             read_before_wait,
             overwrite_before_release,
             arrive_before_retire,
@@ -808,6 +1665,8 @@ def _static_findings(ctx: Context) -> bool:
             arrive_count,
             barrier_divergent,
             missing_fence,
+            cp_async_group,
+            refill_without_barrier,
         )
         ctx.__dict__["_sync_static"] = any(any(True for _ in fn(ctx)) for fn in checks)
     return ctx.__dict__["_sync_static"]
@@ -821,13 +1680,23 @@ def _uses_sync(ctx: Context) -> bool:
 
 
 def model_check(ctx: Context) -> list[Diagnostic]:
+    """The model check's findings that no static rule explains (the run's first race or
+    deadlock), or nothing when a static rule already reports the problem: the run then shows
+    its consequence, and serves as that rule's counterexample instead."""
+    if not _uses_sync(ctx) or _static_findings(ctx):
+        return []
+    return [d for d in model_run(ctx) if d.rule in _MODEL_RULES.values()]
+
+
+def model_run(ctx: Context) -> list[Diagnostic]:
     """Run the kernel's first program on a small instance with the reference interpreter and
-    return its synchronization findings (cached per context)."""
+    return its synchronization findings, each with its counterexample and trace (cached per
+    context, and on disk per text, target and parameters)."""
     if "_sync_model" in ctx.__dict__:
         return ctx.__dict__["_sync_model"]
     result: list[Diagnostic] = []
     ctx.__dict__["_sync_model"] = result
-    if not _uses_sync(ctx) or _static_findings(ctx):
+    if not _uses_sync(ctx):
         return result
     key = _model_key(ctx)
     if key is not None:
@@ -846,7 +1715,7 @@ def _model_key(ctx: Context) -> str | None:
     if ctx.program.source is None:
         return None
     blob = "\0".join([ctx.program.source, ctx.file, ctx.target, repr(sorted(ctx.params.items()))])
-    return "model-check:" + hashlib.sha256(blob.encode()).hexdigest()
+    return "model-check/4:" + hashlib.sha256(blob.encode()).hexdigest()
 
 
 def _diagnostic_from_json(j: dict) -> Diagnostic:
@@ -875,22 +1744,25 @@ def _run_model(ctx: Context, result: list[Diagnostic]) -> None:
     from kir.interp import run
 
     try:
-        run(ctx.program, inputs, ctx.params, grid_limit=1, time_limit=5.0)
+        run(ctx.program, inputs, ctx.params, grid_limit=1, time_limit=5.0, trace=True)
     except KirError as err:
         for d in err.diagnostics:
-            rid = _MODEL_RULES.get(d.rule)
+            rid = _WITNESSES.get(d.rule)
             if rid is None:
                 continue
             shown = ", ".join(f"{k} = {v}" for k, v in shapes.items())
+            cex = {**shapes, **(d.counterexample or {})}
+            if "trace" in cex:
+                cex["trace"] = focus(cex)
             result.append(
                 Diagnostic(
                     rid,
                     "error",
                     d.span,
-                    f"{d.message} (found by running one program with {shown})",
+                    f"{d.message} (found by running one program with {shown}{trace_text(cex)})",
                     d.hint,
                     d.related,
-                    {**shapes, **(d.counterexample or {})},
+                    cex,
                 )
             )
 

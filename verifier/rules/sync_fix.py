@@ -1,0 +1,123 @@
+"""Fixes of synchronization errors, checked by applying them.
+
+A synchronization rule blames the statement whose change fixes the program, and its hint is that
+change. A hint is given only when it holds: the edit is applied to the program's text and the
+edited program is checked again by every synchronization rule (the model check included); the
+hint is kept only when none of them reports an error. A rule that cannot write its fix as an
+edit gives no hint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from xdsl.ir import Operation
+
+from kir.diagnostics import Diagnostic
+from kir.program import span_of
+from verifier.context import Context
+
+# Set while an edited program is checked: its rules report, but do not check hints again.
+_CHECKING: ContextVar[bool] = ContextVar("sync_fix_checking", default=False)
+_PASSES: dict[str, bool] = {}  # per source, target, parameters and edit
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change to the text: `replace` the first `old` on a line by `new`, or insert `new` as
+    a line of its own `before` or `after` it (with that line's indentation)."""
+
+    line: int
+    mode: str  # "replace", "before", "after"
+    new: str
+    old: str = ""
+
+    def apply(self, source: str) -> str | None:
+        lines = source.split("\n")
+        if not 1 <= self.line <= len(lines):
+            return None
+        text = lines[self.line - 1]
+        if self.mode == "replace":
+            if self.old not in text:
+                return None
+            lines[self.line - 1] = text.replace(self.old, self.new, 1)
+        else:
+            indent = text[: len(text) - len(text.lstrip())]
+            at = self.line - 1 if self.mode == "before" else self.line
+            lines.insert(at, indent + self.new)
+        return "\n".join(lines)
+
+
+def replace_in(op: Operation, old: str, new: str) -> Edit | None:
+    span = span_of(op)
+    return None if span is None else Edit(span.line, "replace", new, old)
+
+
+def insert_before(op: Operation, new: str) -> Edit | None:
+    span = span_of(op)
+    return None if span is None else Edit(span.line, "before", new)
+
+
+def insert_after(op: Operation, new: str) -> Edit | None:
+    span = span_of(op)
+    return None if span is None else Edit(span.end_line, "after", new)
+
+
+def op_text(ctx: Context, op: Operation) -> str | None:
+    """The source text of a one-line op, from its span."""
+    span = span_of(op)
+    source = ctx.program.source
+    if span is None or source is None or span.line != span.end_line:
+        return None
+    lines = source.split("\n")
+    if not 1 <= span.line <= len(lines):
+        return None
+    return lines[span.line - 1][span.col - 1 : span.end_col - 1]
+
+
+def fixes(ctx: Context, edits: list[Edit | None]) -> Edit | None:
+    """The first edit that makes the program pass every synchronization rule (None when there
+    is none, or the program has no text to edit)."""
+    for edit in edits:
+        if edit is not None and passes(ctx, edit):
+            return edit
+    return None
+
+
+def passes(ctx: Context, edit: Edit) -> bool:
+    source = ctx.program.source
+    if source is None:
+        return False
+    if _CHECKING.get():
+        return True  # a check inside a check: only errors count there, not hints
+    overrides = {k: v for k, v in ctx.params.items() if ctx.kernel.params.get(k) != v}
+    blob = "\0".join([source, ctx.file, ctx.target, repr(sorted(overrides.items())), repr(edit)])
+    key = hashlib.sha256(blob.encode()).hexdigest()
+    if key in _PASSES:
+        return _PASSES[key]
+    text = edit.apply(source)
+    ok = text is not None and not any(d.is_error for d in _sync_errors(text, ctx, overrides))
+    if len(_PASSES) > 4096:
+        _PASSES.clear()
+    _PASSES[key] = ok
+    return ok
+
+
+def _sync_errors(text: str, ctx: Context, overrides: dict[str, int]) -> list[Diagnostic]:
+    from kir.diagnostics import KirError
+    from kir.parser import parse
+    from verifier.engine import verify
+    from verifier.registry import RULES
+
+    try:
+        program = parse(text, file=ctx.file)
+    except KirError as err:
+        return err.diagnostics
+    sync_rules = {r for r, rule in RULES.items() if rule.family == "sync"}
+    token = _CHECKING.set(True)
+    try:
+        return verify(program, ctx.target, overrides, rules=sync_rules)
+    finally:
+        _CHECKING.reset(token)
