@@ -342,7 +342,7 @@ class _Walk:
             return
         if isinstance(op, ex.CpAsyncWaitOp):
             span.issue += 1
-            span.waits.append(op.pending.data)
+            span.waits.append(op.pending.data.evaluate(self.env))
             return
         if isinstance(op, tl.LoadOp | tl.StoreOp | tl.AtomicOp):
             self.memory(op, span)

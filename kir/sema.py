@@ -612,6 +612,29 @@ class _Walker(TreeReader):
             self.fail("types.static", f"{what} is an integer constant", node)
         return v
 
+    def param_arg(self, node: Node, what: str) -> sx.SymExpr:
+        """A count known when the kernel is compiled: a static expression of integers and
+        parameters (not shape symbols, which only the launch knows), at least 0 with the
+        parameters' defaults; kept symbolic, so that a new parameter value changes it."""
+        value = sx.fold(self.static(node))
+        shapes = sorted(value.symbols() - set(self.b.params))
+        if shapes:
+            self.fail(
+                "types.static",
+                f"{what} depends on the shape symbol{'s' if len(shapes) > 1 else ''} {', '.join(shapes)}, known only "
+                "at launch; it must fold to a constant when the kernel is compiled",
+                node,
+                "write it with integers and parameters",
+            )
+        try:
+            v = value.evaluate(self.b.params)
+        except ZeroDivisionError:
+            self.fail("types.static", f"{what} `{value}` divides by zero", node)
+        if v < 0:
+            shown = f"`{value}` is {v}" if value.symbols() else f"is {v}"
+            self.fail("types.static", f"{what} {shown}; it is at least 0", node)
+        return value
+
     def tile_type_arg(self, node: Node, what: str) -> TileType:
         if not (isinstance(node, Tree) and node.data == "tile_type"):
             self.fail("call.arguments", f"{what} takes a type such as f32[BM, BN]", node)
@@ -1297,11 +1320,12 @@ def _cp_async(w: _Walker, node, pos, kw, span):
     return w.b.make(ex.CpAsyncOp, src, sa, si, dst, da, di, mask, span=span)
 
 
-def _pending_call(cls, label):
+def _pending_call(cls, label, with_params: bool = False):
     def handler(w: _Walker, node, pos, kw, span):
         w.no_kwargs(node, kw, label)
         w.arity(node, pos, 1, f"{label}(pending)")
-        return w.b.make(cls, w.int_arg(pos[0], "the pending count"), span=span)
+        what = "the pending count"
+        return w.b.make(cls, w.param_arg(pos[0], what) if with_params else w.int_arg(pos[0], what), span=span)
 
     return handler
 
@@ -1316,7 +1340,7 @@ def _nullary_call(cls, label):
 
 
 _CALLS["tma.store_wait"] = _pending_call(ex.TmaStoreWaitOp, "tma.store_wait")
-_CALLS["cp.async.wait"] = _pending_call(ex.CpAsyncWaitOp, "cp.async.wait")
+_CALLS["cp.async.wait"] = _pending_call(ex.CpAsyncWaitOp, "cp.async.wait", with_params=True)
 _CALLS["wgmma.wait"] = _pending_call(ex.WgmmaWaitOp, "wgmma.wait")
 _CALLS["cp.async.commit"] = _nullary_call(ex.CpAsyncCommitOp, "cp.async.commit")
 _CALLS["barrier"] = _nullary_call(ex.CtaBarrierOp, "barrier")

@@ -330,14 +330,16 @@ class CpAsyncCommitOp(KirOperation):
 
 @op_definition
 class CpAsyncWaitOp(KirOperation):
-    """Wait until at most `pending` committed groups are in flight: `cp.async.wait(0)`."""
+    """Wait until at most `pending` committed groups are in flight: `cp.async.wait(0)`. The
+    count is a static expression of parameters (`cp.async.wait(S - 2)` for an S-stage ring),
+    known when the kernel is compiled."""
 
     name = "kir.cp_async_wait"
-    pending = prop_def(IntAttr)
+    pending = prop_def(SymAttr)
     traits = traits_def(Synchronizes(), Explicit())
 
-    def __init__(self, pending: int):
-        super().__init__(properties={"pending": IntAttr(pending)})
+    def __init__(self, pending: sx.SymExpr | int):
+        super().__init__(properties={"pending": sym(pending)})
 
 
 @op_definition

@@ -242,7 +242,7 @@ def _retire(cta: Cta, strand: Strand, done: list[S.Agent]) -> None:
 
 @handles(ex.CpAsyncWaitOp)
 def _cp_wait(cta: Cta, op, strand: Strand):
-    done, strand.cp_groups = _keep_newest(strand.cp_groups, op.pending.data)
+    done, strand.cp_groups = _keep_newest(strand.cp_groups, cta.launch.sym(op.pending.data))
     _retire(cta, strand, [a for group in done for a in group])
 
 

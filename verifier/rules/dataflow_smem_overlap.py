@@ -86,7 +86,7 @@ def check_smem_overlap(ctx: Context) -> Iterator[Diagnostic]:
         (copy,) = writes(info.op)
         if copy.is_gather:
             continue
-        for later in _until_completion(info.op):
+        for later in _until_completion(ctx, info.op):
             for ref, is_write in [*((r, True) for r in writes(later)), *((r, False) for r in reads(later))]:
                 if ref.mem is not copy.mem or ref.is_gather:
                     continue
@@ -218,7 +218,7 @@ def _per_unit(sym, op: Operation, box: list) -> list[list]:
     ]
 
 
-def _until_completion(op: Operation) -> Iterator[Operation]:
+def _until_completion(ctx: Context, op: Operation) -> Iterator[Operation]:
     """The ops after the copy `op` in its block while the copy may still be in flight: up to
     the mbarrier wait that could complete a TMA copy, or the `cp.async.wait(n)` that retires
     the group of a cp.async (the first commit after the copy closes its group; `wait(n)` leaves
@@ -230,7 +230,7 @@ def _until_completion(op: Operation) -> Iterator[Operation]:
     def completes(inner: Operation) -> bool:
         if isinstance(op, ex.TmaLoadOp):
             return isinstance(inner, ex.WaitOp)
-        return isinstance(inner, ex.CpAsyncWaitOp) and commits - 1 >= inner.pending.data
+        return isinstance(inner, ex.CpAsyncWaitOp) and commits - 1 >= (ctx.static(inner.pending.data) or 0)
 
     nxt = op.next_op
     while nxt is not None:

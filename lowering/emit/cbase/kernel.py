@@ -135,6 +135,17 @@ class KernelGen(SlotLoops, Elementwise, Reductions, Memory, ControlFlow):
         except ZeroDivisionError:
             raise Unsupported(self.current_op, f"{what} `{expr}` divides by zero") from None
 
+    def pending_count(self, op: ex.CpAsyncWaitOp) -> int:
+        """cp.async.wait's count with the parameters bound (`S - 2` of an S-stage ring)."""
+        n = self.static(op.pending.data, "the pending count")
+        if n < 0:
+            raise Unsupported(
+                op,
+                f"cp.async.wait({op.pending.data}) is cp.async.wait({n}) with these parameters; the count is at least 0",
+                "give the parameters values that leave the count at 0 or more",
+            )
+        return n
+
     def static_shape(self, t) -> tuple[int, ...]:
         return tuple(self.static(d, "the tile dimension") for d in shape_of(t))
 

@@ -340,7 +340,7 @@ class CudaGen(KernelGen):
                 ex.TmaStoreWaitOp: self.op_tma_store_wait,
                 ex.CpAsyncOp: self.op_cp_async,
                 ex.CpAsyncCommitOp: lambda op: self.w.line("kir_cp_async_commit();", op),
-                ex.CpAsyncWaitOp: lambda op: self.w.line(f"kir_cp_async_wait<{op.pending.data}>();", op),
+                ex.CpAsyncWaitOp: lambda op: self.w.line(f"kir_cp_async_wait<{self.pending_count(op)}>();", op),
                 ex.CtaBarrierOp: lambda op: self.w.line(f"{self.dialect.barrier};", op),
                 ex.FenceAsyncOp: lambda op: self.w.line("kir_fence_proxy_async();", op),
                 ex.WgmmaOp: self.op_wgmma,

@@ -86,7 +86,9 @@ class MtiaGen(KernelGen):
                 ex.SizeofOp: self.op_sizeof,
                 ex.CpAsyncOp: self.op_cp_async,
                 ex.CpAsyncCommitOp: lambda op: self.w.line("kir_pe.dma_commit();", op),
-                ex.CpAsyncWaitOp: lambda op: self.w.line(f"kir_pe.dma_wait({op.pending.data}, {self.call(op)});", op),
+                ex.CpAsyncWaitOp: lambda op: self.w.line(
+                    f"kir_pe.dma_wait({self.pending_count(op)}, {self.call(op)});", op
+                ),
                 ex.CtaBarrierOp: lambda op: None,  # one thread of control: nothing to order
                 ex.FenceAsyncOp: lambda op: None,
             }
