@@ -1,0 +1,205 @@
+"""`bounds.index-overflow`: an index computed in i32 (or a narrower integer) that wraps.
+
+Program ids, aranges, loop variables and shape symbols are i32, and i32 arithmetic wraps. The
+bounds rules prove indices in bounds as exact integers; an index whose computation leaves the
+i32 range on the way (`cast<i64>(program_id(0) * BLOCK)`: the product wraps before the cast)
+is in bounds on paper and negative on the device. For every access, the verifier follows each
+index back through the integer arithmetic that makes it (sums, differences, products, shifts,
+casts, `where`, broadcasts) and asks z3, for each product or shift computed in a narrow integer
+type, whether it can leave that type's range for shapes allowed by `where` (each shape symbol,
+program id and tensor dimension itself fits in i32) on a lane the access does not mask off.
+The error is at the product that wraps, with the shape values and program ids that make it
+wrap, and the access as a related span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import z3
+from xdsl.ir import Operation, OpResult, SSAValue
+
+from kir.diagnostics import Diagnostic
+from kir.dialect import tile as tl
+from kir.dialect.types import ScalarType, TileType, shape_of
+from kir.dtypes import DTYPES
+from verifier.context import Context
+from verifier.registry import rule
+from verifier.rules.bounds import MemRef, bounds_of, global_refs, name_of
+from verifier.symbolic import ZERO, format_counterexample, readable
+
+I32_MAX = 2**31 - 1
+# the range of each integer type narrower than 64 bits: (lowest, highest)
+_RANGE = {
+    "i8": (-(2**7), 2**7 - 1),
+    "i16": (-(2**15), 2**15 - 1),
+    "i32": (-(2**31), 2**31 - 1),
+    "u8": (0, 2**8 - 1),
+    "u16": (0, 2**16 - 1),
+    "u32": (0, 2**32 - 1),
+}
+# Products and shifts: a flat offset across dimensions. A sum of in-range values wraps only when
+# one of them is within the other of the limit (`program_id(0) + lane` for a grid of 2^31 - 1
+# programs), which no launch meets; a sum of a wrapped product is reported at the product.
+_WRAPPING = ("mul", "shl")
+_SIGN = {"add": "+", "sub": "-", "mul": "*", "shl": "<<"}
+
+
+@dataclass
+class _Wrap:
+    op: tl.BinaryOp
+    counterexample: dict
+    value: int
+    accesses: list[MemRef] = field(default_factory=list)
+
+
+def _dtype(v: SSAValue) -> str | None:
+    t = v.type
+    return t.dtype.data if isinstance(t, ScalarType | TileType) else None
+
+
+def _placed(ctx: Context, operand: SSAValue, lanes: tuple) -> tuple:
+    """The lanes of an operand broadcast (numpy style, right-aligned) to a value at `lanes`."""
+    shape = shape_of(operand.type)
+    k = len(lanes) - len(shape)
+    out = []
+    for i, d in enumerate(shape):
+        out.append(ZERO if ctx.static(d) == 1 else lanes[k + i])
+    return tuple(out)
+
+
+def _steps(ctx: Context, v: SSAValue, lanes: tuple, out: list, seen: set) -> None:
+    """The narrow-integer arithmetic that makes `v` (at `lanes`), with the lanes of each."""
+    if not isinstance(v, OpResult) or (id(v), tuple(x.get_id() for x in lanes)) in seen:
+        return
+    seen.add((id(v), tuple(x.get_id() for x in lanes)))
+    op = v.owner
+    dtype = _dtype(v)
+    if dtype is None or not DTYPES[dtype].is_int and dtype != "i1":
+        return
+    if isinstance(op, tl.BinaryOp) and op.fn.data in _WRAPPING and dtype in _RANGE:
+        out.append((op, lanes))
+    if isinstance(op, tl.BinaryOp | tl.CompareOp | tl.WhereOp | tl.CastOp | tl.BroadcastOp):
+        for operand in op.operands:
+            if isinstance(operand.type, ScalarType | TileType):
+                _steps(ctx, operand, _placed(ctx, operand, lanes), out, seen)
+    elif isinstance(op, tl.ExpandDimsOp):
+        _steps(ctx, op.operand, tuple(x for i, x in enumerate(lanes) if i != op.axis.data), out, seen)
+    elif isinstance(op, tl.TransOp):
+        _steps(ctx, op.operand, tuple(reversed(lanes)), out, seen)
+
+
+def _wraps(ctx: Context) -> list[_Wrap]:
+    sym = ctx.symbolic
+    bnd = bounds_of(ctx)
+    i32 = [sym.names[n] <= I32_MAX for n in ctx.kernel.shape_symbols if n in sym.names]
+    i32 += [p <= I32_MAX for p in sym.pids]
+    # A dimension longer than 2^31 cannot be indexed in i32 at all: every kernel assumes its
+    # dimensions fit, and the wrap that matters is that of an offset across dimensions.
+    for _, arg in ctx.kernel.args:
+        i32 += [sym.sym(d) <= I32_MAX for d in shape_of(arg.type)]
+    found: dict[Operation, _Wrap] = {}
+    clean: set[tuple] = set()
+    for info in ctx.infos:
+        for ref in global_refs(info.op):
+            lanes, dims = bnd.dims(ref)
+            conds = bnd.conditions(ref, lanes)
+            if any(c.tainted for c in conds):
+                continue
+            assume = [c.expr for c in conds] + i32
+            steps: list = []
+            seen: set = set()
+            for d in dims:
+                v = d.index_value
+                _steps(ctx, v, _placed(ctx, v, lanes) if isinstance(v.type, TileType) else (), steps, seen)
+            for op, at in steps:
+                if op in found:
+                    if ref not in found[op].accesses:
+                        found[op].accesses.append(ref)
+                    continue
+                term = sym.value(op.res, at)
+                if term.tainted:
+                    continue
+                key = (op, term.expr.get_id(), tuple(a.get_id() for a in assume))
+                if key in clean:
+                    continue
+                low, high = _RANGE[_dtype(op.res) or "i32"]
+                cex = sym.counterexample(z3.And(term.expr >= low, term.expr <= high), assume, {"__value": term.expr})
+                if cex is None or "unknown" in cex:
+                    clean.add(key)
+                    continue
+                value = cex.pop("__value")
+                shown = readable({k: v for k, v in cex.items() if not k.startswith("lane")}, len(ctx.kernel.grid.data))
+                found[op] = _Wrap(op, shown, value, [ref])
+    return list(found.values())
+
+
+def _source(ctx: Context, v: SSAValue, within: Operation) -> str:
+    """The text of the operand `v` as the expression `within` writes it: the expression that
+    makes it where that is written inside (on one line), else its name."""
+    owner = v.owner
+    span = ctx.span(owner) if isinstance(owner, Operation) else None
+    outer, source = ctx.span(within), ctx.program.source
+    inside = (
+        span is not None
+        and outer is not None
+        and span.line == span.end_line == outer.line == outer.end_line
+        and outer.col <= span.col
+        and span.end_col <= outer.end_col
+    )
+    if not inside or span is None or source is None:
+        return v.name_hint or "..."
+    text = source.splitlines()[span.line - 1][span.col - 1 : span.end_col - 1]
+    return text if text.isidentifier() or text.endswith(")") else f"({text})"
+
+
+_FLAT = """\
+kernel gelu_flat<BLOCK = 1024>(x: global f32[M, N], y: out global f32[M, N])
+  target sm_90 grid(cdiv(M * N, BLOCK)) warps(4)
+{
+  offs = %s + cast<i64>(arange(0, BLOCK))%s
+  n = cast<i64>(N)
+  mask = offs < cast<i64>(M) * n
+  v = load(x[offs / n, offs %% n], mask = mask)
+  store(y[offs / n, offs %% n], v * 0.5, mask = mask)
+}
+"""
+
+
+@rule(
+    "bounds.index-overflow",
+    family="bounds",
+    severity="error",
+    summary="an index is computed through i32 (or narrower) arithmetic that can wrap",
+    explanation="""
+Program ids, aranges, loop variables and shape symbols are i32, and i32 arithmetic wraps. A
+flat offset over a tensor of more than 2^31 elements, `program_id(0) * BLOCK` under a grid of
+`cdiv(M * N, BLOCK)` programs, passes 2^31 - 1 and wraps negative; casting it to i64 afterwards
+(`cast<i64>(program_id(0) * BLOCK)`) keeps the wrapped value. The bounds proofs see exact
+integers, so the verifier follows every index back through the arithmetic that makes it and
+asks z3 whether a product (or shift) computed in i32 can leave the i32 range, for shapes the `where` clause
+allows (each shape symbol, program id and dimension of a tensor fits in i32) and lanes the access does not mask off. Cast
+the operands before the arithmetic (`cast<i64>(program_id(0)) * cast<i64>(BLOCK)`), index in
+several dimensions, or bound the shapes in `where`.""",
+    bad=_FLAT % ("cast<i64>(program_id(0) * BLOCK)", "  # <-"),
+    good=_FLAT % ("cast<i64>(program_id(0)) * cast<i64>(BLOCK)", ""),
+)
+def check_index_overflow(ctx: Context) -> Iterator[Diagnostic]:
+    for w in _wraps(ctx):
+        op = w.op
+        dtype = _dtype(op.res) or "i32"
+        low, high = _RANGE[dtype]
+        first = w.accesses[0]
+        wide = "u64" if DTYPES[dtype].kind == "uint" else "i64"
+        lhs, rhs = _source(ctx, op.lhs, op), _source(ctx, op.rhs, op)
+        yield ctx.report(
+            op,
+            f"this {dtype} `{_SIGN[op.fn.data]}` can leave the {dtype} range [{low}, {high}]: for "
+            f"{format_counterexample(w.counterexample)} it is {w.value}, which wraps, and the {first.verb} "
+            f"`{name_of(first.mem)}` is indexed with the wrapped value",
+            f"compute it in {wide}: cast<{wide}>({lhs}) {_SIGN[op.fn.data]} cast<{wide}>({rhs}), "
+            "or bound the shapes in `where`",
+            related=[(r.op, "the access indexed with it") for r in w.accesses],
+            counterexample={**w.counterexample, "value": w.value},
+        )
