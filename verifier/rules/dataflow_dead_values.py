@@ -30,13 +30,19 @@ from verifier.rules.dataflow_facts import arg_name, name_of, reads, writes
     "dataflow.unused-value",
     family="dataflow",
     severity="warning",
-    summary="a loaded value is never used",
+    summary="a loaded value, or a result computed from a stored value, is never used",
     explanation="""
 A `load` whose value reaches no store, atomic, copy, barrier or other effect (directly or
 through the values computed from it, loop-carried values included) moves memory for nothing:
 it costs bandwidth, registers and latency. More often it is a bug: the value was meant to be
 used (a bias that never gets added, a scale that is loaded and forgotten, an accumulator
 updated in a loop but never stored).
+
+A named result that nothing uses, computed from a value that a store writes, is the same bug
+seen from the other side: the epilogue was computed (`out = gelu(acc + bias)`) and the store
+still writes the value from before it (`store(c[...], cast<bf16>(acc))`). That is reported at
+the store, the line to change, with the dropped result as a related span (and the loads that
+only feed the dropped result are not reported again).
 """,
     bad="""
 kernel scale<BLOCK = 256>(x: global f32[N], w: global f32[N], y: out global f32[N])
@@ -63,8 +69,22 @@ kernel scale<BLOCK = 256>(x: global f32[N], w: global f32[N], y: out global f32[
 )
 def check_unused_value(ctx: Context) -> Iterator[Diagnostic]:
     live = _live_ops(ctx)
+    explained: set[Operation] = set()  # dead loads that a dropped result accounts for
+    for dropped in _dropped_results(ctx, live):
+        explained |= dropped.loads
+        name, kept = dropped.value.name_hint, dropped.kept.name_hint
+        at = ctx.span(dropped.value.owner)
+        yield ctx.report(
+            dropped.store,
+            f"this {dropped.verb} writes `{kept}`, but `{name}`, computed from `{kept}`"
+            + (f" on line {at.line}" if at is not None else "")
+            + f", is never used: the computed result is thrown away, and the {dropped.verb} writes the value "
+            "from before the computation",
+            hint=f"{dropped.verb} `{name}` (the computed result) in place of `{kept}`",
+            related=[(cast(Operation, dropped.value.owner), f"`{name}`, computed and never used")],
+        )
     for info in ctx.ops(tl.LoadOp):
-        if info.op in live:
+        if info.op in live or info.op in explained:
             continue
         (ref,) = reads(info.op)
         what = arg_name(ctx, ref.mem) or name_of(ref.mem)
@@ -74,6 +94,77 @@ def check_unused_value(ctx: Context) -> Iterator[Diagnostic]:
             f"the value loaded from `{what}`{named} is never used: nothing that is stored or has another effect depends on it",
             hint="use the value (was it meant to be in the stored result?) or drop the load",
         )
+
+
+@dataclass(frozen=True)
+class _Dropped:
+    """A computed value nothing uses, derived from a value that a store writes instead."""
+
+    value: OpResult  # the value computed and dropped (`out`)
+    kept: SSAValue  # its ancestor that the store writes (`acc`)
+    store: Operation
+    verb: str
+    loads: frozenset[Operation]  # the loads whose only use is the dropped value
+
+
+_PLAIN = (tl.CastOp, tl.ExpandDimsOp, tl.BroadcastOp, ex.ConvertLayoutOp)
+
+
+def _stored_values(ctx: Context) -> dict[SSAValue, tuple[Operation, str]]:
+    """The values that stores write (through casts and broadcasts), with the store."""
+    out: dict[SSAValue, tuple[Operation, str]] = {}
+    for info in ctx.ops(tl.StoreOp):
+        v: SSAValue = info.op.value
+        while isinstance(v, OpResult) and isinstance(v.owner, _PLAIN):
+            out.setdefault(v, (info.op, "store"))
+            v = v.owner.operands[0]
+        out.setdefault(v, (info.op, "store"))
+    return out
+
+
+def _dropped_results(ctx: Context, live: set[Operation]) -> Iterator[_Dropped]:
+    """A named value that nothing uses (and whose op is pure), computed from a value that is
+    stored: an epilogue computed and then forgotten (`out = gelu(acc + bias)` with
+    `store(c, acc)`). The store is what to change: it writes the value from before the
+    computation. The nearest stored ancestor, of the dropped value's shape, is the one."""
+    stored = _stored_values(ctx)
+    if not stored:
+        return
+    for info in ctx.infos:
+        op = info.op
+        if op in live or not is_pure(op) or len(op.results) != 1 or _used(op.results[0]):
+            continue
+        value = op.results[0]
+        if not value.name_hint or not isinstance(value.type, TileType):
+            continue
+        loads: set[Operation] = set()
+        kept: SSAValue | None = None
+        todo: list[SSAValue] = list(op.operands)
+        seen: set[SSAValue] = set()
+        while todo:  # breadth first: the nearest stored ancestor
+            v = todo.pop(0)
+            if v in seen:
+                continue
+            seen.add(v)
+            if kept is None and v in stored and _same_shape(v, value):
+                kept = v
+            owner = v.owner
+            if not isinstance(owner, Operation) or owner in live:
+                if kept is None and isinstance(owner, Operation) and not isinstance(owner, st.ForOp):
+                    todo += list(owner.operands)
+                continue
+            if isinstance(owner, tl.LoadOp):
+                loads.add(owner)
+            elif is_pure(owner):
+                todo += list(owner.operands)
+        if kept is None or not kept.name_hint:
+            continue
+        store, verb = stored[kept]
+        yield _Dropped(value, kept, store, verb, frozenset(loads))
+
+
+def _same_shape(a: SSAValue, b: SSAValue) -> bool:
+    return isinstance(a.type, TileType) and isinstance(b.type, TileType) and a.type.shape == b.type.shape
 
 
 def _live_ops(ctx: Context) -> set[Operation]:
