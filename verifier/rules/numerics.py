@@ -8,7 +8,8 @@
 - `numerics.unshifted-exp`: a softmax whose `exp` is not shifted by the maximum;
 - `numerics.int-overflow`: an i32 product that z3 shows can exceed the i32 range for shapes the
   `where` clause allows;
-- `numerics.divide-by-zero`: an integer division or remainder by a value that can be zero.
+- `numerics.divide-by-zero`: an integer division or remainder by a value that can be zero, or a
+  float division by a count of lanes (`sum(cast<f32>(keep))`) of a data-dependent condition.
 
 They are warnings: the program has a meaning (the interpreter runs it and rounds as the
 hardware would), but rarely the one intended.
@@ -464,7 +465,7 @@ def _divisors(e: z3.ExprRef) -> list[z3.ArithRef]:
     "numerics.divide-by-zero",
     family="numerics",
     severity="warning",
-    summary="an integer division or remainder by a value that can be zero",
+    summary="an integer division or remainder by a value that can be zero, or a float division by an empty count",
     explanation="""
 Integer `/` and `%` by zero are undefined on the hardware (a GPU returns garbage, a CPU traps);
 the reference interpreter gives -1 and x, which hides it. A divisor computed from shape symbols
@@ -472,6 +473,10 @@ the reference interpreter gives -1 and x, which hides it. A divisor computed fro
 verifier asks z3 whether the divisor can be 0 under the `where` constraints, the grid and the
 enclosing `if`s; a divisor loaded from memory is not judged. Guard the division, or state the
 assumption in `where` (`where N >= 2`), which the interpreter then checks at launch.
+
+A float division by a count of lanes, `sum(x) / sum(cast<f32>(keep))` (a masked mean), is 0 / 0
+= NaN for a row where no lane is kept. When `keep` depends on data (a padding mask loaded from
+memory), nothing rules that row out: divide by `maximum(count, 1.0)`.
 """,
     bad="""
 kernel ramp<BLOCK = 256>(y: out global f32[N])
@@ -496,6 +501,7 @@ kernel ramp<BLOCK = 256>(y: out global f32[N])
 """,
 )
 def check_divide_by_zero(ctx: Context) -> Iterator[Diagnostic]:
+    yield from _empty_counts(ctx)
     sym = ctx.symbolic
     for info in ctx.ops(tl.BinaryOp):
         op = info.op
@@ -527,4 +533,36 @@ def check_divide_by_zero(ctx: Context) -> Iterator[Diagnostic]:
             + ")",
             hint="state the assumption in `where` (e.g. `where N >= 2`), or guard the division with an `if` or `where(d != 0, ...)`",
             counterexample=shown,
+        )
+
+
+def _empty_counts(ctx: Context) -> Iterator[Diagnostic]:
+    """A float division by a count of lanes, `sum(cast<f32>(keep))`, whose condition depends on
+    data (a padding mask loaded from memory): a row where no lane holds gives 0 / 0 = NaN."""
+    sym = ctx.symbolic
+    for info in ctx.ops(tl.BinaryOp):
+        op = info.op
+        if op.fn.data != "div" or not DTYPES[dtype_of(op.res.type)].is_float:
+            continue
+        count = _through_plain(op.rhs)
+        reduce = count.owner
+        if not (isinstance(reduce, tl.ReduceOp) and reduce.fn.data == "sum"):
+            continue
+        cond = _through_plain(reduce.operand)  # through the cast of the flags to a number
+        if cond is reduce.operand or dtype_of(cond.type) != "i1":
+            continue
+        if any(isinstance(u.operation, tl.WhereOp) for u in op.res.uses):
+            continue  # the quotient is chosen away where the count is 0 (or so it seems)
+        lanes = sym.lanes(shape_of(cond.type), f"count{ctx.order[reduce]}")
+        term = sym.at(cond, lanes)
+        if not term.tainted:
+            continue  # a condition on indices: whether it can be empty is the bounds rules' business
+        name = count.name_hint or "the count"
+        flag = cond.name_hint or "the condition"
+        yield ctx.report(
+            op,
+            f"this division is by `{name}`, the number of lanes where `{flag}` holds, which is 0 when no lane does "
+            f"(`{flag}` depends on {term.why}): 0 / 0 gives NaN for that row",
+            hint=f"divide by maximum({name}, 1.0), or choose the result with where({name} > 0.0, ..., 0.0)",
+            related=[(reduce, "the count")],
         )
