@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import z3
 from xdsl.ir import SSAValue
 
 from kir.diagnostics import Diagnostic
 from kir.dialect import tile as tl
-from kir.dialect.types import GlobalType, SmemType
+from kir.dialect.types import GlobalType, SmemType, TileType, shape_of
 from verifier.context import Context, OpInfo
 from verifier.registry import rule
-from verifier.rules.dataflow_facts import arg_name, name_of, reads, writes
+from verifier.rules.dataflow_facts import Ref, arg_name, index_terms, name_of, reads, writes
+from verifier.symbolic import Term
 
 
 def may_precede(ctx: Context, first: OpInfo, then: OpInfo) -> bool:
@@ -83,6 +85,8 @@ def check_read_before_write(ctx: Context) -> Iterator[Diagnostic]:
             mem = ref.mem
             earlier = [w for w in written.get(mem, []) if w.op is not info.op and may_precede(ctx, w, info)]
             if earlier:
+                if isinstance(mem.type, SmemType) and info.loops:
+                    yield from _first_trip(ctx, info, ref, written[mem])
                 continue
             if isinstance(mem.type, SmemType):
                 later = written.get(mem, [])
@@ -105,3 +109,99 @@ def check_read_before_write(ctx: Context) -> Iterator[Diagnostic]:
                     related=[(w.op, "the first write") for w in later[:1]],
                     severity="warning",
                 )
+
+
+def _first_trip(ctx: Context, info: OpInfo, read: Ref, writers: list[OpInfo]) -> Iterator[Diagnostic]:
+    """A read of a shared buffer inside loops, on the first trip of each: the writes that can
+    precede it then are those before it in program order (at the same first trips, for the
+    loops they share with it; at any trip of the others) and those of other roles. When none of
+    them can touch what the read reads (`cp.async(..., buf[1])` before a loop whose first trip
+    reads `buf[k % 2]`, slot 0), the read sees garbage. The write to blame is the one before
+    the loop (the prologue, which fills the wrong part); without one, the read."""
+    sym = ctx.symbolic
+    first: list = []
+    for loop in info.loops:
+        k, lo, hi = (sym.value(v) for v in (loop.body.block.args[0], loop.lower, loop.upper))
+        if k.tainted or lo.tainted or hi.tainted:
+            return
+        first += [k.expr == lo.expr, lo.expr < hi.expr]
+    lanes = sym.lanes(read.shape, f"rbw{ctx.order[info.op]}")
+    at_read = _every_dimension(ctx, read, lanes)
+    guard = [sym.path(info.op)] + ([sym.at(read.mask, lanes)] if read.mask is not None else [])
+    if at_read is None or any(t.tainted for t in [*at_read, *guard]):
+        return
+    preceding = []
+    for w in writers:
+        other_role = w.role is not None and w.role is not info.role
+        if not other_role and ctx.order[w.op] >= ctx.order[info.op]:
+            continue  # after the read in program order: not on the first trip
+        for ref in writes(w.op):
+            if ref.mem is not read.mem:
+                continue
+            wl = sym.lanes(ref.shape, f"rbw{ctx.order[w.op]}w")
+            at_write = _every_dimension(ctx, ref, wl)
+            wguard = [sym.path(w.op)] + ([sym.at(ref.mask, wl)] if ref.mask is not None else [])
+            if at_write is None or len(at_write) != len(at_read) or any(t.tainted for t in [*at_write, *wguard]):
+                return  # not judged
+            same = [a.expr == b.expr for a, b in zip(at_read, at_write, strict=True)]
+            meets = z3.And(*same, *[g.expr for g in guard + wguard])
+            if sym.counterexample(z3.Not(meets), first) is not None:
+                return  # this write can fill something the first trip reads
+            preceding.append((w, ref))
+    if not preceding:
+        return  # nothing precedes at all: the buffer-level check's case
+    prologue = [(w, ref) for w, ref in preceding if not w.loops and w.role is info.role]
+    name = name_of(read.mem)
+    view = _view_at_first_trip(ctx, read, first)
+    reads_text = f"`{name}[{view}]`" if view is not None else f"part of `{name}`"
+    if len(prologue) == 1:
+        w, ref = prologue[0]
+        yield ctx.report(
+            w.op,
+            f"this fills a part of `{name}` that the loop's first trip does not read: the first trip reads "
+            f"{reads_text}, which nothing has written before it (shared memory starts with garbage)",
+            hint=f"fill {reads_text}, the part the first trip reads" if view is not None else "",
+            related=[(info.op, "the first trip's read")],
+        )
+        return
+    yield ctx.report(
+        info.op,
+        f"{read.verb} shared buffer `{name}` reads, on the loop's first trip, {reads_text}, which nothing has "
+        "written before it: shared memory starts with garbage",
+        hint=f"fill {reads_text} before the loop",
+        related=[(w.op, "writes another part") for w, _ in preceding[:1]],
+    )
+
+
+def _view_at_first_trip(ctx: Context, read: Ref, first: list) -> str | None:
+    """The read's stage indices at the first trip, where they are constants (`1` of `buf[k % 2]`)."""
+    sym = ctx.symbolic
+    out = []
+    for extent, v in zip(read.access.dims, read.indices, strict=True):
+        if extent is not None or isinstance(v.type, TileType):
+            break
+        t = sym.value(v)
+        got = sym.counterexample(z3.BoolVal(False), first, {"__v": t.expr})
+        if got is None or not isinstance(got.get("__v"), int):
+            return None
+        if sym.counterexample(t.expr == got["__v"], first) is not None:
+            return None  # not one constant at the first trip
+        out.append(str(got["__v"]))
+    return ", ".join(out) if out else None
+
+
+def _every_dimension(ctx: Context, ref: Ref, lanes: tuple) -> list[Term] | None:
+    """The index of every dimension of the memory an access touches, at its lanes: the indexed
+    ones (`index_terms`), then the dimensions it leaves whole (`as[s]` of an `[S, BM, BK]`
+    buffer), which its remaining lanes run over."""
+    terms = index_terms(ctx, ref, lanes)
+    if terms is None:
+        return None
+    rank = len(shape_of(ref.mem.type))
+    if ref.is_gather:
+        return terms if len(terms) == rank else None
+    used = sum(1 for e in ref.access.dims if e is not None)
+    rest = rank - len(terms)
+    if used + rest != len(lanes):
+        return None
+    return [*terms, *(Term(lanes[used + j], False) for j in range(rest))]
