@@ -241,3 +241,33 @@ def test_a_loop_that_stops_a_tile_early_over_a_masked_dimension_is_blamed_at_the
 def test_a_mask_against_something_else_than_the_extent_is_not_judged():
     text = LSE.format(where="").replace("mask = cols < N", "mask = cols < N / 2")
     assert not at(found(text), "bounds.coverage", 1)
+
+
+# ---- a mask taken from another access under a new name --------------------------------------------
+
+SHIFTED = """\
+kernel right_neighbour<BLOCK = 256>(x: global f32[N], y: out global f32[N])
+  target sm_90 grid(cdiv(N, BLOCK)) warps(4)
+{{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  in_mask = offs < N
+  src = offs + 1
+  {alias}
+  right = load(x[src], mask = src_mask)
+  store(y[offs], load(x[offs], mask = in_mask) - right, mask = in_mask)
+}}
+"""
+
+
+def test_a_mask_reused_under_another_name_for_other_indices_is_blamed_at_the_alias():
+    bad = found(SHIFTED.format(alias="src_mask = in_mask"))
+    hit = at(bad, "bounds.global-access", 7)
+    assert hit and "`src_mask` is `in_mask`" in hit[0].message and hit[0].counterexample, describe(bad)
+    assert sorted(r.span.line for r in hit[0].related) == [5, 8]
+    assert "`src_mask = src < N`" in hit[0].hint
+    assert not errors(found(SHIFTED.format(alias="src_mask = src < N")))  # the hint, applied
+
+
+def test_a_mask_reused_under_another_name_for_the_same_indices_is_clean():
+    text = SHIFTED.format(alias="src_mask = in_mask").replace("load(x[src]", "load(x[offs]")
+    assert not errors(found(text))

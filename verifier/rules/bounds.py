@@ -19,6 +19,7 @@ its source's axis), `bounds.alignment` (what the TMA requires of a tensor and a 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import cast
@@ -274,6 +275,23 @@ class Bounds:
                 fault = f"{index} < 0"
             when = f"for {format_counterexample(shown)}" if shown else "for every launch"
             guard = self._guard(ref, d)
+            alias = self._alias(ref)
+            if alias is not None:  # the mask is another access's, taken under a new name: blame the naming
+                span, name, own = alias
+                yield self.ctx.report(
+                    span,
+                    f"`{name}` is `{name_of(cast(SSAValue, ref.mask))}`, a mask made for other indices: it lets the "
+                    f"{ref.verb} `{name_of(ref.mem)}` out of bounds in dimension {d.axis}: index {fault}, {when}",
+                    f"give the {ref.verb.split()[0]} a mask over its own indices: `{name} = {own}`"
+                    if own
+                    else f"make `{name}` a mask over the {ref.verb.split()[0]}'s own indices",
+                    related=[(ref.op, "the access it guards")]
+                    + ([(ref.mask.owner, "the mask it names")] if isinstance(ref.mask, OpResult) else []),
+                    counterexample=shown,
+                    rule=rule_id,
+                    severity="error",
+                )
+                continue
             if guard is not None:  # the access is guarded, and the guard lets this lane through: blame it
                 yield self.ctx.report(
                     guard,
@@ -322,6 +340,51 @@ class Bounds:
         if at is None or by is None or at.line == by.line:
             return None
         return owner
+
+    def _alias(self, ref: MemRef) -> tuple[Span, str, str] | None:
+        """Where the access names its mask by an alias of another mask (`out_mask = in_mask`,
+        then `mask = out_mask`): the alias's line, its name, and a mask over the access's own
+        indices (`(cols[:, None] < N) & (rows[None, :] < M)`, empty when it cannot be written).
+        An assignment of a name to a name leaves no op behind, so its line is read from the
+        text: the last line before the access that binds the name."""
+        source, at = self.ctx.program.source, self.ctx.span(ref.op)
+        if source is None or at is None or ref.mask is None or at.line != at.end_line:
+            return None
+        lines = source.splitlines()
+        text = lines[at.line - 1][at.col - 1 : at.end_col - 1]
+        named = re.search(r"\bmask\s*=\s*([A-Za-z_]\w*)\s*[,)]", text)
+        if named is None or named.group(1) == name_of(ref.mask):
+            return None
+        name = named.group(1)
+        binding = re.compile(rf"^(\s*){name}\s*=\s*{re.escape(name_of(ref.mask))}\s*(#.*)?$")
+        for line in range(at.line - 1, 0, -1):
+            found = binding.match(lines[line - 1])
+            if found is not None:
+                col = len(found.group(1)) + 1
+                span = Span(line, col, line, len(lines[line - 1].split("#", 1)[0].rstrip()) + 1, at.file)
+                return span, name, self._own_mask(ref)
+            if re.match(rf"^\s*{name}\s*=", lines[line - 1]):
+                return None  # bound to something else
+        return None
+
+    def _own_mask(self, ref: MemRef) -> str:
+        """`(i0 < E0) & (i1 < E1)` over the access's index tiles, from their text."""
+        parts = []
+        for idx, extent in zip(ref.indices, shape_of(ref.mem.type), strict=True):
+            if not isinstance(idx.type, TileType):
+                continue
+            owner = idx.owner
+            span = self.ctx.span(owner) if isinstance(owner, Operation) else None
+            access, source = self.ctx.span(ref.op), self.ctx.program.source
+            if span is not None and access is not None and span.line != access.line and idx.name_hint:
+                parts.append(f"{idx.name_hint} < {extent}")  # named on a line of its own
+                continue
+            if span is None or source is None or span.line != span.end_line:
+                return ""
+            parts.append(f"{source.splitlines()[span.line - 1][span.col - 1 : span.end_col - 1]} < {extent}")
+        if not parts:
+            return ""
+        return " & ".join(f"({p})" for p in parts) if len(parts) > 1 else parts[0]
 
     def _cause(self, ref: MemRef, d: Dim, assume: list) -> Cause | None:
         """What to change, when it is not the access itself: a loop that runs one trip past the
