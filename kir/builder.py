@@ -27,7 +27,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from kir import symexpr as sx
-from kir.diagnostics import Diagnostic, KirError, Span
+from kir.diagnostics import Diagnostic, KirError, Related, Span
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
@@ -250,6 +250,13 @@ class Builder:
             getattr(type(op), "own_verify", type(op).verify_)(op)
         except VerifyException as e:
             op.detach()
+            blamed = getattr(e, "at", None)
+            at = span_of(blamed) if isinstance(blamed, Operation) else None
+            if at is not None and span is not None:  # the fix is elsewhere: there, the op related
+                rule, message, _, hint = _violation(e, span)
+                raise KirError(
+                    Diagnostic(rule, "error", at, message, hint, (Related(span, "the op that fails"),))
+                ) from None
             self._fail(*_violation(e, span))
         return op
 

@@ -8,7 +8,11 @@ from xdsl.utils.exceptions import VerifyException
 
 
 class RuleViolation(VerifyException):
-    def __init__(self, message: str, rule: str = "types.error", hint: str = ""):
+    def __init__(self, message: str, rule: str = "types.error", hint: str = "", at: object = None):
         super().__init__(message)
         self.rule = rule
         self.hint = hint
+        # Another op to blame, where the fix is there and not at the op that fails (a reduction
+        # over the wrong axis whose result a store then refuses): the diagnostic points at it,
+        # the failing op's span a related note.
+        self.at = at

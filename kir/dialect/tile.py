@@ -7,9 +7,10 @@ set of typing rules) and re-checks it in `verify_`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from xdsl.dialects.builtin import IntAttr, StringAttr
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     operand_def,
@@ -1163,8 +1164,21 @@ class StoreOp(KirOperation, MemAccess):
             )
         got = broadcast_shapes(shape_of(self.value.type), shape)
         if got is None or len(got) != len(shape) or any(not sx.same(a, b) for a, b in zip(got, shape, strict=True)):
+            message = f"store: a {shape_text(shape_of(self.value.type))} value does not fit the {shape_text(shape)} destination"
+            reduced = _reduced_along_other_axis(self.value, shape)
+            if reduced is not None:
+                op, axis = reduced
+                kept = shape_text(shape_of(op.operand.type))
+                raise RuleViolation(
+                    f"{message}: this {op.fn.data} over axis {op.axis.data} of the {kept} tile leaves "
+                    f"{shape_text(shape_of(op.res.type))}; over axis {axis} it leaves the {shape_text(shape)} "
+                    "the store writes",
+                    rule="types.store-shape",
+                    hint=f"reduce over axis {axis}: {op.fn.data}(..., axis = {axis})",
+                    at=op,
+                )
             raise RuleViolation(
-                f"store: a {shape_text(shape_of(self.value.type))} value does not fit the {shape_text(shape)} destination",
+                message,
                 rule="types.store-shape",
                 hint="the value must have the access shape (or broadcast to it): check the slice extents and index tiles",
             )
@@ -1219,3 +1233,23 @@ class AtomicOp(KirOperation, MemAccess):
                 hint=f"use cast<{dtype_of(self.mem.type)}>(...)",
             )
         _check_mask(self.mask, self.shape, "atomic")
+
+
+def _reduced_along_other_axis(value: SSAValue, shape: Sequence[sx.SymExpr]) -> tuple[Any, int] | None:
+    """The reduction (`max`, `argmax`...) that makes `value`, through ops that keep its shape,
+    and the other axis that would give `shape`: a reduction over the wrong axis of a 2-D tile."""
+    for _ in range(8):
+        op = value.owner
+        if isinstance(op, ReduceOp | ArgReduceOp):
+            source = list(shape_of(op.operand.type))
+            for axis in range(len(source)):
+                left = source[:axis] + source[axis + 1 :]
+                fits = len(left) == len(shape) and all(sx.same(a, b) for a, b in zip(left, shape, strict=True))
+                if axis != op.axis.data and fits:
+                    return op, axis
+            return None
+        same = [v for v in getattr(op, "operands", ()) if shape_of(v.type) == shape_of(value.type)]
+        if not isinstance(op, Operation) or len(same) != 1:
+            return None
+        value = same[0]
+    return None
