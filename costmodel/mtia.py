@@ -296,7 +296,13 @@ class _Walk:
             self.data.add(r)
         if trips <= 0:
             return 0.0
-        cycles = (trips - 1) * trip + max(trip, span.chain)
+        fill = 0.0
+        if ring:
+            # the pipelining pass issues its prologue right before the loop, so the first trip
+            # waits for a copy with nothing to hide it behind: its transfer and latency come
+            # before the trip's chain (a loop of one trip pays them in full)
+            fill = span.dma_bytes / self.rate + self.pe.latency
+        cycles = (trips - 1) * trip + max(trip, fill + span.chain)
         self.terms[op] = cycles
         return cycles
 
