@@ -2,8 +2,8 @@
 
 The parser, the interpreter, the verifier, the lowering and the harness all report through
 `Diagnostic`: a rule id, a severity, a primary span, a message, a hint (the fix), related spans
-with labels, and, for proofs and dynamic checks, a counterexample (shape values, program ids,
-loop iteration, role). It lives in `kir/` because the parser needs it and nothing in `kir/` may
+with labels, for proofs and dynamic checks a counterexample (shape values, program ids, loop
+iteration, role), and where the fix is mechanical, the hint as edits of the source text. It lives in `kir/` because the parser needs it and nothing in `kir/` may
 import from the packages built on top of it.
 """
 
@@ -41,6 +41,34 @@ class Related:
 
 
 @dataclass(frozen=True)
+class Edit:
+    """A machine-applicable fix: the text of `span` becomes `text` (an empty span inserts)."""
+
+    span: Span
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.span
+        return {"line": s.line, "col": s.col, "end_line": s.end_line, "end_col": s.end_col, "text": self.text}
+
+
+def apply_edits(source: str, edits: tuple[Edit, ...] | list[Edit]) -> str:
+    """`source` with the edits made (they must not overlap); spans count lines and columns from 1."""
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, col: int) -> int:
+        return starts[line - 1] + col - 1
+
+    out = source
+    for e in sorted(edits, key=lambda e: (e.span.line, e.span.col), reverse=True):
+        a, b = offset(e.span.line, e.span.col), offset(e.span.end_line, e.span.end_col)
+        out = out[:a] + e.text + out[b:]
+    return out
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     rule: str
     severity: str
@@ -49,6 +77,7 @@ class Diagnostic:
     hint: str = ""
     related: tuple[Related, ...] = ()
     counterexample: dict[str, Any] | None = field(default=None, compare=False)
+    edits: tuple[Edit, ...] = field(default=(), compare=False)  # the hint, where it is mechanical
 
     @property
     def is_error(self) -> bool:
@@ -84,6 +113,8 @@ class Diagnostic:
         }
         if self.counterexample is not None:
             out["counterexample"] = self.counterexample
+        if self.edits:
+            out["edits"] = [e.to_json() for e in self.edits]
         return out
 
     @staticmethod
@@ -96,9 +127,13 @@ class Diagnostic:
             return Span(d["line"], d["col"], d["end_line"], d["end_col"], d.get("file") or "<input>")
 
         related = tuple(Related(s, r["label"]) for r in data.get("related", []) if (s := span(r)) is not None)
+        edits = tuple(
+            Edit(Span(e["line"], e["col"], e["end_line"], e["end_col"], data.get("file") or "<input>"), e["text"])
+            for e in data.get("edits", [])
+        )
         return Diagnostic(
             data["rule"], data["severity"], span(data), data["message"], data.get("hint", ""), related,
-            data.get("counterexample"),
+            data.get("counterexample"), edits,
         )  # fmt: skip
 
     def render(self, source: str | None = None) -> str:

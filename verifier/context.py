@@ -11,7 +11,7 @@ from typing import Generic, TypeVar, cast, overload
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from kir import symexpr as sx
-from kir.diagnostics import Diagnostic, Related, Span
+from kir.diagnostics import Diagnostic, Edit, Related, Span
 from kir.dialect import structure as st
 from kir.dialect.types import Access, GlobalType, MBarrierType, MemoryType, ScalarType, SmemType, TileType
 from kir.dtypes import DTYPES
@@ -73,7 +73,10 @@ class Context:
         counterexample: dict | None = None,
         severity: str | None = None,
         rule: str | None = None,
+        edits: Sequence[Edit | None] = (),
     ) -> Diagnostic:
+        """A diagnostic of the current rule; `edits` are the hint made mechanical (all of them,
+        or none: a fix that cannot be written out whole is left to the hint)."""
         assert self.rule is not None or rule is not None
         rel = tuple(Related(s, label) for w, label in related if (s := self.span(w)) is not None)
         return Diagnostic(
@@ -84,7 +87,23 @@ class Context:
             hint,
             rel,
             counterexample,
+            tuple(e for e in edits if e is not None) if all(e is not None for e in edits) else (),
         )
+
+    def replace_in(self, where: Operation | Span | None, old: str, new: str) -> Edit | None:
+        """An edit that replaces the one occurrence of `old` in the source text of `where`'s
+        span (its first line); None where the text is not there exactly once."""
+        span = self.span(where)
+        lines = (self.program.source or "").splitlines()
+        if span is None or not 1 <= span.line <= len(lines):
+            return None
+        line = lines[span.line - 1]
+        end = span.end_col - 1 if span.end_line == span.line else len(line)
+        text = line[span.col - 1 : end]
+        if text.count(old) != 1:
+            return None
+        col = span.col + text.index(old)
+        return Edit(Span(span.line, col, span.line, col + len(old), span.file), new)
 
     @property
     def current_rule(self) -> Rule:

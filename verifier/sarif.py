@@ -149,6 +149,16 @@ def _result(d: Diagnostic, file: str | None, rule_index: int, where: _Places) ->
             related.append(location)
     if related:
         result["relatedLocations"] = related
+    if d.edits and d.span is not None:
+        # the hint as a fix: one replacement per edit, each a region of the file and its new text
+        changes = {
+            "artifactLocation": where.artifact(d.span.file),
+            "replacements": [
+                {"deletedRegion": _region(e.span) or {"startLine": 1}, "insertedContent": {"text": e.text}}
+                for e in d.edits
+            ],
+        }
+        result["fixes"] = [{"description": {"text": d.hint}, "artifactChanges": [changes]}]
     properties: dict[str, Any] = {}
     if d.hint:
         properties["hint"] = d.hint

@@ -56,6 +56,7 @@ class TargetSpec:
     mbarrier_max_count: int = 0  # largest arrival count of one mbarrier
     tma_inner_bytes: int = 16  # the innermost box dimension is a multiple of this many bytes
     wgmma: dict[str, Any] | None = field(default=None, compare=False)  # instruction shape table
+    pow2_tiles: bool = False  # every compiler for the target needs power-of-two tile dimensions
 
     def has(self, feature: str) -> bool:
         return feature in self.features
@@ -99,6 +100,7 @@ def spec(target: str) -> TargetSpec:
         mbarrier_max_count=arch.get("mbarrier_max_count", 0),
         tma_inner_bytes=arch.get("tma_inner_bytes", 16),
         wgmma=raw.get("wgmma"),
+        pow2_tiles=arch.get("pow2_tiles", False),
     )
 
 

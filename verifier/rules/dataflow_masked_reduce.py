@@ -15,7 +15,7 @@ from typing import cast
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from kir import symexpr as sx
-from kir.diagnostics import Diagnostic
+from kir.diagnostics import Diagnostic, Edit, Span
 from kir.dialect import explicit as ex
 from kir.dialect import tile as tl
 from kir.dialect.types import TileType, dtype_of, shape_of
@@ -56,7 +56,7 @@ def _pad(v: SSAValue, memo: dict) -> Pad | None:
     if isinstance(op, tl.LoadOp):
         if op.mask is None:
             return None
-        value: float | str = 0.0
+        value: float | str = memo.get(("other", op), 0.0)
         if op.other is not None:
             o = op.other.owner
             value = float(o.number) if isinstance(o, tl.ConstOp) else "unknown"
@@ -247,15 +247,20 @@ def check_masked_reduce(ctx: Context) -> Iterator[Diagnostic]:
         shown = readable({k: v for k, v in cex.items() if k in ctx.kernel.shape_symbols})
         held = _pad_text(pad.value)
         ident = {0.0: "0", 1.0: "1", -math.inf: "-inf", math.inf: "+inf"}[identity]
+        other = ident if ident != "+inf" else "inf"
+        fix = _other_edit(ctx, pad.load, other)
+        reset = f"reset the masked lanes with where(mask, x, {other}) right before the {fn}"
+        # the load's `other` is the padding here only when nothing in between changes it
+        hint = f"give the load `other = {ident}` (the identity of {fn}), or {reset}" if fix is not None else reset
         yield ctx.report(
             op,
             f"{fn} along axis {axis} includes the lanes that the load's mask turns off (e.g. when "
             f"{format_counterexample(shown) or 'the mask is false'}); they hold {held}, not {fn}'s identity {ident}, "
             "so the result depends on the padding",
-            hint=f"give the load `other = {ident}` (the identity of {fn}), or reset the masked lanes with "
-            f"where(mask, x, {ident if ident != '+inf' else 'inf'}) before reducing",
+            hint=hint,
             related=[(pad.load, "the masked load")],
             counterexample=shown or None,
+            edits=[fix],
         )
 
 
@@ -350,6 +355,33 @@ def _binary_range(fn: str, a: tuple[float, float], b: tuple[float, float]) -> tu
     if fn in ("mul", "div") and a[0] >= 0 and b[0] >= 0:
         return 0.0, math.inf
     return UNBOUNDED
+
+
+def _other_edit(ctx: Context, load: Operation, other: str) -> Edit | None:
+    """The hint as an edit: `other = ...` given to a masked load that has none, inserted before
+    its closing paren; only where, with that padding, no reduction the load reaches is wrong any
+    more (a padding of -inf that also reaches a `sum` trades one error for another)."""
+    assert isinstance(load, tl.LoadOp)
+    span = ctx.span(load)
+    lines = (ctx.program.source or "").splitlines()
+    if load.other is not None or span is None or not 1 <= span.end_line <= len(lines):
+        return None
+    if lines[span.end_line - 1][span.end_col - 2 : span.end_col - 1] != ")":
+        return None
+    memo: dict = {("other", load): float(other)}
+    for info in ctx.ops(tl.ReduceOp, tl.ArgReduceOp):
+        op = info.op
+        pad = _pad_of(op.operand, memo)
+        if pad is None or pad.load is not load or not pad.varying[op.axis.data] or not _is_float(op.operand):
+            continue
+        if (
+            op.fn.data in _IDENTITY
+            and _not_identity(op.fn.data, pad.value)
+            and not _padding_never_wins(op.fn.data, pad, op.operand)
+        ):
+            return None
+    at = Span(span.end_line, span.end_col - 1, span.end_line, span.end_col - 1, span.file)
+    return Edit(at, f", other = {other}")
 
 
 def _is_float(v: SSAValue) -> bool:

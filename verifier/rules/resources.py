@@ -25,17 +25,17 @@ How the figures are computed:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from kir import symexpr as sx
-from kir.diagnostics import Diagnostic, Span
+from kir.diagnostics import Diagnostic, Edit, Span
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
-from kir.dialect.types import Access, GlobalType, TileType, dtype_of
+from kir.dialect.types import Access, GlobalType, SymAttr, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
 from kir.liveness import BASE_REGISTERS, fused, live_ranges
 from verifier.context import Context
@@ -156,6 +156,7 @@ class _Alloc:
     unit: int
     align: int = 1
     params: set[str] = field(default_factory=set)
+    stages_of: st.ForOp | None = None  # a pipelined loop whose literal `stages = N` multiplies it
 
     def nbytes(self, ctx: Context, env: dict[str, int] | None = None) -> int | None:
         total = self.unit
@@ -196,6 +197,7 @@ def _smem_allocs(ctx: Context) -> list[_Alloc]:
                         DTYPES[tile.dtype.data].nbytes,
                         128,
                         _params_in(stages, *dims),
+                        op if not stages.symbols() else None,
                     )
                 )
     return out
@@ -234,6 +236,21 @@ def _layout_total(ctx: Context, allocs: list[_Alloc], env: dict[str, int] | None
     return out
 
 
+def _allowed(ctx: Context, param: str, values: Iterator[int]) -> Iterator[int]:
+    """The values of a tuning parameter that the `where` clauses over parameters alone allow
+    (`ST >= 3`: a ring the program's synchronization needs; `BM % BN == 0`). None for a
+    parameter that sizes a kernel argument (a head dimension): that is the problem, not a tile."""
+    if any(param in d.data.symbols() for _, arg in ctx.kernel.args for d in cast(GlobalType, arg.type).shape.data):
+        return
+    clauses = [
+        w.data for w in ctx.kernel.where.data if param in w.data.symbols() and w.data.symbols() <= set(ctx.params)
+    ]
+    for v in values:
+        env = {**ctx.params, param: v}
+        if all(_evaluate(ctx, c, env) for c in clauses):
+            yield v
+
+
 def _smaller(value: int) -> Iterator[int]:
     """Candidate values below a parameter's: one less at a time for small values (stages),
     halving for large ones (tile sizes)."""
@@ -257,16 +274,19 @@ All shared memory a program allocates must fit in what one block may use on the 
 of local SRAM on mtia-sim). The verifier adds up every `smem(...)` allocation with all its
 stages (aligned as TMA and wgmma need: 1024 bytes with a 128-byte swizzle, else 128), 8 bytes
 per mbarrier, and the S copies a `pipeline(stages = S)` loop keeps of each global tile it loads.
-The error is reported at the allocation that crosses the limit, with the other allocations and
-the declarations of the parameters the total depends on as related spans, and the hint gives,
-for each such parameter, the largest smaller value that fits (fewer stages, smaller tiles).
+The error blames the cause: when one knob brings the block within the limit (a parameter's
+default, or the literal `stages = N` of a pipelined loop), it is reported at that knob (the
+parameter's declaration; of several, the one that sizes the most allocations, then the smallest
+change), with the allocations as related spans; otherwise at the allocation that crosses the
+limit. The hint gives, for each knob, the largest smaller value that fits (fewer stages,
+smaller tiles).
 """,
     bad="""
-    kernel stream_sums<BM = 128, BK = 128, S = 4>(x: global f32[M, K], y: out global f32[M])
+    kernel stream_sums<BM = 128, BK = 128, S = 4>(x: global f32[M, K], y: out global f32[M])  # <-
       where M % BM == 0, K % BK == 0
       target sm_90 grid(M / BM) warps(4)
     {
-      buf = smem(f32[S, BM, BK])  # <-
+      buf = smem(f32[S, BM, BK])
       m0 = program_id(0) * BM
       acc = zeros(f32[BM])
       for k in 0 .. K / BK {
@@ -314,27 +334,47 @@ def smem_limit(ctx: Context) -> Iterator[Diagnostic]:
     )
     sizes = [a.nbytes(ctx) for a in allocs]
 
+    fixes: list[_Fix] = []
+    for p in params:
+        for v in _allowed(ctx, p, _smaller(ctx.params[p])):
+            got = _layout_total(ctx, allocs, {**ctx.params, p: v})
+            used = max((t for t in got if t is not None), default=0)
+            if used <= limit:
+                fixes.append(_Fix(p, v, used, sum(1 for a in allocs if p in a.params)))
+                break
+    for loop in dict.fromkeys(a.stages_of for a in allocs if a.stages_of is not None):
+        fix = _stages_fix(ctx, allocs, loop, limit)
+        if fix is not None:
+            fixes.append(fix)
+    fixes.sort(key=lambda f: -f.kept)  # the smallest change (the most bytes kept) first
+    cause = _cause(fixes)
+
     related: list[tuple[Operation | Span, str]] = []
     for i, a in enumerate(allocs):
-        if i != crossing and sizes[i]:
+        if sizes[i] and (i != crossing or cause is not None):
             related.append((a.op, f"{a.what}: {sizes[i]} bytes"))
     for p in params:
         span = ctx.program.param_spans.get(p)
-        if span is not None:
+        if span is not None and (cause is None or cause.knob != p):
             n = sum(1 for a in allocs if p in a.params)
             related.append((span, f"`{p} = {ctx.params[p]}`: {n} of the allocations scale with it"))
 
-    fixes: list[tuple[int, str]] = []  # the smallest change (the most bytes kept) first
-    for p in params:
-        for v in _smaller(ctx.params[p]):
-            got = _layout_total(ctx, allocs, {**ctx.params, p: v})
-            need = max((t for t in got if t is not None), default=0)
-            if need <= limit:
-                fixes.append((need, f"{p} = {v} ({need} bytes)"))
-                break
-    fix_texts = [text for _, text in sorted(fixes, key=lambda f: -f[0])]
-    hint = f"the block needs {total} bytes of shared memory; {target_text(ctx)} allows {limit} per block"
-    hint += ": fits with " + ", or ".join(fix_texts) if fix_texts else ": use fewer stages or smaller tiles"
+    fix_texts = [f"{f.text} ({f.kept} bytes)" for f in fixes]
+    need = f"the block needs {total} bytes of shared memory; {target_text(ctx)} allows {limit} per block"
+    hint = need + (": fits with " + ", or ".join(fix_texts) if fix_texts else ": use fewer stages or smaller tiles")
+    counterexample = {**{p: ctx.params[p] for p in params}, "smem_bytes": total, "limit": limit}
+    if cause is not None:
+        # blame the cause: the knob whose value makes the block too large, where the fix goes
+        yield ctx.report(
+            _knob_span(ctx, cause),
+            f"{_knob_text(ctx, cause)} sizes {cause.sized} of the shared-memory allocations: {need}; "
+            f"{cause.text} fits ({cause.kept} bytes)",
+            hint=hint,
+            related=related,
+            counterexample=counterexample,
+            edits=[_knob_edit(ctx, cause)],
+        )
+        return
     if totals[crossing] == sizes[crossing]:
         message = f"{culprit.what} needs {sizes[crossing]} bytes of shared memory"
     else:
@@ -344,8 +384,64 @@ def smem_limit(ctx: Context) -> Iterator[Diagnostic]:
         f"{message}, over the {limit} bytes a block may use on {target_text(ctx)}",
         hint=hint,
         related=related,
-        counterexample={**{p: ctx.params[p] for p in params}, "smem_bytes": total, "limit": limit},
+        counterexample=counterexample,
     )
+
+
+@dataclass(frozen=True)
+class _Fix:
+    """A value of one knob (a parameter, or the literal stage count of a pipelined loop) that
+    brings a resource within the limit: `kept` is what is still used with it."""
+
+    knob: str | st.ForOp
+    value: int
+    kept: int
+    sized: int  # how many allocations (or live tiles) the knob sizes
+
+    @property
+    def text(self) -> str:
+        return f"{self.knob} = {self.value}" if isinstance(self.knob, str) else f"stages = {self.value}"
+
+
+def _cause(fixes: list[_Fix]) -> _Fix | None:
+    """The knob to blame: the one that sizes the most, then the smallest change (`fixes` come
+    with the smallest change first). None when no single knob fixes it: the program's structure
+    is the cause, and the allocation that crosses the limit is blamed."""
+    return min(fixes, key=lambda f: -f.sized, default=None)
+
+
+def _knob_span(ctx: Context, fix: _Fix) -> Operation | Span | None:
+    if isinstance(fix.knob, str):
+        return ctx.program.param_spans.get(fix.knob) or ctx.program.span()
+    return fix.knob
+
+
+def _knob_edit(ctx: Context, fix: _Fix) -> Edit | None:
+    """The fix as an edit: the parameter's declaration, or the loop's `stages = N`."""
+    if isinstance(fix.knob, str):
+        span = ctx.program.param_spans.get(fix.knob)
+        return Edit(span, fix.text) if span is not None else None
+    stages = ctx.static(cast(SymAttr, fix.knob.stages).data)
+    return ctx.replace_in(fix.knob, f"stages = {stages}", fix.text)
+
+
+def _knob_text(ctx: Context, fix: _Fix) -> str:
+    if isinstance(fix.knob, str):
+        return f"`{fix.knob} = {ctx.params[fix.knob]}`"
+    stages = cast(sx.SymExpr, cast(SymAttr, fix.knob.stages).data)
+    return f"`pipeline(stages = {stages})`"
+
+
+def _stages_fix(ctx: Context, allocs: list[_Alloc], loop: st.ForOp, limit: int) -> _Fix | None:
+    """The largest literal stage count of `loop` that fits (at least 2: fewer is no pipeline)."""
+    stages = ctx.static(cast(SymAttr, loop.stages).data) or 0
+    mine = [a for a in allocs if a.stages_of is loop]
+    for v in range(stages - 1, 1, -1):
+        fewer = [replace(a, factors=[sx.Int(v), *a.factors[1:]]) if a.stages_of is loop else a for a in allocs]
+        need = max((t for t in _layout_total(ctx, fewer) if t is not None), default=0)
+        if need <= limit:
+            return _Fix(loop, v, need, len(mine))
+    return None
 
 
 # ---- register estimates --------------------------------------------------------------------------
@@ -507,17 +603,20 @@ ceil(E * b / 4 / T) 32-bit registers per thread (T: one unit of the role, 32 thr
 live at the same time (carried loop values and values used inside a loop live through it), and
 compares it with the role's `regs(N)` budget, or with the launch budget (the register file
 divided among the CTA's threads, at most 255 on NVIDIA). Above it, the compiler spills to local
-memory, which is slow. With a budget the warning is at the role; without one, at the op that
-makes the largest live tile. Raise the budget (within the register file) or shrink the tiles.
+memory, which is slow. With a budget the warning is at the role (raise the budget, if the
+register file has room, or shrink the tiles). Without one it blames the cause: the parameter
+whose smaller default brings the tiles within the budget (of several, the one that sizes the
+most live tiles, then the smallest change), with the largest tile as a related span; where no
+single parameter does, the op that makes the largest live tile.
 """,
     bad="""
-    kernel big_acc<BM = 256, BN = 256, BK = 32>(a: global bf16[M, K], b: global bf16[K, N], c: out global f32[M, N])
+    kernel big_acc<BM = 256, BN = 256, BK = 32>(a: global bf16[M, K], b: global bf16[K, N], c: out global f32[M, N])  # <-
       where M % BM == 0, N % BN == 0, K % BK == 0
       target sm_90 grid(M / BM, N / BN) warps(4)
     {
       m0 = program_id(0) * BM
       n0 = program_id(1) * BN
-      acc = zeros(f32[BM, BN])  # <-
+      acc = zeros(f32[BM, BN])
       for k in 0 .. K / BK {
         acc = dot<f32>(load(a[m0 : m0 + BM, k * BK : k * BK + BK]), load(b[k * BK : k * BK + BK, n0 : n0 + BN]), acc)
       }
@@ -543,7 +642,7 @@ def register_pressure(ctx: Context) -> Iterator[Diagnostic]:
     if not is_gpu(ctx):
         return
     default = launch_budget(ctx)
-    for role, peak in _role_peaks(ctx):
+    for index, (role, peak) in enumerate(_role_peaks(ctx)):
         if peak.op is None:
             continue
         need = BASE_REGISTERS + peak.regs
@@ -556,25 +655,91 @@ def register_pressure(ctx: Context) -> Iterator[Diagnostic]:
         threads = tile_threads(ctx, role)
         related: list[tuple[Operation | Span, str]] = [(peak.op, "the most tiles are live here")]
         largest = _defining_op(tiles[0][0]) if tiles else None
+        edits: list[Edit | None] = []
         if role is not None and role.regs.data:
             where: Operation | Span | None = role
             if largest is not None:
                 related.append((largest, f"the largest live tile, {_value_text(tiles[0][0])}"))
             budget_text = f"its budget regs({budget})"
-            hint = f"raise regs({budget}) to {-(-need // 8) * 8} if the other roles leave room, or shrink the tiles"
+            gran = max(1, ctx.spec.register_alloc_granularity)
+            raised = -(-need // gran) * gran
+            if raised <= _room(ctx, role):
+                hint = f"raise regs({budget}) to {raised} (the register file has room), or shrink the tiles"
+                edits = [ctx.replace_in(role, f"regs({budget})", f"regs({raised})")]
+            else:
+                fixes = _register_fixes(ctx, index, budget, [v for v, _ in tiles])
+                shown = ", or ".join(f"{f.text} (about {f.kept})" for f in fixes)
+                hint = (
+                    f"shrink the tiles: {shown} fits regs({budget})"
+                    if fixes
+                    else "shrink the tiles (a smaller block size, or more units in the role)"
+                ) + f"; the register file leaves no room for regs({raised})"
         else:
             where = largest or peak.op
             budget_text = (
                 f"the {budget} registers per thread a {launch_threads(ctx)}-thread CTA gets on {target_text(ctx)}"
             )
             hint = "shrink the tiles (a smaller block size), or spread them over more warps"
+            fixes = _register_fixes(ctx, index, budget, [v for v, _ in tiles])
+            cause = _cause(fixes)
+            if cause is not None:
+                # blame the cause: the parameter whose default makes the tiles too large
+                if largest is not None:
+                    related.insert(0, (largest, f"the largest live tile, {_value_text(tiles[0][0])}"))
+                shown = ", or ".join(f"{f.text} (about {f.kept})" for f in fixes)
+                yield ctx.report(
+                    _knob_span(ctx, cause),
+                    f"{_knob_text(ctx, cause)} sizes {cause.sized} of the tiles live at once: {who} needs about "
+                    f"{need} registers per thread ({BASE_REGISTERS} + live tiles over {threads} threads: {listed}), "
+                    f"more than {budget_text}, so the compiler will spill to local memory; {cause.text} fits "
+                    f"(about {cause.kept})",
+                    hint=f"fits with {shown} registers per thread, or spread the tiles over more warps",
+                    related=related,
+                    edits=[_knob_edit(ctx, cause)],
+                )
+                continue
         yield ctx.report(
             where,
             f"{who} needs about {need} registers per thread ({BASE_REGISTERS} + live tiles over {threads} threads: "
             f"{listed}), more than {budget_text}: the compiler will spill to local memory",
             hint=hint,
             related=related,
+            edits=edits,
         )
+
+
+def _room(ctx: Context, role: st.RoleOp) -> int:
+    """The largest budget `role` can take: what the CTA's registers at launch leave once every
+    other warp keeps its budget, at most setmaxnreg's maximum, in steps of the granularity."""
+    gran = max(1, ctx.spec.register_alloc_granularity)
+    default = launch_budget(ctx)
+    pool = min(ctx.spec.registers_per_sm, launch_threads(ctx) * -(-default // gran) * gran)
+    mine = set(role_warps(role))
+    others = 0
+    for w in range(launch_warps(ctx)):
+        if w in mine:
+            continue
+        owner = next((r for r in ctx.roles if w in role_warps(r)), None)
+        others += KIR_WARP_THREADS * ((owner.regs.data if owner is not None else 0) or default)
+    per = (pool - others) // max(1, len(mine) * KIR_WARP_THREADS) // gran * gran
+    return min(per, ctx.spec.setmaxnreg_max or ctx.spec.max_registers_per_thread)
+
+
+def _register_fixes(ctx: Context, index: int, budget: int, tiles: list[SSAValue]) -> list[_Fix]:
+    """For each parameter that sizes one of `tiles` (the live set of the `index`-th entry of
+    `_role_peaks`), the largest smaller value under which that code fits `budget`; the smallest
+    change (the most registers kept) first."""
+    dims = [d for v in tiles for d in shape_of(v.type)]
+    fixes: list[_Fix] = []
+    for p in [p for p in ctx.params if any(p in d.symbols() for d in dims)]:
+        for value in _allowed(ctx, p, _smaller(ctx.params[p])):
+            _, peak = _role_peaks(Context(ctx.program, ctx.target, {**ctx.params, p: value}))[index]
+            need = BASE_REGISTERS + peak.regs
+            if need <= budget:
+                sized = sum(1 for v in tiles if any(p in d.symbols() for d in shape_of(v.type)))
+                fixes.append(_Fix(p, value, need, sized))
+                break
+    return sorted(fixes, key=lambda f: -f.kept)
 
 
 # ---- resources.regs-budget -----------------------------------------------------------------------
@@ -611,6 +776,7 @@ def regs_budget_values(ctx: Context) -> Iterator[Diagnostic]:
             f"regs({n}) on {role_text(role)}: a register budget on {target_text(ctx)} is a multiple of {gran} "
             f"in [{lo}, {hi}]",
             hint=f"use regs({fixed})",
+            edits=[ctx.replace_in(role, f"regs({n})", f"regs({fixed})")],
         )
 
 
@@ -724,6 +890,100 @@ def _fit_hint(ctx: Context, role: st.RoleOp, pool: int, total: int) -> str:
     )
 
 
+# ---- resources.tile-pow2 -------------------------------------------------------------------------
+
+
+def _is_pow2(n: int) -> bool:
+    return n >= 1 and not n & (n - 1)
+
+
+@rule(
+    "resources.tile-pow2",
+    family="resources",
+    severity="error",
+    summary="a tile dimension is not a power of two on a target whose compiler needs one",
+    explanation="""
+Triton builds tiles from `tl.arange`, whose extent is a power of two, and every tensor dimension
+is one. On a target that only Triton compiles for (gfx942; the table's `pow2_tiles`), a tile of
+3072 lanes cannot be built: size it to the next power of two and mask the lanes past the data,
+as the masks against the shape symbols already do. When the size is a parameter's default, the
+error is at the parameter's declaration, where the fix goes, with the first tile it sizes as a
+related span. Targets with a C++ backend (sm_80, sm_90, gfx90a, mtia-sim) take any size.
+""",
+    bad="""
+    kernel row_scale<BLOCK = 3072>(x: global f32[M, N], y: out global f32[M, N])  # <-
+      where N <= BLOCK
+      target gfx942 grid(M) warps(4)
+    {
+      row = program_id(0)
+      cols = arange(0, BLOCK)
+      mask = cols < N
+      store(y[row, cols], load(x[row, cols], mask = mask) * 2.0, mask = mask)
+    }
+    """,
+    good="""
+    kernel row_scale<BLOCK = 4096>(x: global f32[M, N], y: out global f32[M, N])
+      where N <= BLOCK
+      target gfx942 grid(M) warps(4)
+    {
+      row = program_id(0)
+      cols = arange(0, BLOCK)
+      mask = cols < N
+      store(y[row, cols], load(x[row, cols], mask = mask) * 2.0, mask = mask)
+    }
+    """,
+)
+def tile_pow2(ctx: Context) -> Iterator[Diagnostic]:
+    if not ctx.spec.pow2_tiles:
+        return
+    blamed: set[str] = set()
+    for info in ctx.infos:
+        for v in info.op.results:
+            if not isinstance(v.type, TileType):
+                continue
+            for d in shape_of(v.type):
+                n = ctx.static(d)
+                if n is None or _is_pow2(n):
+                    continue
+                fix = _pow2_fix(ctx, d)
+                where = (
+                    f"the tile of {_value_text(v)} is {n} wide along `{d}`"
+                    if d.symbols()
+                    else f"{_value_text(v)} is {n} wide"
+                )
+                limit = f"not a power of two; {target_text(ctx)} is built by Triton, whose tile dimensions are powers of two"
+                if fix is None:
+                    yield ctx.report(
+                        info.op,
+                        f"{where}, {limit}",
+                        hint=f"make it {1 << n.bit_length()} and mask the lanes past the data",
+                    )
+                    break
+                p, value = fix
+                if p in blamed:
+                    break
+                blamed.add(p)
+                yield ctx.report(
+                    ctx.program.param_spans.get(p) or info.op,
+                    f"`{p} = {ctx.params[p]}`: {where}, {limit}",
+                    hint=f"{p} = {value} (a power of two), masking the lanes past the data",
+                    related=[(info.op, f"{_value_text(v)}, {n} wide")],
+                    edits=[_knob_edit(ctx, _Fix(p, value, 0, 1))],
+                )
+                break
+
+
+def _pow2_fix(ctx: Context, dim: sx.SymExpr) -> tuple[str, int] | None:
+    """A parameter of `dim` and the nearest larger value that makes `dim` a power of two."""
+    for p in [p for p in ctx.params if p in dim.symbols()]:
+        value = ctx.params[p]
+        for candidate in sorted({1 << value.bit_length(), *(value * 2**k for k in range(1, 4))}):
+            got = _evaluate(ctx, dim, {**ctx.params, p: candidate})
+            if got is not None and _is_pow2(got):
+                return p, candidate
+    return None
+
+
 # ---- resources.threads ---------------------------------------------------------------------------
 
 
@@ -775,6 +1035,7 @@ def threads_per_block(ctx: Context) -> Iterator[Diagnostic]:
         launch_span(ctx),
         f"{launch_text(ctx)} is {warps * KIR_WARP_THREADS} threads; a block on {target_text(ctx)} has at most {limit}",
         hint=f"launch at most {fix} and give each program more work per thread",
+        edits=[ctx.replace_in(launch_span(ctx), launch_text(ctx), fix)],
     )
 
 
@@ -807,10 +1068,22 @@ def role_units_exist(ctx: Context) -> Iterator[Diagnostic]:
         have_text = f"{role.unit.data} 0 .. {have - 1}" if have else f"no whole {unit}"
         need = max(missing) + 1
         grow = f"warps({need * per})" if ctx.kernel.warp_unit.data == "warps" else f"warpgroups({-(-need * per // 4)})"
+        # renumbering onto units no other role runs on keeps the launch (and its register file) as it is
+        used = {w for r in ctx.roles if r is not role for w in role_warps(r)}
+        kept = [i for i in role.id_list if i not in missing]
+        free = [u for u in range(have) if u not in kept and not any(u * per + j in used for j in range(per))]
+        if len(free) >= len(missing):
+            ids = sorted(kept + free[: len(missing)])
+            renumbered = f"{role.unit.data}({', '.join(map(str, ids))})"
+            written = f"{role.unit.data}({', '.join(map(str, role.id_list))})"
+            hint, fix = f"renumber the role: {renumbered}, or launch {grow}", ctx.replace_in(role, written, renumbered)
+        else:
+            hint, fix = f"launch {grow}", ctx.replace_in(launch_span(ctx), launch_text(ctx), grow)
         yield ctx.report(
             role,
             f"{role_text(role)} names {unit} {', '.join(str(i) for i in missing)}, but {launch_text(ctx)} has {have_text}",
-            hint=f"launch {grow}, or renumber the role's {role.unit.data}",
+            hint=hint,
+            edits=[fix],
             related=[(s, "the launch") for s in [launch_span(ctx)] if s is not None],
         )
 
@@ -940,11 +1213,21 @@ def tma_declared_align(ctx: Context) -> Iterator[Diagnostic]:
         if align % need == 0:
             continue
         declared = f"align({t.align.data})" if t.align.data else f"no align, so only {esize}-byte alignment is known"
+        span = ctx.program.arg_spans.get(name)
+        if t.align.data:
+            fix = ctx.replace_in(span, f"align({t.align.data})", f"align({need})")
+        else:  # appended to the declaration
+            fix = (
+                Edit(Span(span.end_line, span.end_col, span.end_line, span.end_col, span.file), f" align({need})")
+                if span
+                else None
+            )
         yield ctx.report(
-            ctx.program.arg_spans.get(name) or ctx.program.span(),
+            span or ctx.program.span(),
             f"`{name}` is copied with the TMA, which needs a {need}-byte aligned base address; it is declared with {declared}",
             hint=f"declare `{name}: ... align({need})` (and pass a {need}-byte aligned tensor)",
             related=[(op, "copied with the TMA here") for op in uses[arg]],
+            edits=[fix],
         )
 
 

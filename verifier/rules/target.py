@@ -419,6 +419,7 @@ def fence_async_unavailable(ctx: Context) -> Iterator[Diagnostic]:
             info.op,
             f"fence.async orders writes before the async proxy (TMA, wgmma), which {target_text(ctx)} does not have",
             hint="drop fence.async(); barrier() orders shared-memory writes before other threads' reads",
+            edits=[ctx.replace_in(info.op, "fence.async()", "")],
         )
 
 
@@ -465,6 +466,7 @@ def warpgroups_unavailable(ctx: Context) -> Iterator[Diagnostic]:
             launch_span(ctx),
             f"{launch_text(ctx)}: {target_text(ctx)} has no warpgroups",
             hint=f"launch warps({n * WARPGROUP_WARPS}) instead",
+            edits=[ctx.replace_in(launch_span(ctx), launch_text(ctx), f"warps({n * WARPGROUP_WARPS})")],
         )
     for role in ctx.roles if ctx.spec.has("warp_roles") else ():  # else target.roles
         if role.unit.data == "warpgroups":
@@ -530,6 +532,7 @@ def setmaxnreg_unavailable(ctx: Context) -> Iterator[Diagnostic]:
                 f"regs({role.regs.data}) on {role_text(role)}: per-role register budgets need setmaxnreg, "
                 f"which {target_text(ctx)} does not have",
                 hint="drop regs(N): every warp gets the kernel's register budget (launch bounds), or target sm_90",
+                edits=[ctx.replace_in(role, f" regs({role.regs.data})", "")],
             )
 
 
@@ -638,20 +641,55 @@ def role_wavefronts(ctx: Context) -> Iterator[Diagnostic]:
     per = _wavefront_warps(ctx)
     if per is None:
         return
+    plan = _wavefront_plan(ctx, per)
     for role in ctx.roles:
         if role.unit.data != "warps":
             continue  # warpgroups are reported by target.warpgroups
         warps = set(role_warps(role))
         partial = sorted({w // per for w in warps if any(w // per * per + j not in warps for j in range(per))})
         if partial:
-            whole = sorted({w // per * per + j for w in warps for j in range(per)})
             fronts = ", ".join(f"{f} (warps {f * per} .. {f * per + per - 1})" for f in partial)
+            message = (
+                f"{role_text(role)} covers part of wavefront {fronts}: on {target_text(ctx)} a wavefront is "
+                f"{per} KIR warps running in lockstep, so a role must own whole wavefronts"
+            )
+            if plan is None:
+                yield ctx.report(role, message, hint="give every role whole wavefronts (warps 2i and 2i + 1 together)")
+                continue
+            moved = [(r, w) for r, w in plan if list(w) != role_warps(r)]
+            text = "; ".join(f"role {r.name_text} warps({', '.join(map(str, w))})" for r, w in moved)
             yield ctx.report(
                 role,
-                f"{role_text(role)} covers part of wavefront {fronts}: on {target_text(ctx)} a wavefront is "
-                f"{per} KIR warps running in lockstep, so a role must own whole wavefronts",
-                hint=f"give the role whole wavefronts: warps({', '.join(str(w) for w in whole)})",
+                message,
+                hint=f"give the roles whole wavefronts of their own: {text}",
+                edits=[
+                    ctx.replace_in(
+                        r, f"warps({', '.join(map(str, role_warps(r)))})", f"warps({', '.join(map(str, w))})"
+                    )
+                    for r, w in moved
+                ],
             )
+
+
+def _wavefront_plan(ctx: Context, per: int) -> list[tuple[st.RoleOp, tuple[int, ...]]] | None:
+    """Whole wavefronts for every role over warps, as few as hold its warps, those it touches
+    first, none shared; None where the launch has too few."""
+    fronts = launch_warps(ctx) // per
+    taken: set[int] = set()
+    plan = []
+    for role in ctx.roles:
+        if role.unit.data != "warps":
+            continue
+        warps = role_warps(role)
+        need = -(-len(warps) // per)
+        touched = sorted({w // per for w in warps})
+        order = [f for f in touched if f < fronts] + [f for f in range(fronts) if f not in touched]
+        mine = [f for f in order if f not in taken][:need]
+        if len(mine) < need:
+            return None
+        taken.update(mine)
+        plan.append((role, tuple(f * per + j for f in sorted(mine) for j in range(per))))
+    return plan
 
 
 @rule(
@@ -697,6 +735,9 @@ def launch_wavefronts(ctx: Context) -> Iterator[Diagnostic]:
             f"{launch_text(ctx)} is {threads} threads, {threads / size:g} wavefronts of {size} lanes on "
             f"{target_text(ctx)}: part of the last wavefront idles",
             hint=f"launch a multiple of {per} warps: warps({-(-n // per) * per})",
+            edits=[ctx.replace_in(launch_span(ctx), launch_text(ctx), f"warps({-(-n // per) * per})")]
+            if ctx.kernel.warp_unit.data == "warps"
+            else [None],
         )
 
 
