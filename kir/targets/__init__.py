@@ -57,6 +57,7 @@ class TargetSpec:
     tma_inner_bytes: int = 16  # the innermost box dimension is a multiple of this many bytes
     wgmma: dict[str, Any] | None = field(default=None, compare=False)  # instruction shape table
     pow2_tiles: bool = False  # every compiler for the target needs power-of-two tile dimensions
+    convert_dtypes: frozenset[str] = frozenset()  # held in memory and converted, never multiplied by a dot
 
     def has(self, feature: str) -> bool:
         return feature in self.features
@@ -101,6 +102,7 @@ def spec(target: str) -> TargetSpec:
         tma_inner_bytes=arch.get("tma_inner_bytes", 16),
         wgmma=raw.get("wgmma"),
         pow2_tiles=arch.get("pow2_tiles", False),
+        convert_dtypes=frozenset(arch.get("convert_dtypes", [])),
     )
 
 

@@ -104,7 +104,9 @@ class LegalizePass:
             a.type for r in op.regions for b in r.blocks for a in b.args if isinstance(op, st.KernelOp)
         ]
         for t in types:
-            if isinstance(t, ScalarType | TileType | GlobalType | SmemType) and dtype_of(t) not in tspec.dtypes:
+            if isinstance(t, ScalarType | TileType | GlobalType | SmemType) and dtype_of(t) not in (
+                tspec.dtypes | tspec.convert_dtypes
+            ):
                 wider = "f32" if DTYPES[dtype_of(t)].is_float else "i32"
                 out.append(
                     Diagnostic(

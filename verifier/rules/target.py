@@ -764,16 +764,20 @@ def _introduced_dtype(op: Operation) -> tuple[str, str] | None:
     "target.dtype",
     family="target",
     severity="error",
-    summary="a dtype the target does not have (fp8 before sm_89 and on gfx90a; f64 on mtia-sim)",
+    summary="a dtype the target does not have (fp8 on gfx90a, an fp8 dot on sm_80; f64 on mtia-sim)",
     explanation="""
 Each target's table lists its dtypes. fp8 (`f8e4m3`, `f8e5m2`) exists on sm_90 and gfx942 but not
-on sm_80 or gfx90a; mtia-sim has no f64. The rule reports every place a missing dtype enters the
+on gfx90a; mtia-sim has no f64. The rule reports every place a missing dtype enters the
 program: a kernel argument, a cast, a new tile (`zeros`, `full`), a shared buffer, a dot's
 accumulate dtype, and a dot of such operands (no matrix unit of the target multiplies them).
+Some dtypes a target only stores and converts (the table's `convert_dtypes`): sm_80 keeps fp8 in
+memory and converts it in software (cuda_fp8.h), as weight-only fp8 GEMMs on Ampere do, so fp8
+arguments, buffers and casts are fine there; only a dot of fp8 operands is an error (cast the
+tiles to bf16 first).
 """,
     bad="""
     kernel quantize<BLOCK = 1024>(x: global f32[N], y: out global f8e4m3[N])  # <-
-      target sm_80 grid(cdiv(N, BLOCK)) warps(4)
+      target gfx90a grid(cdiv(N, BLOCK)) warps(4)
     {
       offs = program_id(0) * BLOCK + arange(0, BLOCK)
       mask = offs < N
@@ -782,7 +786,7 @@ accumulate dtype, and a dot of such operands (no matrix unit of the target multi
     """,
     good="""
     kernel quantize<BLOCK = 1024>(x: global f32[N], y: out global f8e4m3[N])
-      target sm_90 grid(cdiv(N, BLOCK)) warps(4)
+      target gfx942 grid(cdiv(N, BLOCK)) warps(4)
     {
       offs = program_id(0) * BLOCK + arange(0, BLOCK)
       mask = offs < N
@@ -791,13 +795,13 @@ accumulate dtype, and a dot of such operands (no matrix unit of the target multi
     """,
 )
 def dtype_unavailable(ctx: Context) -> Iterator[Diagnostic]:
-    have = ctx.spec.dtypes
+    have = ctx.spec.dtypes | ctx.spec.convert_dtypes
     if not have:
         return
 
     def hint(dtype: str) -> str:
         if dtype.startswith("f8"):
-            return "use bf16 or f16 here, or target sm_90 or gfx942 (they have fp8)"
+            return "use bf16 or f16 here, or target sm_90 or gfx942 (they have fp8; sm_80 stores and converts it)"
         if dtype == "f64":
             return "use f32"
         return f"use one of {', '.join(sorted(have))}"
@@ -815,9 +819,19 @@ def dtype_unavailable(ctx: Context) -> Iterator[Diagnostic]:
             )
     for info in ctx.infos:
         found = _introduced_dtype(info.op)
-        if isinstance(info.op, tl.DotOp) and dtype_of(info.op.lhs.type) not in have:
+        operands = dtype_of(info.op.lhs.type) if isinstance(info.op, tl.DotOp) else None
+        if operands is not None and operands not in ctx.spec.dtypes:
             # a product of operands the target has no type for: no matrix unit (nor vector unit) takes it
-            found = (dtype_of(info.op.lhs.type), f"dot of {dtype_of(info.op.lhs.type)} operands")
+            found = (operands, f"dot of {operands} operands")
+            if operands in ctx.spec.convert_dtypes:
+                yield ctx.report(
+                    info.op,
+                    f"dot of {operands} operands: {target_text(ctx)} only stores and converts {operands}, "
+                    f"no matrix instruction multiplies it",
+                    hint=f"cast the tiles to bf16 before the dot (dot<{info.op.acc_dtype.data}>(cast<bf16>(a), "
+                    "cast<bf16>(b), acc)), or target sm_90 or gfx942 (they have fp8 matrix units)",
+                )
+                continue
         if found is None or found[0] in have:
             continue
         dtype, what = found
