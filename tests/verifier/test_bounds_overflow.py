@@ -87,3 +87,22 @@ def test_a_flat_offset_over_one_dimension_cannot_wrap():
 def test_a_masked_off_lane_past_the_end_does_not_count():
     text = VECTOR_ADD.replace("BLOCK = 1024", "BLOCK = 1000")
     assert not at(diagnose(text), 4)  # lanes past N are masked off (the mask, evaluated exactly)
+
+
+BACK_IN_RANGE = """\
+kernel upsample<BLOCK = 256>(x: global f32[NB, S0], y: out global f32[T])
+  where T == NB * (S0 * 2 - 1)
+  target sm_90 grid(cdiv(T, BLOCK)) warps(4)
+{
+  offs = program_id(0) * BLOCK + arange(0, BLOCK)
+  mask = offs < T
+  od = S0 * 2 - 1
+  o = offs % od
+  store(y[offs], load(x[offs / od, o / 2], mask = mask & o % 2 == 0), mask = mask)
+}
+"""
+
+
+def test_a_product_that_wraps_and_comes_back_in_range_is_exact():
+    # S0 * 2 is 2^31 for S0 = 2^30, and S0 * 2 - 1 is back in range: i32 is exact modulo 2^32
+    assert not at(diagnose(BACK_IN_RANGE), 7)

@@ -3,13 +3,16 @@
 Program ids, aranges, loop variables and shape symbols are i32, and i32 arithmetic wraps. The
 bounds rules prove indices in bounds as exact integers; an index whose computation leaves the
 i32 range on the way (`cast<i64>(program_id(0) * BLOCK)`: the product wraps before the cast)
-is in bounds on paper and negative on the device. For every access, the verifier follows each
-index back through the integer arithmetic that makes it (sums, differences, products, shifts,
-casts, `where`, broadcasts) and asks z3, for each product or shift computed in a narrow integer
-type, whether it can leave that type's range for shapes allowed by `where` (each shape symbol,
-program id and tensor dimension itself fits in i32) on a lane the access does not mask off.
-The error is at the product that wraps, with the shape values and program ids that make it
-wrap, and the access as a related span.
+is in bounds on paper and negative on the device. i32 arithmetic is exact modulo 2^32, so a
+product that wraps inside a chain of sums and products whose result comes back in range
+(`S0 * 2 - 1`) is right; what goes wrong is a value that leaves such a chain out of range: the
+index itself, or an operand of a division, a remainder, a comparison or a widening cast. For
+every access, the verifier follows each index back through the integer arithmetic that makes it
+and asks z3, for each such value with a product (or shift) in its chain, whether it can leave
+its type's range for shapes allowed by `where` (each shape symbol, program id and tensor
+dimension itself fits in i32) on a lane the access does not mask off. The error is at the
+innermost product that leaves the range, with the shape values and program ids that make it
+wrap, and the accesses as related spans.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ _RANGE = {
 # one of them is within the other of the limit (`program_id(0) + lane` for a grid of 2^31 - 1
 # programs), which no launch meets; a sum of a wrapped product is reported at the product.
 _WRAPPING = ("mul", "shl")
+_MODULAR = ("add", "sub", "mul", "shl")  # exact modulo 2^32 (i32): a wrap inside may come back
 _SIGN = {"add": "+", "sub": "-", "mul": "*", "shl": "<<"}
 
 
@@ -69,25 +73,79 @@ def _placed(ctx: Context, operand: SSAValue, lanes: tuple) -> tuple:
     return tuple(out)
 
 
-def _steps(ctx: Context, v: SSAValue, lanes: tuple, out: list, seen: set) -> None:
-    """The narrow-integer arithmetic that makes `v` (at `lanes`), with the lanes of each."""
-    if not isinstance(v, OpResult) or (id(v), tuple(x.get_id() for x in lanes)) in seen:
-        return
-    seen.add((id(v), tuple(x.get_id() for x in lanes)))
-    op = v.owner
-    dtype = _dtype(v)
-    if dtype is None or not DTYPES[dtype].is_int and dtype != "i1":
-        return
-    if isinstance(op, tl.BinaryOp) and op.fn.data in _WRAPPING and dtype in _RANGE:
-        out.append((op, lanes))
-    if isinstance(op, tl.BinaryOp | tl.CompareOp | tl.WhereOp | tl.CastOp | tl.BroadcastOp):
+def _narrow(v: SSAValue) -> bool:
+    return _dtype(v) in _RANGE
+
+
+class _Walk:
+    """The values along an index's computation whose true value must fit their narrow integer
+    type: those that leave a chain of wrapping arithmetic (`+ - * <<`, selects, broadcasts), by
+    a division, a remainder, a widening cast, a comparison... or by being the index itself.
+    Inside a chain, i32 arithmetic is exact modulo 2^32, so a product that wraps and a later
+    subtraction that brings the value back (`S0 * 2 - 1` with the result in range) is right;
+    a value that leaves the chain out of range is not. Each comes with the products of its chain."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.out: list[tuple[SSAValue, tuple, list]] = []
+        self.seen: set[tuple] = set()
+
+    def boundary(self, v: SSAValue, lanes: tuple) -> None:
+        key = (id(v), tuple(x.get_id() for x in lanes))
+        if key in self.seen or not isinstance(v, OpResult):
+            return
+        self.seen.add(key)
+        if not _narrow(v):
+            self._operands(v.owner, lanes)  # a wide value: its narrow operands leave their chains
+            return
+        products: list = []
+        self._chain(v, lanes, products, set())
+        self.out.append((v, lanes, products))
+
+    def _chain(self, v: SSAValue, lanes: tuple, products: list, seen: set) -> None:
+        key = (id(v), tuple(x.get_id() for x in lanes))
+        if key in seen or not isinstance(v, OpResult):
+            return
+        seen.add(key)
+        op = v.owner
+        if isinstance(op, tl.BinaryOp) and op.fn.data in _MODULAR:
+            if op.fn.data in _WRAPPING:
+                products.append((op, lanes))
+            for operand in (op.lhs, op.rhs):
+                self._into(operand, lanes, products, seen)
+        elif isinstance(op, tl.WhereOp):
+            for operand in (op.lhs, op.rhs):
+                self._into(operand, lanes, products, seen)
+        elif isinstance(op, tl.CastOp) and _narrow(op.operand):
+            self._into(op.operand, lanes, products, seen)  # narrow to narrow: bits kept
+        elif isinstance(op, tl.BroadcastOp):
+            self._into(op.operand, lanes, products, seen)
+        elif isinstance(op, tl.ExpandDimsOp):
+            self._chain(op.operand, tuple(x for i, x in enumerate(lanes) if i != op.axis.data), products, seen)
+        elif isinstance(op, tl.TransOp):
+            self._chain(op.operand, tuple(reversed(lanes)), products, seen)
+        else:
+            self._operands(op, lanes)
+
+    def _into(self, operand: SSAValue, lanes: tuple, products: list, seen: set) -> None:
+        placed = _placed(self.ctx, operand, lanes)
+        if _narrow(operand):
+            self._chain(operand, placed, products, seen)
+        elif isinstance(operand.type, ScalarType | TileType):
+            self.boundary(operand, placed)
+
+    def _operands(self, op: Operation, lanes: tuple) -> None:
+        """The operands of an op that does not wrap with them: each a boundary of its own."""
+        if not isinstance(op, tl.BinaryOp | tl.CompareOp | tl.WhereOp | tl.CastOp | tl.BroadcastOp | tl.UnaryOp):
+            if isinstance(op, tl.ExpandDimsOp):
+                self.boundary(op.operand, tuple(x for i, x in enumerate(lanes) if i != op.axis.data))
+            elif isinstance(op, tl.TransOp):
+                self.boundary(op.operand, tuple(reversed(lanes)))
+            return
         for operand in op.operands:
-            if isinstance(operand.type, ScalarType | TileType):
-                _steps(ctx, operand, _placed(ctx, operand, lanes), out, seen)
-    elif isinstance(op, tl.ExpandDimsOp):
-        _steps(ctx, op.operand, tuple(x for i, x in enumerate(lanes) if i != op.axis.data), out, seen)
-    elif isinstance(op, tl.TransOp):
-        _steps(ctx, op.operand, tuple(reversed(lanes)), out, seen)
+            dtype = _dtype(operand)
+            if dtype is not None and DTYPES[dtype].is_int and dtype != "i1":
+                self.boundary(operand, _placed(self.ctx, operand, lanes))
 
 
 def _wraps(ctx: Context) -> list[_Wrap]:
@@ -101,6 +159,21 @@ def _wraps(ctx: Context) -> list[_Wrap]:
         i32 += [sym.sym(d) <= I32_MAX for d in shape_of(arg.type)]
     found: dict[Operation, _Wrap] = {}
     clean: set[tuple] = set()
+
+    def breaks(v: SSAValue, at: tuple, assume: list) -> dict | None:
+        term = sym.value(v, at)
+        if term.tainted:
+            return None
+        key = (term.expr.get_id(), tuple(a.get_id() for a in assume))
+        if key in clean:
+            return None
+        low, high = _RANGE[_dtype(v) or "i32"]
+        cex = sym.counterexample(z3.And(term.expr >= low, term.expr <= high), assume, {"__value": term.expr})
+        if cex is None or "unknown" in cex:
+            clean.add(key)
+            return None
+        return cex
+
     for info in ctx.infos:
         for ref in global_refs(info.op):
             lanes, dims = bnd.dims(ref)
@@ -108,30 +181,28 @@ def _wraps(ctx: Context) -> list[_Wrap]:
             if any(c.tainted for c in conds):
                 continue
             assume = [c.expr for c in conds] + i32
-            steps: list = []
-            seen: set = set()
+            walk = _Walk(ctx)
             for d in dims:
                 v = d.index_value
-                _steps(ctx, v, _placed(ctx, v, lanes) if isinstance(v.type, TileType) else (), steps, seen)
-            for op, at in steps:
-                if op in found:
-                    if ref not in found[op].accesses:
-                        found[op].accesses.append(ref)
-                    continue
-                term = sym.value(op.res, at)
-                if term.tainted:
-                    continue
-                key = (op, term.expr.get_id(), tuple(a.get_id() for a in assume))
-                if key in clean:
-                    continue
-                low, high = _RANGE[_dtype(op.res) or "i32"]
-                cex = sym.counterexample(z3.And(term.expr >= low, term.expr <= high), assume, {"__value": term.expr})
-                if cex is None or "unknown" in cex:
-                    clean.add(key)
-                    continue
-                value = cex.pop("__value")
-                shown = readable({k: v for k, v in cex.items() if not k.startswith("lane")}, len(ctx.kernel.grid.data))
-                found[op] = _Wrap(op, shown, value, [ref])
+                walk.boundary(v, _placed(ctx, v, lanes) if isinstance(v.type, TileType) else ())
+            for value, at, products in walk.out:
+                if not products or breaks(value, at, assume) is None:
+                    continue  # no product in its chain, or it comes back in range
+                # the innermost product that leaves the range is what to compute wider
+                for op, op_lanes in reversed(products):
+                    if op in found:
+                        if ref not in found[op].accesses:
+                            found[op].accesses.append(ref)
+                        break
+                    cex = breaks(op.res, op_lanes, assume)
+                    if cex is None:
+                        continue
+                    value_at = cex.pop("__value")
+                    shown = readable(
+                        {k: v for k, v in cex.items() if not k.startswith("lane")}, len(ctx.kernel.grid.data)
+                    )
+                    found[op] = _Wrap(op, shown, value_at, [ref])
+                    break
     return list(found.values())
 
 
@@ -178,10 +249,13 @@ flat offset over a tensor of more than 2^31 elements, `program_id(0) * BLOCK` un
 `cdiv(M * N, BLOCK)` programs, passes 2^31 - 1 and wraps negative; casting it to i64 afterwards
 (`cast<i64>(program_id(0) * BLOCK)`) keeps the wrapped value. The bounds proofs see exact
 integers, so the verifier follows every index back through the arithmetic that makes it and
-asks z3 whether a product (or shift) computed in i32 can leave the i32 range, for shapes the `where` clause
-allows (each shape symbol, program id and dimension of a tensor fits in i32) and lanes the access does not mask off. Cast
-the operands before the arithmetic (`cast<i64>(program_id(0)) * cast<i64>(BLOCK)`), index in
-several dimensions, or bound the shapes in `where`.""",
+asks z3 whether a value computed in i32 with a product in it can leave the i32 range where it
+leaves the wrapping arithmetic (the index itself, a division, a remainder, a comparison, a
+widening cast), for shapes the `where` clause allows (each shape symbol, program id and tensor
+dimension fits in i32) and lanes the access does not mask off; a wrap that later arithmetic
+undoes is exact modulo 2^32 and is not reported. Cast the operands before the arithmetic
+(`cast<i64>(program_id(0)) * cast<i64>(BLOCK)`), index in several dimensions, or bound the
+shapes in `where`.""",
     bad=_FLAT % ("cast<i64>(program_id(0) * BLOCK)", "  # <-"),
     good=_FLAT % ("cast<i64>(program_id(0)) * cast<i64>(BLOCK)", ""),
 )
