@@ -156,6 +156,69 @@ kernel pairs<B = 64>(x: global f32[N], y: out global f32[N])
 }
 """
 
+# a second accumulator chain whose last wgmma is read right after a wait that keeps it in flight
+IN_FLIGHT = """\
+kernel two_dots<BM = 64, BN = 64, BK = 64>(a: global bf16[M, K] align(16), b: global bf16[K, N] align(16), c: out global f32[M, N])
+  where M % BM == 0, N % BN == 0, K == BK
+  target sm_90 grid(M / BM, N / BN) warpgroups(1)
+{
+  as = smem(bf16[BM, BK], swizzle = 128)
+  bs = smem(bf16[BK, BN], swizzle = 128)
+  got = mbarrier(1, count = 1)
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  expect(got[0], bytes = sizeof(as[0 : BM]) + sizeof(bs[0 : BK]))
+  tma.load(a[m0 : m0 + BM, 0 : BK], as[0 : BM], signal = got[0])
+  tma.load(b[0 : BK, n0 : n0 + BN], bs[0 : BK], signal = got[0])
+  wait(got[0], parity = 0)
+  acc = wgmma(as[0 : BM], bs[0 : BK], zeros(f32[BM, BN]))
+  wgmma.wait(1)  # <-
+  store(c[m0 : m0 + BM, n0 : n0 + BN], acc * 0.5)
+}
+"""
+
+# the consumer warps never release the stage the producer waits on before refilling it
+NO_RELEASE = """\
+kernel scale_rows<B = 128, S = 2>(x: global f32[R, B], y: out global f32[R, B])
+  target sm_90 grid(1) warps(2)
+{
+  ring = smem(f32[S, B])
+  filled = mbarrier(S, count = 1)
+  drained = mbarrier(S, count = 1)
+  role put warps(0) {
+    for r in 0 .. R {
+      s = r % S
+      wait(drained[s], parity = (r / S + 1) % 2)
+      store(ring[s], load(x[r, 0 : B]))
+      arrive(filled[s])
+    }
+  }
+  role get warps(1) {
+    for r in 0 .. R {
+      t = r % S
+      wait(filled[t], parity = (r / S) % 2)
+      store(y[r, 0 : B], load(ring[t]) * 3.0)  # <-
+    }
+  }
+}
+"""
+
+# eight warps copy a tile with cp.async and read it back after their own wait only
+VISIBILITY = """\
+kernel tile_norms<BM = 64, BN = 64>(x: global f32[M, N], y: out global f32[M])
+  where M % BM == 0, N == BN
+  target sm_80 grid(M / BM) warps(8)
+{
+  t = smem(f32[BM, BN])
+  m0 = program_id(0) * BM
+  cp.async(x[m0 : m0 + BM, 0 : BN], t[0 : BM])
+  cp.async.commit()
+  cp.async.wait(0)  # <-
+  v = load(t[0 : BM])
+  store(y[m0 : m0 + BM], sqrt(sum(v * v, axis = 1)))
+}
+"""
+
 CASES = {
     "signal-barrier": (SIGNAL, "sync.signal-barrier", "signal = q_ready[0])  # <-|signal = k_ready[0])"),
     "first-wait-parity": (FIRST_PARITY, "sync.parity", "parity = 1)  # <-|parity = 0)"),
@@ -168,6 +231,9 @@ CASES = {
     "wait-depth": (WAIT_DEPTH, "sync.cp-async-group", "cp.async.wait(2)  # <-|cp.async.wait(1)"),
     "refill": (REFILL, "sync.refill-without-barrier", "axis = 0)  # <-|axis = 0)\n    barrier()"),
     "trips": (TRIPS, "sync.barrier-divergent", "0 .. N / B {  # <-|0 .. (N + B - 1) / B {"),
+    "in-flight": (IN_FLIGHT, "sync.wgmma-result-in-flight", "wgmma.wait(1)  # <-|wgmma.wait(0)"),
+    "no-release": (NO_RELEASE, "sync.overwrite-before-release", "* 3.0)  # <-|* 3.0)\n      arrive(drained[t])"),
+    "visibility": (VISIBILITY, "sync.copy-visibility", "cp.async.wait(0)  # <-|cp.async.wait(0)\n  barrier()"),
 }
 
 

@@ -202,11 +202,7 @@ def trace_text(cex: dict[str, Any] | None, last: int = 4) -> str:
 def fixed_hint(ctx: Context, edits: list[fx.Edit | None]) -> str:
     """The text of the first edit that makes the program pass the synchronization check, or ""."""
     edit = fx.fixes(ctx, edits)
-    if edit is None:
-        return ""
-    if edit.mode == "replace":
-        return f"{edit.new} (line {edit.line}: instead of {edit.old})"
-    return f"{edit.new} ({edit.mode} line {edit.line})"
+    return "" if edit is None else _edit_text(edit)
 
 
 def _index_text(ctx: Context, value: SSAValue | None, fallback: str = "s") -> str:
@@ -326,7 +322,9 @@ def read_before_wait(ctx: Context) -> Iterator[Diagnostic]:
                 if ok:
                     continue
                 index = _index_text(ctx, acc.stage if acc.stage is not None else bar_index)
-                waits = [f"wait({bar.name_hint}[{index}], parity = {p})" for p in _parities(ctx, acc.op, bar, True)]
+                # a buffer filled once is waited for once, before the loops of the reading role
+                at = _hoisted(ctx, acc.op) if not ctx.info_of[w.op].loops else acc.op
+                waits = [f"wait({bar.name_hint}[{index}], parity = {p})" for p in _parities(ctx, at, bar, True)]
                 name = acc.op.name.removeprefix("kir.")
                 cex = witness(
                     ctx,
@@ -340,12 +338,13 @@ def read_before_wait(ctx: Context) -> Iterator[Diagnostic]:
                     },
                 )
                 yield ctx.report(
-                    acc.op,
+                    at,
                     f"{name} reads `{_buf_name(acc)}`, which the tma.load filling it "
                     f"completes on `{_bar_name(ctx, bar, bar_index)}`, but no wait on `{bar.name_hint}` for this "
-                    "stage comes before it" + trace_text(cex),
-                    fixed_hint(ctx, [fx.insert_before(acc.op, text) for text in waits]),
-                    related=[(w.op, "the asynchronous copy that fills it")],
+                    "stage comes before it" + (" (nor before the loop)" if at is not acc.op else "") + trace_text(cex),
+                    fixed_hint(ctx, [fx.insert_before(at, text) for text in waits]),
+                    related=[(w.op, "the asynchronous copy that fills it")]
+                    + ([(acc.op, "the read")] if at is not acc.op else []),
                     counterexample=cex,
                 )
                 break
@@ -403,6 +402,8 @@ def wrong_signals(ctx: Context) -> dict[ex.TmaLoadOp, tuple[SSAValue, SSAValue]]
             e = naming[0]
             out[load] = (e.bar, e.bar_index)
             continue
+        if naming:
+            continue  # its bytes are announced on the barrier it signals
         siblings = [o for o in block.ops if isinstance(o, ex.TmaLoadOp) and o is not load and o.bar is not load.bar]
         reads = [
             a for a in all_accesses(ctx) if a.buffer is buf and not a.write and role_of(ctx, a.op) is not info.role
@@ -470,6 +471,13 @@ def signal_barrier(ctx: Context) -> Iterator[Diagnostic]:
         )
 
 
+def _hoisted(ctx: Context, op: Operation) -> Operation:
+    """The outermost loop around `op` inside its role (`op` itself outside loops)."""
+    info = ctx.info_of[op]
+    inside = [loop for loop in info.loops if info.role is None or info.role.is_ancestor(loop)]
+    return inside[0] if inside else op
+
+
 def _releases(ctx: Context, reader_role: st.RoleOp | None, buffer: Operation) -> list[ex.ArriveOp]:
     """Arrives in a role that come after its reads of `buffer`: in the same block chain, or
     later in a loop that also holds the read (the arrive of trip j + 1 releasing what trip j
@@ -532,6 +540,12 @@ def overwrite_before_release(ctx: Context) -> Iterator[Diagnostic]:
                 or any(isinstance(d, ex.CtaBarrierOp) for d in doms)
             ):
                 continue
+            if not releases:
+                found = _missing_release(ctx, w, doms, role)
+                if found is not None:
+                    reported.update(x.op for x in _refill(ctx, w, role)[1])
+                    yield found
+                    break
             # the wait belongs before the whole refill: the copies of this block that write
             # stages of the readers' buffers, and the expects that announce them
             start, writes = _refill(ctx, w, role)
@@ -570,6 +584,50 @@ def overwrite_before_release(ctx: Context) -> Iterator[Diagnostic]:
                 counterexample=cex,
             )
             break
+
+
+def _missing_release(ctx: Context, w: Access, doms: list[Operation], role: st.RoleOp | None) -> Diagnostic | None:
+    """The writer waits on a release barrier that nothing arrives on: the arrive is missing in
+    the reading role, after its last use of the stage (after the wgmma.wait that retires a
+    wgmma reading it)."""
+    loops = ctx.info_of[w.op].loops
+    arrived = {i.op.bar for i in ctx.ops(ex.ArriveOp, ex.ExpectOp)} | {i.op.bar for i in ctx.ops(ex.TmaLoadOp)}
+    waits = [d for d in doms if isinstance(d, ex.WaitOp) and ctx.info_of[d].loops == loops and d.bar not in arrived]
+    refilled = {a.buffer for a in _refill(ctx, w, role)[1]}  # one release frees every buffer of the stage
+    reads = [r for r in all_accesses(ctx) if r.buffer in refilled and not r.write and role_of(ctx, r.op) is role]
+    if not waits or not reads:
+        return None
+    wait = waits[0]
+    last = reads[-1]
+    after: Operation = last.op
+    nxt = after.next_op
+    while last.kind == "wgmma" and nxt is not None and not isinstance(nxt, ex.WgmmaOp):
+        if isinstance(nxt, ex.WgmmaWaitOp):
+            after = nxt
+            break
+        nxt = nxt.next_op
+    index = _index_text(ctx, last.stage if last.stage is not None else wait.bar_index)
+    rname = role.name_text if role is not None else "the CTA"
+    bname = w.buffer.res.name_hint
+    cex = witness(
+        ctx,
+        {
+            "trace": [
+                step(ctx, after, f"role `{rname}` is done with the stage and arrives on nothing", buffer=bname),
+                step(ctx, wait, f"waits on `{wait.bar.name_hint}` for a release that never comes"),
+            ]
+        },
+    )
+    return ctx.report(
+        after,
+        f"role `{rname}` never arrives on `{wait.bar.name_hint}`, which the refill of `{_buf_name(w)}` waits on: "
+        "the producer waits forever once the ring comes round (or, with the wrong parity, overwrites the stage)"
+        + trace_text(cex),
+        fixed_hint(ctx, [fx.insert_after(after, f"arrive({wait.bar.name_hint}[{index}])")]),
+        related=[(wait, "the wait for the release"), (last.op, "the last read of the stage")],
+        counterexample=cex,
+        rule="sync.overwrite-before-release",
+    )
 
 
 def _refill(ctx: Context, w: Access, role: st.RoleOp | None) -> tuple[Operation, list[Access]]:
@@ -683,6 +741,115 @@ def arrive_before_retire(ctx: Context) -> Iterator[Diagnostic]:
                 counterexample=cex,
             )
             break
+
+
+@rule(
+    "sync.wgmma-result-in-flight",
+    family="sync",
+    severity="error",
+    summary="the result of a wgmma is used before a wgmma.wait retires it",
+    explanation="""
+`acc = wgmma(a, b, acc)` only issues the multiply: its result is in the registers once
+`wgmma.wait(n)` has retired it (n is how many of the newest wgmmas may stay in flight). Another
+wgmma may take it as its accumulator (the chain stays in order), but any other use (scaling,
+a softmax, a cast, a store, after the loop too) must come after a wait that retires it.""",
+    bad=_GOOD_GEMM.replace(
+        "      wgmma.wait(0)\n      arrive(empty[s])\n    }\n", "      arrive(empty[s])\n    }\n"
+    ).replace(
+        "    store(c[m0 : m0 + BM, n0 : n0 + BN], cast<bf16>(acc))\n",
+        "    store(c[m0 : m0 + BM, n0 : n0 + BN], cast<bf16>(acc))  # <-\n",
+    ),
+    good=_GOOD_GEMM,
+)
+def wgmma_result_in_flight(ctx: Context) -> Iterator[Diagnostic]:
+    yield from _scan_in_flight(ctx, ctx.kernel.body.block)
+
+
+def _scan_in_flight(ctx: Context, block: Block) -> Iterator[Diagnostic]:
+    for op in block.ops:
+        for region in op.regions:
+            for inner in region.blocks:
+                yield from _scan_in_flight(ctx, inner)
+    yield from _uses_in_flight(ctx, block)
+
+
+def _pending_at_end(ctx: Context, block: Block) -> tuple[list[tuple[ex.WgmmaOp, SSAValue]], ex.WgmmaWaitOp | None]:
+    """The wgmmas of a block still in flight at its end, each with the value it stands for, and
+    the block's wgmma.wait that left them so (None when none came after them)."""
+    pending: list[tuple[ex.WgmmaOp, SSAValue]] = []
+    last: ex.WgmmaWaitOp | None = None
+    for op in block.ops:
+        if isinstance(op, ex.WgmmaOp):
+            pending.append((op, op.res))
+            last = None
+        elif isinstance(op, ex.WgmmaWaitOp):
+            n = _pending(ctx, op) or 0
+            pending = pending[len(pending) - n :] if n else []
+            last = op
+    return pending, last
+
+
+def _uses_in_flight(ctx: Context, block: Block) -> Iterator[Diagnostic]:
+    pending: list[tuple[ex.WgmmaOp, SSAValue]] = []
+    last_wait: ex.WgmmaWaitOp | None = None
+    for op in block.ops:
+        if isinstance(op, ex.WgmmaOp):
+            pending.append((op, op.res))
+            last_wait = None
+            continue
+        if isinstance(op, ex.WgmmaWaitOp):
+            n = _pending(ctx, op) or 0
+            pending = pending[len(pending) - n :] if n else []
+            last_wait = op
+            continue
+        if isinstance(op, st.YieldOp):
+            continue  # carried to the next trip (or out of the loop: judged where it is used)
+        values = {v: i for i, (_, v) in enumerate(pending)}
+        used = [values[v] for v in op.operands if v in values]
+        if used:
+            i = min(used)
+            wg = pending[i][0]
+            newer = len(pending) - 1 - i
+            if last_wait is not None:
+                n_text = _call_args(ctx, last_wait) or str(_pending(ctx, last_wait))
+                blame: Operation = last_wait
+                edits = [
+                    fx.replace_in(last_wait, f"wgmma.wait({n_text})", f"wgmma.wait({m})") for m in range(newer, -1, -1)
+                ]
+                what = f"wgmma.wait({n_text}) leaves the wgmma in flight, and its result is used below"
+            else:
+                blame = op
+                edits = [fx.insert_before(op, "wgmma.wait(0)")]
+                what = "the result of a wgmma is used here with no wgmma.wait retiring it"
+            cex = witness(
+                ctx,
+                {
+                    "trace": [
+                        step(ctx, wg, "wgmma issued: its result is not in the registers yet"),
+                        step(ctx, op, "uses the result"),
+                    ]
+                },
+            )
+            yield ctx.report(
+                blame,
+                what + trace_text(cex),
+                fixed_hint(ctx, edits),
+                related=[(wg, "the wgmma in flight")] + ([(op, "the use")] if blame is not op else []),
+                counterexample=cex,
+            )
+            return
+        if isinstance(op, st.ForOp):
+            body = op.body.block
+            if any(isinstance(o, ex.WgmmaWaitOp) for o in body.ops):
+                pending = []
+            carried, body_wait = _pending_at_end(ctx, body)
+            term = body.last_op
+            if isinstance(term, st.YieldOp):
+                for wg, v in carried:
+                    for idx, out in enumerate(term.operands):
+                        if out is v and idx < len(op.res):
+                            pending.append((wg, op.res[idx]))
+                            last_wait = body_wait  # the wait in the loop that leaves it in flight
 
 
 def _guards_writes(ctx: Context, bar: SSAValue, buffer: Operation) -> bool:
@@ -1103,6 +1270,7 @@ def barrier_divergent(ctx: Context) -> Iterator[Diagnostic]:
         yield trips
         return
     fewest = min(counts.values(), key=_count_order)
+    missing = _missing_barrier(ctx, [r for r in roles if counts[r] == fewest])
     for role, infos in by_role.items():
         if counts[role] == fewest:
             continue
@@ -1124,9 +1292,40 @@ def barrier_divergent(ctx: Context) -> Iterator[Diagnostic]:
             infos[0].op,
             f"role `{role.name_text}` reaches barrier() {_count_text(counts[role])}, but {others}: its extra "
             "arrivals wait for threads that never come" + trace_text(cex),
-            related=[(role, "the role")] + [(r, "a role with fewer") for r, c in counts.items() if c == fewest],
+            _edit_text(missing[1]) if missing is not None else "",
+            related=[(role, "the role")]
+            + [(r, "a role with fewer") for r, c in counts.items() if c == fewest]
+            + ([(missing[0], "where the role with fewer lacks a barrier()")] if missing is not None else []),
             counterexample=cex,
         )
+
+
+_BARRIER_PLACES = 24  # insertion points tried for a missing barrier()
+
+
+def _missing_barrier(ctx: Context, fewer: list[st.RoleOp]) -> tuple[Operation, fx.Edit] | None:
+    """A role that reaches barrier() fewer times than the others may lack one: the first place
+    in it (outside conditionals) where an inserted barrier() makes the program pass."""
+    if len(fewer) != 1:
+        return None
+    places: list[tuple[Operation, fx.Edit | None]] = []
+
+    def visit(block: Block) -> None:
+        for op in block.ops:
+            if isinstance(op, st.YieldOp) or _pure(op):
+                continue
+            places.append((op, fx.insert_before(op, "barrier()")))
+            if isinstance(op, st.ForOp):
+                visit(op.body.block)
+        last = [o for o in block.ops if not isinstance(o, st.YieldOp) and not _pure(o)]
+        if last:
+            places.append((last[-1], fx.insert_after(last[-1], "barrier()")))
+
+    visit(fewer[0].body.block)
+    for op, edit in places[:_BARRIER_PLACES]:
+        if edit is not None and fx.passes(ctx, edit):
+            return op, edit
+    return None
 
 
 def _loop_trips_blame(ctx: Context, by_role: dict[st.RoleOp, list[OpInfo]]) -> Diagnostic | None:
@@ -1307,12 +1506,7 @@ def cp_async_group(ctx: Context) -> Iterator[Diagnostic]:
         wait = _uncommitted_until(w.op)
         if wait is None or w.op in reported:
             continue
-        last = w.op  # the commit goes after the last copy of the run
-        nxt = last.next_op
-        while nxt is not None and (isinstance(nxt, ex.CpAsyncOp) or _pure(nxt)):
-            if isinstance(nxt, ex.CpAsyncOp):
-                last = nxt
-            nxt = nxt.next_op
+        last = _run_end(w.op)  # the commit goes after the last copy of the run
         reported.update(o for o in [w.op, last])
         cex = witness(
             ctx,
@@ -1336,6 +1530,17 @@ def cp_async_group(ctx: Context) -> Iterator[Diagnostic]:
     yield from _wait_depth(ctx, copies)
 
 
+def _run_end(op: Operation) -> Operation:
+    """The last cp.async of the run of copies that `op` starts (index math between them aside)."""
+    last = op
+    nxt = last.next_op
+    while nxt is not None and (isinstance(nxt, ex.CpAsyncOp) or _pure(nxt)):
+        if isinstance(nxt, ex.CpAsyncOp):
+            last = nxt
+        nxt = nxt.next_op
+    return last
+
+
 def _uncommitted_until(op: Operation) -> ex.CpAsyncWaitOp | None:
     """The cp.async.wait reached from a copy before any cp.async.commit, in program order
     within its role (out of enclosing blocks, never into nested ones)."""
@@ -1351,8 +1556,10 @@ def _uncommitted_until(op: Operation) -> ex.CpAsyncWaitOp | None:
                 return None
             nxt = nxt.next_op
         parent = current.parent_op()
-        if parent is None or isinstance(parent, st.KernelOp | st.RoleOp | st.ForOp):
-            return None  # a loop's next trip or the end of the role: judged by the run, not here
+        if parent is None or isinstance(parent, st.KernelOp | st.RoleOp):
+            return None  # the end of the role: judged by the run, not here
+        if isinstance(parent, st.ForOp) and any(isinstance(o, ex.CpAsyncCommitOp) for o in parent.walk()):
+            return None  # a ring: the next trip commits it
         current = parent
     return None
 
@@ -1366,6 +1573,27 @@ def _wait_depth(ctx: Context, copies: list[Access]) -> Iterator[Diagnostic]:
     if not found:
         return
     filled = {a.buffer for a in copies}
+    # a run of copies that no commit closes before the next copies: committed with them, into a
+    # group the wait may leave in flight; closing it is the fix when that passes
+    for w in copies:
+        last = _run_end(w.op)
+        nxt = last.next_op
+        while nxt is not None and _pure(nxt):
+            nxt = nxt.next_op
+        if isinstance(nxt, ex.CpAsyncCommitOp):
+            continue
+        edit = fx.insert_after(last, "cp.async.commit()")
+        if edit is not None and fx.passes(ctx, edit):
+            cex = found[0].counterexample
+            yield ctx.report(
+                last,
+                f"the cp.async into `{_buf_name(w)}` is not committed here: it joins the group of the next copies, "
+                "which the cp.async.wait before its read leaves in flight" + trace_text(cex),
+                _edit_text(edit),
+                related=[(found[0].span, "the read that races with it")] if found[0].span else [],
+                counterexample=cex,
+            )
+            return
     for acc in all_accesses(ctx):
         if acc.write or acc.buffer not in filled:
             continue
@@ -1623,6 +1851,83 @@ def refill_without_barrier(ctx: Context) -> Iterator[Diagnostic]:
                 break
 
 
+@rule(
+    "sync.copy-visibility",
+    family="sync",
+    severity="error",
+    summary="a warp reads what other warps copied with cp.async, with no barrier() after the wait",
+    explanation="""
+`cp.async.wait(n)` waits for the copies the executing thread issued; outside roles every warp
+issues its own share of a copy, and the elements a thread reads were in general copied by
+another warp. Those are visible only after a `barrier()` that follows every warp's wait: wait,
+then barrier(), then read.""",
+    bad="""\
+kernel k<BM = 32, BK = 64>(x: global f32[M, K], y: out global f32[M])
+  where M % BM == 0, K % BK == 0
+  target sm_80 grid(M / BM) warps(4)
+{
+  buf = smem(f32[BM, BK])
+  m0 = program_id(0) * BM
+  cp.async(x[m0 : m0 + BM, 0 : BK], buf[0 : BM])
+  cp.async.commit()
+  cp.async.wait(0)  # <-
+  store(y[m0 : m0 + BM], sum(load(buf[0 : BM]), axis = 1))
+}
+""",
+    good="""\
+kernel k<BM = 32, BK = 64>(x: global f32[M, K], y: out global f32[M])
+  where M % BM == 0, K % BK == 0
+  target sm_80 grid(M / BM) warps(4)
+{
+  buf = smem(f32[BM, BK])
+  m0 = program_id(0) * BM
+  cp.async(x[m0 : m0 + BM, 0 : BK], buf[0 : BM])
+  cp.async.commit()
+  cp.async.wait(0)
+  barrier()
+  store(y[m0 : m0 + BM], sum(load(buf[0 : BM]), axis = 1))
+}
+""",
+)
+def copy_visibility(ctx: Context) -> Iterator[Diagnostic]:
+    if ctx.kernel.threads <= 32:
+        return  # one warp: a thread's own wait covers the copies it reads
+    filled = {a.buffer for a in all_accesses(ctx) if a.write and a.kind == "cp.async" and role_of(ctx, a.op) is None}
+    reported: set[Operation] = set()
+    for r in all_accesses(ctx):
+        if r.write or r.kind != "generic" or r.buffer not in filled or role_of(ctx, r.op) is not None:
+            continue
+        between: list[Operation] = []
+        wait = None
+        for d in dominators(ctx, r.op):
+            if isinstance(d, ex.CpAsyncWaitOp):
+                wait = d
+                break
+            between.append(d)
+        if wait is None or wait in reported or any(isinstance(d, ex.CtaBarrierOp) for d in between):
+            continue
+        reported.add(wait)
+        bname = r.buffer.res.name_hint
+        cex = witness(
+            ctx,
+            {
+                "trace": [
+                    step(ctx, wait, "each warp waits for its own copies only", buffer=bname),
+                    step(ctx, r.op, f"a warp reads {bname} elements another warp's copy may not have written yet"),
+                ]
+            },
+        )
+        yield ctx.report(
+            wait,
+            f"the wait covers this warp's own copies only, and `{_buf_name(r)}`, which every warp fills with its "
+            "share of a cp.async, is read below with no barrier() between: the other warps' copies are not yet "
+            "visible" + trace_text(cex),
+            fixed_hint(ctx, [fx.insert_after(wait, "barrier()")]),
+            related=[(r.op, "the read")],
+            counterexample=cex,
+        )
+
+
 def _walk_accesses(op: Operation) -> list[Access]:
     return [a for o in op.walk() for a in accesses(o)]
 
@@ -1674,6 +1979,8 @@ def _static_findings(ctx: Context) -> bool:
             missing_fence,
             cp_async_group,
             refill_without_barrier,
+            copy_visibility,
+            wgmma_result_in_flight,
         )
         ctx.__dict__["_sync_static"] = any(any(True for _ in fn(ctx)) for fn in checks)
     return ctx.__dict__["_sync_static"]
@@ -1692,7 +1999,62 @@ def model_check(ctx: Context) -> list[Diagnostic]:
     its consequence, and serves as that rule's counterexample instead."""
     if not _uses_sync(ctx) or _static_findings(ctx):
         return []
-    return [d for d in model_run(ctx) if d.rule in _MODEL_RULES.values()]
+    if "_sync_model_blamed" not in ctx.__dict__:
+        found = [d for d in model_run(ctx) if d.rule in _MODEL_RULES.values()]
+        ctx.__dict__["_sync_model_blamed"] = [_blame(ctx, d) for d in found]
+    return ctx.__dict__["_sync_model_blamed"]
+
+
+def _blame(ctx: Context, d: Diagnostic) -> Diagnostic:
+    """A finding of the run moved to the statement whose change makes the program pass, with
+    that change as its hint: for a race, a barrier() after the first access or before the
+    second; for a deadlock, another parity for one of the blocked waits. Unchanged when no
+    such edit passes."""
+    if d.span is None:
+        return d
+    spans = [d.span] + [r.span for r in d.related]
+    candidates: list[tuple[Span, fx.Edit]] = []
+    if d.rule == "sync.race":
+        if d.related:
+            first = d.related[0].span
+            candidates.append((first, fx.Edit(first.end_line, "after", "barrier()")))
+        candidates.append((d.span, fx.Edit(d.span.line, "before", "barrier()")))
+        second = next((i for i in ctx.infos if ctx.span(i.op) == d.span), None)
+        if second is not None and second.loops:
+            # a race across trips: the barrier closes the loop body
+            last = second.loops[-1].body.block.last_op
+            while last is not None and (isinstance(last, st.YieldOp) or _pure(last)):
+                last = last.prev_op
+            span = ctx.span(last) if last is not None else None
+            if span is not None:
+                candidates.append((span, fx.Edit(span.end_line, "after", "barrier()")))
+    else:
+        waits = {ctx.span(i.op): i.op for i in ctx.ops(ex.WaitOp)}
+        for span in spans:
+            wait = waits.get(span)
+            if wait is None:
+                continue
+            text = fx.op_text(ctx, wait) or ""
+            at = text.find("parity = ")
+            if at < 0:
+                continue
+            old = text[at : text.rfind(")")]
+            for p in _parities(ctx, wait, wait.bar, True):
+                if f"parity = {p}" != old:
+                    candidates.append((span, fx.Edit(span.line, "replace", f"parity = {p}", old)))
+    for span, edit in candidates:
+        if fx.passes(ctx, edit):
+            others = [r for r in d.related if r.span != span]
+            if span != d.span:
+                others.append(Related(d.span, "where the run fails"))
+            return Diagnostic(d.rule, d.severity, span, d.message, _edit_text(edit), tuple(others), d.counterexample)
+    return d
+
+
+def _edit_text(edit: fx.Edit) -> str:
+    if edit.mode == "replace":
+        return f"{edit.new} (line {edit.line}: instead of {edit.old})"
+    return f"{edit.new} ({edit.mode} line {edit.line})"
 
 
 def model_run(ctx: Context) -> list[Diagnostic]:
