@@ -9,10 +9,10 @@ product that wraps inside a chain of sums and products whose result comes back i
 index itself, or an operand of a division, a remainder, a comparison or a widening cast. For
 every access, the verifier follows each index back through the integer arithmetic that makes it
 and asks z3, for each such value with a product (or shift) in its chain, whether it can leave
-its type's range for shapes allowed by `where` (each shape symbol, program id and tensor
-dimension itself fits in i32) on a lane the access does not mask off. The error is at the
-innermost product that leaves the range, with the shape values and program ids that make it
-wrap, and the accesses as related spans.
+its type's range for shapes allowed by `where` (each shape symbol, program id, grid extent and
+tensor dimension itself fits in i32) on a lane the access does not mask off. The error is at
+the innermost product that leaves the range, with the shape values and program ids that make
+it wrap, and the accesses as related spans.
 """
 
 from __future__ import annotations
@@ -153,6 +153,8 @@ def _wraps(ctx: Context) -> list[_Wrap]:
     bnd = bounds_of(ctx)
     i32 = [sym.names[n] <= I32_MAX for n in ctx.kernel.shape_symbols if n in sym.names]
     i32 += [p <= I32_MAX for p in sym.pids]
+    # the number of programs along an axis is an i32 too (`num_programs`), as on the hardware
+    i32 += [sym.sym(g.data) <= I32_MAX for g in ctx.kernel.grid.data]
     # A dimension longer than 2^31 cannot be indexed in i32 at all: every kernel assumes its
     # dimensions fit, and the wrap that matters is that of an offset across dimensions.
     for _, arg in ctx.kernel.args:
@@ -251,8 +253,8 @@ flat offset over a tensor of more than 2^31 elements, `program_id(0) * BLOCK` un
 integers, so the verifier follows every index back through the arithmetic that makes it and
 asks z3 whether a value computed in i32 with a product in it can leave the i32 range where it
 leaves the wrapping arithmetic (the index itself, a division, a remainder, a comparison, a
-widening cast), for shapes the `where` clause allows (each shape symbol, program id and tensor
-dimension fits in i32) and lanes the access does not mask off; a wrap that later arithmetic
+widening cast), for shapes the `where` clause allows (each shape symbol, program id, grid
+extent and tensor dimension fits in i32) and lanes the access does not mask off; a wrap that later arithmetic
 undoes is exact modulo 2^32 and is not reported. Cast the operands before the arithmetic
 (`cast<i64>(program_id(0)) * cast<i64>(BLOCK)`), index in several dimensions, or bound the
 shapes in `where`.""",
