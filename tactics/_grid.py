@@ -16,7 +16,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from kir import symexpr as sx
 from kir.diagnostics import Diagnostic, Span
 from kir.dialect.tile import BinaryOp, ConstOp, DotOp, NumProgramsOp, ProgramIdOp, SymValueOp
-from kir.dialect.types import syms
+from kir.dialect.types import SymAttr, syms
 from kir.program import Program, set_span
 from tactics import ir
 
@@ -66,6 +66,26 @@ def grid(program: Program) -> list[sx.SymExpr]:
 
 def set_grid(program: Program, extents: list[sx.SymExpr]) -> None:
     program.kernel.grid = syms(extents)
+
+
+I32_MAX = 2**31 - 1  # programs on a grid axis (CUDA's gridDim.x; HIP's is no larger)
+
+
+def bound_i32(program: Program, extents: list[sx.SymExpr]) -> None:
+    """`where E <= 2147483647` for each extent that is a product of shapes: an index the rewrite
+    computes in i32 from it (a flattened tile number, a band's row) relies on it, as the old
+    grid's launch did (bounds.index-overflow proves the rest)."""
+    kernel = program.kernel
+    have = {str(w.data) for w in kernel.where.data}
+    new = []
+    for e in extents:
+        if isinstance(e, sx.Int | sx.Sym):
+            continue  # a constant, or one shape symbol (which the verifier takes to fit in i32)
+        clause = SymAttr(sx.Bin("<=", e, sx.Int(I32_MAX)))
+        if str(clause.data) not in have:
+            have.add(str(clause.data))
+            new.append(clause)
+    kernel.where = ArrayAttr([*kernel.where.data, *new])
 
 
 def program_ids(program: Program) -> list[ProgramIdOp]:

@@ -86,6 +86,7 @@ def _rewrite(program: Program, *, group: int) -> None:
     pid_n = emit.binary("div", emit.binary("rem", pid, width), height, _grid.fresh("pid_n", taken))
     _grid.stand_in(program, {0: pid_m, 1: pid_n}, keep=pid_op)
     _grid.set_grid(program, [sx.Bin("*", g0, g1)])
+    _grid.bound_i32(program, [sx.Bin("*", g0, g1), sx.Bin("*", sx.Sym(gm), g1)])  # pid and width are i32
 
 
 GROUPED_ORDER = register(

@@ -122,6 +122,7 @@ def _rewrite(program: Program, *, programs: int) -> None:
             coordinates[2] = inner.binary("div", tile, inner.static(sx.Bin("*", extents[0], extents[1])), names[2])
     _grid.stand_in(program, coordinates, keep=start_op)
     _grid.set_grid(program, [sx.Sym(nsm)])
+    _grid.bound_i32(program, [_product(extents)])  # the tile number is i32
 
 
 def _product(extents: list[sx.SymExpr]) -> sx.SymExpr:

@@ -15,7 +15,9 @@ this shape of kernel).
 
 The whole body moves into the loop (as persistent's does), `program_id(0)` reads
 `program_id(0) * R + i` and `num_programs(0)` the old grid's extent, and `M % R == 0` joins the
-`where` clauses (the interpreter and the harness check it at launch). Each row is computed by
+`where` clauses (the interpreter and the harness check it at launch). Where the old extent is a
+product (`R0 * R1` rows), `R0 * R1 <= 2147483647` joins them too: the old launch could not pass
+the grid's limit, and the band's row index, computed in i32, relies on it. Each row is computed by
 the same ops as before, once: exact. Offered for a tile-level program with a one-axis grid that
 reads `program_id(0)` (its tiles, rows or blocks of a flat array, are the band's rows), whose
 work is not all in one loop already (a band, or a persistent walk).
@@ -113,6 +115,7 @@ def _rewrite(program: Program, *, rows: int) -> None:
     _grid.set_grid(program, [sx.Bin("/", extent, sx.Sym(band))])
     clause = SymAttr(sx.Bin("==", sx.Bin("%", extent, sx.Sym(band)), sx.Int(0)))
     kernel.where = ArrayAttr([*kernel.where.data, clause])
+    _grid.bound_i32(program, [extent])  # the band's row `program_id(0) * R + i` is i32
 
 
 ROW_BAND = register(

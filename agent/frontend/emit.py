@@ -1012,14 +1012,16 @@ class _Conv(_Emitter):
         outs = [f"(({spatial[i]} + {2 * pd[i] - dl[i] * (ks[i] - 1) - 1}) / {st[i]} + 1)" for i in range(sp)]
         x = self.arg(src[0], "f32", ["NB", "CI", *spatial], "x")
         w = self.arg(f"model.{first.target}.weight", "f32", ["CO", "K"], "w")
+        # the GEMM's rows are the NB * P output positions, which may pass 2^31: the row index is
+        # i64 (bounds.index-overflow), its batch and position, each below an i32 extent, are i32
         body = [
-            "  rows = program_id(0) * BM + arange(0, BM)",
+            "  rows = cast<i64>(program_id(0)) * cast<i64>(BM) + cast<i64>(arange(0, BM))",
             "  cols = program_id(1) * BN + arange(0, BN)",
-            "  rmask = rows < NB * P",
+            "  rmask = rows < cast<i64>(NB) * cast<i64>(P)",
             "  cmask = cols < CO",
             "  mask = rmask[:, None] & cmask[None, :]",
-            "  nb = rows / P",
-            "  pix = rows % P",
+            "  nb = cast<i32>(rows / cast<i64>(P))",
+            "  pix = cast<i32>(rows % cast<i64>(P))",
         ]
         rest = "pix"
         for i in range(sp - 1, -1, -1):  # the output position's coordinates, the last fastest
