@@ -7,7 +7,7 @@ tile level and at the explicit level, with the near misses that must stay blamed
 
 from __future__ import annotations
 
-from kir.diagnostics import Diagnostic
+from kir.diagnostics import Diagnostic, apply_edits
 from tests.verifier.harness import describe, diagnose
 
 
@@ -271,3 +271,28 @@ def test_a_mask_reused_under_another_name_for_other_indices_is_blamed_at_the_ali
 def test_a_mask_reused_under_another_name_for_the_same_indices_is_clean():
     text = SHIFTED.format(alias="src_mask = in_mask").replace("load(x[src]", "load(x[offs]")
     assert not errors(found(text))
+
+
+# ---- the hints as edits ----------------------------------------------------------------------------
+
+
+def fixed(text: str, d: Diagnostic) -> str:
+    assert d.edits, f"no edits: {d.hint}"
+    return apply_edits(text, d.edits)
+
+
+def test_the_edits_are_the_fixes():
+    loop = BLOCK_SUMS.format(trips="K / BK + 1")
+    assert fixed(loop, at(found(loop), "bounds.global-access", 7)[0]) == BLOCK_SUMS.format(trips="K / BK")
+    where = CP_ASYNC_GEMV.format(where="K % BK == 0")
+    assert fixed(where, at(found(where), "bounds.global-access", 2)[0]) == CP_ASYNC_GEMV.format(
+        where="K % BK == 0, M % BM == 0"
+    )
+    grid = COLS.format(grid="N / BN")
+    assert fixed(grid, at(found(grid), "bounds.coverage", 3)[0]) == COLS.format(grid="cdiv(N, BN)")
+    trips = CHUNKS.format(trips="N / BLOCK")
+    assert fixed(trips, at(found(trips), "bounds.coverage", 6)[0]) == CHUNKS.format(trips="(N + BLOCK - 1) / BLOCK")
+    alias = SHIFTED.format(alias="src_mask = in_mask")
+    assert fixed(alias, at(found(alias), "bounds.global-access", 7)[0]) == SHIFTED.format(alias="src_mask = src < N")
+    lse = LSE.format(where="")
+    assert not errors(found(fixed(lse, at(found(lse), "bounds.coverage", 1)[0])))

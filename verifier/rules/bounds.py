@@ -28,8 +28,9 @@ import z3
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from kir import symexpr as sx
-from kir.diagnostics import Diagnostic, Span
+from kir.diagnostics import Diagnostic, Edit, Span
 from kir.dialect import explicit as ex
+from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.tile import access_shape
 from kir.dialect.types import Access, GlobalType, MBarrierType, ScalarType, SmemType, TileType, dtype_of, shape_of
@@ -146,6 +147,7 @@ class Cause:
     hint: str
     counterexample: dict
     label: str  # the access's related note
+    edits: tuple[Edit | None, ...] = ()  # the hint, where it is mechanical
 
 
 def _divisibility(w: sx.SymExpr) -> str | None:
@@ -290,6 +292,9 @@ class Bounds:
                     counterexample=shown,
                     rule=rule_id,
                     severity="error",
+                    edits=[
+                        self.ctx.replace_in(span, f"= {name_of(cast(SSAValue, ref.mask))}", f"= {own}") if own else None
+                    ],
                 )
                 continue
             if guard is not None:  # the access is guarded, and the guard lets this lane through: blame it
@@ -315,6 +320,7 @@ class Bounds:
                     counterexample=cause.counterexample,
                     rule=rule_id,
                     severity="error",
+                    edits=cause.edits,
                 )
             yield self.ctx.report(
                 ref.op,
@@ -435,8 +441,33 @@ class Bounds:
                 "that starts inside the tensor",
                 shown,
                 "the loop that runs one trip too many",
+                (self._one_trip_fewer(loop),),
             )
         return None
+
+    def _one_trip_fewer(self, loop: st.ForOp) -> Edit | None:
+        """The loop's bound written `E + step` made `E` (the `+ 1` that runs past the end)."""
+        owner = loop.upper.owner
+        if not isinstance(owner, tl.BinaryOp) or owner.fn.data != "add":
+            return None
+        bump = self.sym.value(owner.rhs).expr
+        if not (z3.is_int_value(bump) and self.sym.holds(self.sym.value(loop.step).expr == bump)):
+            return None
+        span, source = self.ctx.span(owner), self.ctx.program.source
+        if span is None or source is None or span.line != span.end_line:
+            return None
+        text = source.splitlines()[span.line - 1][span.col - 1 : span.end_col - 1]
+        suffix = re.search(r"\s*\+\s*" + str(bump.as_long()) + r"$", text)
+        if suffix is None:
+            return None
+        return Edit(Span(span.line, span.col + suffix.start(), span.line, span.end_col, span.file), "")
+
+    def _add_to_where(self, constraint: str) -> Edit | None:
+        """`, constraint` at the end of the `where` clause's line."""
+        span = where_span(self.ctx.program)
+        if span is None or not self.ctx.kernel.where.data:
+            return None
+        return Edit(Span(span.line, span.end_col, span.line, span.end_col, span.file), f", {constraint}")
 
     def _where_cause(self, ref: MemRef, d: Dim, assume: list) -> Cause | None:
         """An unmasked block of C elements along a dimension of extent X, in bounds exactly when
@@ -470,6 +501,7 @@ class Bounds:
             f"add `{constraint}` to the `where` clause (or mask the access)",
             shown,
             f"the `where` clause that lacks `{constraint}`",
+            (self._add_to_where(constraint),),
         )
 
     def _rank_cause(self, ref: MemRef, d: Dim, assume: list) -> Cause | None:

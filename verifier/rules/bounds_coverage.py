@@ -12,14 +12,17 @@ dimension fits the tile (`where N <= BLOCK`)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
 import z3
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from kir import symexpr as sx
-from kir.diagnostics import Diagnostic, Span
+from kir.diagnostics import Diagnostic, Edit, Span
+from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.types import shape_of
 from kir.where import where_span
@@ -168,11 +171,13 @@ def check_coverage(ctx: Context) -> Iterator[Diagnostic]:
     for s in _short_accesses(ctx):
         kind = s.counter[0]
         at: Operation | Span | None
+        edit: Edit | None = None
         if kind == "pid":
             at = ctx.program.clause_spans.get("grid")
             grid = ctx.kernel.grid.data[s.counter[1]].data
             cause = f"the grid launches too few programs along axis {s.counter[1]} (grid({grid}) rounds down)"
             rounded = f"cdiv({grid.lhs}, {grid.rhs})" if isinstance(grid, sx.Bin) and grid.op == "/" else None
+            edit = ctx.replace_in(at, str(grid), rounded) if rounded is not None and at is not None else None
             hint = (
                 f"launch {rounded or f'cdiv({s.extent_text}, {s.step})'} programs along axis {s.counter[1]} (the mask "
                 "already handles the partial last block)"
@@ -180,6 +185,7 @@ def check_coverage(ctx: Context) -> Iterator[Diagnostic]:
         elif kind == "loop":
             at = s.counter[1]
             cause = "the loop stops a tile early"
+            edit = _rounded_up(ctx, s.counter[1])
             hint = (
                 f"run the loop over every tile, partial last one included: ({s.extent_text} + {s.step} - 1) / {s.step} "
                 "trips"
@@ -193,6 +199,7 @@ def check_coverage(ctx: Context) -> Iterator[Diagnostic]:
             hint = (
                 f"state that the dimension fits the tile: `where {s.extent_text} <= {s.lane_extent}` (or loop over it)"
             )
+            edit = _state_in_where(ctx, f"{s.extent_text} <= {s.lane_extent}")
         else:
             continue
         if at is None:
@@ -210,4 +217,35 @@ def check_coverage(ctx: Context) -> Iterator[Diagnostic]:
             hint,
             related=[(s.ref.op, "the masked access that stops short")],
             counterexample=dict(s.shapes),
+            edits=[edit],
         )
+
+
+def _rounded_up(ctx: Context, loop: Operation) -> Edit | None:
+    """A loop bound written `X / Y` made `(X + Y - 1) / Y`."""
+    owner = cast(st.ForOp, loop).upper.owner
+    span, source = (ctx.span(owner), ctx.program.source) if isinstance(owner, tl.BinaryOp) else (None, None)
+    if span is None or source is None or span.line != span.end_line:
+        return None
+    text = source.splitlines()[span.line - 1][span.col - 1 : span.end_col - 1]
+    parts = re.fullmatch(r"\s*(\w+)\s*/\s*(\w+)\s*", text)
+    if parts is None:
+        return None
+    x, y = parts.groups()
+    return Edit(span, f"({x} + {y} - 1) / {y}")
+
+
+def _state_in_where(ctx: Context, constraint: str) -> Edit | None:
+    """`constraint` added to the `where` clause, or a `where` clause before `target` (on its line)."""
+    if ctx.kernel.where.data:
+        span = where_span(ctx.program)
+        if span is None:
+            return None
+        return Edit(Span(span.line, span.end_col, span.line, span.end_col, span.file), f", {constraint}")
+    target, source = ctx.program.clause_spans.get("target"), ctx.program.source
+    if target is None or source is None:
+        return None
+    keyword = source.splitlines()[target.line - 1].rfind("target", 0, target.col - 1)
+    if keyword < 0:
+        return None
+    return Edit(Span(target.line, keyword + 1, target.line, keyword + 1, target.file), f"where {constraint} ")

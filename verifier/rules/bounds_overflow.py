@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import z3
 from xdsl.ir import Operation, OpResult, SSAValue
 
-from kir.diagnostics import Diagnostic
+from kir.diagnostics import Diagnostic, Edit
 from kir.dialect import tile as tl
 from kir.dialect.types import ScalarType, TileType, shape_of
 from kir.dtypes import DTYPES
@@ -278,4 +278,19 @@ def check_index_overflow(ctx: Context) -> Iterator[Diagnostic]:
             "or bound the shapes in `where`",
             related=[(r.op, "the access indexed with it") for r in w.accesses],
             counterexample={**w.counterexample, "value": w.value},
+            edits=[_widened(ctx, op, wide, lhs, rhs)],
         )
+
+
+def _widened(ctx: Context, op: tl.BinaryOp, wide: str, lhs: str, rhs: str) -> Edit | None:
+    """The product written with its operands cast, where its only use is a cast to `wide` (so
+    the types around it do not change)."""
+    uses = list(op.res.uses)
+    if len(uses) != 1 or not isinstance(uses[0].operation, tl.CastOp) or _dtype(uses[0].operation.res) != wide:
+        return None
+    if "..." in (lhs, rhs):
+        return None
+    span = ctx.span(op)
+    if span is None or span.line != span.end_line:
+        return None
+    return Edit(span, f"cast<{wide}>({lhs}) {_SIGN[op.fn.data]} cast<{wide}>({rhs})")

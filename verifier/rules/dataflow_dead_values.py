@@ -7,13 +7,14 @@
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import cast
 
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
-from kir.diagnostics import Diagnostic
+from kir.diagnostics import Diagnostic, Edit, Span
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
@@ -82,6 +83,7 @@ def check_unused_value(ctx: Context) -> Iterator[Diagnostic]:
             "from before the computation",
             hint=f"{dropped.verb} `{name}` (the computed result) in place of `{kept}`",
             related=[(cast(Operation, dropped.value.owner), f"`{name}`, computed and never used")],
+            edits=[_renamed(ctx, dropped.store, str(kept), str(name))],
         )
     for info in ctx.ops(tl.LoadOp):
         if info.op in live or info.op in explained:
@@ -165,6 +167,19 @@ def _dropped_results(ctx: Context, live: set[Operation]) -> Iterator[_Dropped]:
 
 def _same_shape(a: SSAValue, b: SSAValue) -> bool:
     return isinstance(a.type, TileType) and isinstance(b.type, TileType) and a.type.shape == b.type.shape
+
+
+def _renamed(ctx: Context, op: Operation, old: str, new: str) -> Edit | None:
+    """`old` made `new` in the op's text, where it is written there once as a name."""
+    span, source = ctx.span(op), ctx.program.source
+    if span is None or source is None or span.line != span.end_line:
+        return None
+    text = source.splitlines()[span.line - 1][span.col - 1 : span.end_col - 1]
+    found = list(re.finditer(rf"(?<![\w.]){re.escape(old)}(?!\w)", text))
+    if len(found) != 1:
+        return None
+    col = span.col + found[0].start()
+    return Edit(Span(span.line, col, span.line, col + len(old), span.file), new)
 
 
 def _live_ops(ctx: Context) -> set[Operation]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import z3
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
-from kir.diagnostics import Diagnostic
+from kir.diagnostics import Diagnostic, Edit
 from kir.dialect import tile as tl
 from kir.dialect.types import GlobalType, SmemType, TileType, shape_of
 from verifier.context import Context, OpInfo
@@ -162,6 +162,7 @@ def _first_trip(ctx: Context, info: OpInfo, read: Ref, writers: list[OpInfo]) ->
             f"{reads_text}, which nothing has written before it (shared memory starts with garbage)",
             hint=f"fill {reads_text}, the part the first trip reads" if view is not None else "",
             related=[(info.op, "the first trip's read")],
+            edits=[_refilled(ctx, w.op, ref, name, view)],
         )
         return
     yield ctx.report(
@@ -205,3 +206,11 @@ def _every_dimension(ctx: Context, ref: Ref, lanes: tuple) -> list[Term] | None:
     if used + rest != len(lanes):
         return None
     return [*terms, *(Term(lanes[used + j], False) for j in range(rest))]
+
+
+def _refilled(ctx: Context, op: Operation, ref: Ref, name: str, view: str | None) -> Edit | None:
+    """The write's `buf[1]` made the `buf[0]` that the first trip reads."""
+    written = _view_at_first_trip(ctx, ref, [])
+    if view is None or written is None:
+        return None
+    return ctx.replace_in(op, f"{name}[{written}]", f"{name}[{view}]")

@@ -565,4 +565,5 @@ def _empty_counts(ctx: Context) -> Iterator[Diagnostic]:
             f"(`{flag}` depends on {term.why}): 0 / 0 gives NaN for that row",
             hint=f"divide by maximum({name}, 1.0), or choose the result with where({name} > 0.0, ..., 0.0)",
             related=[(reduce, "the count")],
+            edits=[ctx.replace_in(op, f"/ {name}", f"/ maximum({name}, 1.0)")],
         )
