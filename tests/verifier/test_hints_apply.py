@@ -5,6 +5,7 @@ corpus, the user corpus and the rules' own bad examples."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -81,3 +82,10 @@ def test_edits_are_sarif_fixes(tmp_path: Path):
         for r in change["replacements"]
     ]
     assert got == [(e.span.line, e.span.col, e.text) for e in diag.edits]
+
+
+def test_edits_survive_json():
+    """`kir check --json` carries the edits, and a diagnostic read back has them."""
+    for _, _, d in CASES:
+        back = Diagnostic.from_json(json.loads(json.dumps(d.to_json())))
+        assert back.edits == d.edits

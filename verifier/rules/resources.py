@@ -1313,14 +1313,20 @@ def wgmma_warpgroups(ctx: Context) -> Iterator[Diagnostic]:
             message = (
                 f"{what} in {role_text(info.role)}: each unit is one warp, but wgmma is issued by a whole warpgroup"
             )
-            hint = f"declare the role over warpgroups: role {info.role.name_text} warpgroups({', '.join(str(g) for g in groups)})"
+            regrouped = f"warpgroups({', '.join(str(g) for g in groups)})"
+            hint = f"declare the role over warpgroups: role {info.role.name_text} {regrouped}"
             related: list[tuple[Operation | Span, str]] = [(info.role, "the role")]
+            # the same warps, written as the warpgroups they make up (only where they are whole ones)
+            whole = sorted(warps) == [4 * g + j for g in groups for j in range(4)]
+            written = f"warps({', '.join(map(str, info.role.id_list))})"
+            fix = ctx.replace_in(info.role, written, regrouped) if whole else None
         else:
             launched = launch_warps(ctx)
             message = f"{what} in a program of {launch_text(ctx)}: {launched} warps are not whole warpgroups of 4"
             hint = f"launch warps({-(-launched // 4) * 4}) or warpgroups({-(-launched // 4)})"
             related = [(s, "the launch") for s in [launch_span(ctx)] if s is not None]
-        yield ctx.report(info.op, message, hint=hint, related=related)
+            fix = ctx.replace_in(launch_span(ctx), launch_text(ctx), f"warps({-(-launched // 4) * 4})")
+        yield ctx.report(info.op, message, hint=hint, related=related, edits=[fix])
 
 
 @rule(
