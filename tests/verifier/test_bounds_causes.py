@@ -296,3 +296,56 @@ def test_the_edits_are_the_fixes():
     assert fixed(alias, at(found(alias), "bounds.global-access", 7)[0]) == SHIFTED.format(alias="src_mask = src < N")
     lse = LSE.format(where="")
     assert not errors(found(fixed(lse, at(found(lse), "bounds.coverage", 1)[0])))
+
+
+# ---- the explicit level ----------------------------------------------------------------------------
+
+STAGED_ROWS = """\
+kernel staged_rows<BM = 8, BN = 256>(x: global f32[M, N], y: out global f32[M, N])
+  where N <= BN
+  target sm_80 grid({grid}) warps(4)
+{{
+  buf = smem(f32[BM, BN])
+  rows = program_id(0) * BM + arange(0, BM)
+  cols = arange(0, BN)
+  mask = (rows[:, None] < M) & (cols[None, :] < N)
+  store(buf[0 : BM], load(x[rows[:, None], cols[None, :]], mask = mask, other = 0.0))
+  barrier()
+  t = load(buf[0 : BM])
+  store(y[rows[:, None], cols[None, :]], t * 2.0, mask = mask)
+}}
+"""
+
+
+def test_a_grid_that_rounds_down_at_the_explicit_level():
+    bad = found(STAGED_ROWS.format(grid="M / BM"))
+    assert at(bad, "bounds.coverage", 3), describe(bad)
+    assert not errors(found(STAGED_ROWS.format(grid="cdiv(M, BM)")))
+
+
+RING = """\
+kernel ring_sums<BM = 64, BK = 64>(x: global f32[M, K], out: out global f32[M])
+  where M % BM == 0, K % BK == 0
+  target sm_80 grid(M / BM) warps(4)
+{{
+  buf = smem(f32[2, BM, BK])
+  m0 = program_id(0) * BM
+  acc = zeros(f32[BM])
+  for k in 0 .. {trips} {{
+    cp.async(x[m0 : m0 + BM, k * BK : k * BK + BK], buf[k % 2])
+    cp.async.commit()
+    cp.async.wait(0)
+    barrier()
+    acc = acc + sum(load(buf[k % 2]), axis = 1)
+    barrier()
+  }}
+  store(out[m0 : m0 + BM], acc)
+}}
+"""
+
+
+def test_a_copy_loop_one_trip_too_long_at_the_explicit_level():
+    bad = found(RING.format(trips="K / BK + 1"))
+    loop = at(bad, "bounds.global-access", 8)
+    assert loop and loop[0].edits and at(bad, "bounds.global-access", 9), describe(bad)
+    assert not errors(found(RING.format(trips="K / BK")))
