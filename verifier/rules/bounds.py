@@ -9,12 +9,21 @@ variables, role rank, lane). When the index or the mask depends on something the
 cannot follow (data loaded from memory, values carried by a loop), a failing claim is only
 *unproven*: a `bounds.unproven` warning that names that value.
 
+An error is reported where the fix goes. A mask that compares the very index it lets through is
+blamed (`offs <= N`), and so is a mask taken from another access under a new name
+(`out_mask = in_mask`). Where the access itself is right, its cause is blamed too, the access
+keeping its error with the cause related: a loop whose last trip alone starts its block past the
+end (one trip too many), a `where` clause that states divisibility for the other shapes but not
+for the one an unmasked block relies on, an offset that scales a role's rank past its share.
+
 Rules: `bounds.global-access` (load, store, atomic and cp.async lanes of global tensors),
 `bounds.tma-box` (the start of a TMA box), `bounds.smem-access` (shared-buffer views and
 lanes), `bounds.mbarrier-index`, `bounds.gather-index` (the index tile of a `gather` against
 its source's axis), `bounds.alignment` (what the TMA requires of a tensor and a box),
 `bounds.misaligned-access` (a block access whose start always breaks the tensor's declared
-`align`), and `bounds.unproven`.
+`align`), and `bounds.unproven`; `bounds_coverage` and `bounds_overflow` hold
+`bounds.coverage` (a masked dimension that nothing reaches to its end) and
+`bounds.index-overflow` (an index computed through an i32 product that wraps).
 """
 
 from __future__ import annotations
