@@ -126,7 +126,9 @@ def _describe(cta: Cta, op: Operation, ev: dict[str, Any]) -> str | None:
     if isinstance(op, ex.CpAsyncCommitOp):
         return "cp.async.commit()"
     if isinstance(op, ex.CpAsyncWaitOp | ex.WgmmaWaitOp | ex.TmaStoreWaitOp):
-        return f"{_SURFACE[op.name]}({op.pending.data})"
+        pending = op.pending.data  # a literal, or a static expression of parameters
+        n = pending if isinstance(pending, int) else cta.launch.sym(pending)
+        return f"{_SURFACE[op.name]}({n})"
     if isinstance(op, ex.CtaBarrierOp):
         return "barrier()"
     if isinstance(op, ex.FenceAsyncOp):

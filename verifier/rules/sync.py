@@ -1635,8 +1635,8 @@ kernel k<BM = 64, BN = 64>(c: out global f32[M, N] align(16))
   cs = smem(f32[BM, BN])
   m0 = program_id(0) * BM
   n0 = program_id(1) * BN
-  store(cs[0 : BM], zeros(f32[BM, BN]))
-  tma.store(cs[0 : BM], c[m0 : m0 + BM, n0 : n0 + BN])  # <-
+  store(cs[0 : BM], zeros(f32[BM, BN]))  # <-
+  tma.store(cs[0 : BM], c[m0 : m0 + BM, n0 : n0 + BN])
   tma.store_wait(0)
 }
 """,
@@ -1673,12 +1673,13 @@ def missing_fence(ctx: Context) -> Iterator[Diagnostic]:
                         ]
                     },
                 )
+                # the fence follows the last store: that is where the fix goes
                 yield ctx.report(
-                    r.op,
-                    f"{r.op.name.removeprefix('kir.')} reads `{_buf_name(r)}` through the async proxy after plain "
-                    "stores with no fence.async() between" + trace_text(cex),
-                    fixed_hint(ctx, [fx.insert_before(r.op, "fence.async()")]),
-                    related=[(d, "the store")],
+                    d,
+                    f"{r.op.name.removeprefix('kir.')} reads `{_buf_name(r)}` through the async proxy after this "
+                    "plain store, with no fence.async() between" + trace_text(cex),
+                    fixed_hint(ctx, [fx.insert_after(d, "fence.async()"), fx.insert_before(r.op, "fence.async()")]),
+                    related=[(r.op, "the async-proxy read")],
                     counterexample=cex,
                 )
                 break
@@ -2014,7 +2015,24 @@ def _blame(ctx: Context, d: Diagnostic) -> Diagnostic:
         return d
     spans = [d.span] + [r.span for r in d.related]
     candidates: list[tuple[Span, fx.Edit]] = []
+    waits = {ctx.span(i.op): i.op for i in ctx.ops(ex.WaitOp)}
     if d.rule == "sync.race":
+        second = next((i for i in ctx.infos if ctx.span(i.op) == d.span), None)
+        if second is not None:
+            # a wait that passes too early: the nearest waits before the racing access
+            near = [o for o in dominators(ctx, second.op) if isinstance(o, ex.WaitOp)][:_PARITY_TRIES]
+            candidates += _parity_edits(ctx, near)
+        if "wgmma" in str((d.counterexample or {}).get("first", "")):
+            # a wgmma still reading: a wait that keeps fewer in flight
+            for info in ctx.ops(ex.WgmmaWaitOp):
+                n = _pending(ctx, info.op)
+                n_text = _call_args(ctx, info.op)
+                span = ctx.span(info.op)
+                if n and n_text is not None and span is not None:
+                    candidates += [
+                        (span, fx.Edit(span.line, "replace", f"wgmma.wait({m})", f"wgmma.wait({n_text})"))
+                        for m in range(n - 1, -1, -1)
+                    ]
         if d.related:
             first = d.related[0].span
             candidates.append((first, fx.Edit(first.end_line, "after", "barrier()")))
@@ -2029,26 +2047,42 @@ def _blame(ctx: Context, d: Diagnostic) -> Diagnostic:
             if span is not None:
                 candidates.append((span, fx.Edit(span.end_line, "after", "barrier()")))
     else:
-        waits = {ctx.span(i.op): i.op for i in ctx.ops(ex.WaitOp)}
-        for span in spans:
-            wait = waits.get(span)
-            if wait is None:
-                continue
-            text = fx.op_text(ctx, wait) or ""
-            at = text.find("parity = ")
-            if at < 0:
-                continue
-            old = text[at : text.rfind(")")]
-            for p in _parities(ctx, wait, wait.bar, True):
-                if f"parity = {p}" != old:
-                    candidates.append((span, fx.Edit(span.line, "replace", f"parity = {p}", old)))
+        # the blocked waits first, then the others (one passing too early lets a role run ahead)
+        blocked = [waits[span] for span in spans if span in waits]
+        rest = [i.op for i in ctx.ops(ex.WaitOp) if i.op not in blocked]
+        candidates += _parity_edits(ctx, (blocked + rest)[: 2 * _PARITY_TRIES])
     for span, edit in candidates:
         if fx.passes(ctx, edit):
-            others = [r for r in d.related if r.span != span]
+            related = [r for r in d.related if r.span != span]
             if span != d.span:
-                others.append(Related(d.span, "where the run fails"))
-            return Diagnostic(d.rule, d.severity, span, d.message, _edit_text(edit), tuple(others), d.counterexample)
+                related.append(Related(d.span, "where the run fails"))
+            return Diagnostic(d.rule, d.severity, span, d.message, _edit_text(edit), tuple(related), d.counterexample)
     return d
+
+
+_PARITY_TRIES = 6  # waits whose parity a repair of the run's finding tries
+
+
+def _parity_edits(ctx: Context, waits: list[ex.WaitOp]) -> list[tuple[Span, fx.Edit]]:
+    out = []
+    seen: set[tuple[Span, str]] = set()
+    for wait in waits:
+        span = ctx.span(wait)
+        text = fx.op_text(ctx, wait) or ""
+        at = text.find("parity = ")
+        if span is None or at < 0:
+            continue
+        old = text[at : text.rfind(")")]
+        current = old.removeprefix("parity = ")
+        # the same formula for the other phase first, then the ring's and the constants
+        toggled = [current.replace(" + 1) % 2", ") % 2")] if current.endswith(" + 1) % 2") else []
+        if not toggled and current.endswith(") % 2") and current.startswith("("):
+            toggled = [current[: -len(") % 2")] + " + 1) % 2"]
+        for p in toggled + _parities(ctx, wait, wait.bar, True):
+            if p != current and (span, p) not in seen:
+                seen.add((span, p))
+                out.append((span, fx.Edit(span.line, "replace", f"parity = {p}", old)))
+    return out
 
 
 def _edit_text(edit: fx.Edit) -> str:
