@@ -311,3 +311,33 @@ def test_every_sync_error_has_a_counterexample(path):
     diags = diagnose(path.read_text(), path.name)
     missing = [d for d in diags if d.rule.startswith("sync.") and d.is_error and d.counterexample is None]
     assert not missing, describe(missing)
+
+
+# ---- the interpreter's trace ------------------------------------------------------------------
+
+
+def test_the_interpreter_adds_its_trace_to_a_race_only_when_asked():
+    import numpy as np
+
+    from kir.diagnostics import KirError
+    from kir.interp import run
+    from kir.parser import parse
+
+    racy = NO_RELEASE.replace("      wait(filled[t], parity = (r / S) % 2)\n", "")
+    program = parse(racy, "racy.kir")
+    inputs = {"x": np.ones((4, 128), dtype=np.float32)}
+    for trace in (False, True):
+        with pytest.raises(KirError) as err:
+            run(program, inputs, trace=trace)
+        (d,) = err.value.diagnostics
+        assert d.rule == "interp.race" and d.counterexample is not None
+        if not trace:
+            assert "trace" not in d.counterexample
+            continue
+        events = d.counterexample["trace"]
+        assert events and all({"role", "op"} <= set(ev) for ev in events)
+        # the access that finds the race ends the trace (the race is reported at the read that
+        # ran before its write, which comes earlier)
+        assert events[-1]["op"] == "store to ring[0] fails here"
+        assert any(ev["op"] == "load from ring[0]" and ev["line"] == d.span.line for ev in events)
+        assert any(ev.get("barrier", "").startswith("drained[") and "phase" in ev for ev in events)
