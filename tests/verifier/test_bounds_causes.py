@@ -349,3 +349,52 @@ def test_a_copy_loop_one_trip_too_long_at_the_explicit_level():
     loop = at(bad, "bounds.global-access", 8)
     assert loop and loop[0].edits and at(bad, "bounds.global-access", 9), describe(bad)
     assert not errors(found(RING.format(trips="K / BK")))
+
+
+WS_GEMM = """\
+kernel gemm_ws<BM = 128, BN = 128, BK = 64, S = 4>(
+    a: global bf16[M, K] align(16),
+    b: global bf16[K, N] align(16),
+    c: out global bf16[M, N] align(16),
+)
+  where N % BN == 0, K % BK == 0
+  target sm_90 grid({grid}, N / BN) warpgroups(3)
+{{
+  as = smem(bf16[S, BM, BK], swizzle = 128)
+  bs = smem(bf16[S, BK, BN], swizzle = 128)
+  full = mbarrier(S, count = 1)
+  empty = mbarrier(S, count = 2)
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  role load warpgroups(0) regs(40) {{
+    for k in 0 .. K / BK {{
+      s = k % S
+      wait(empty[s], parity = (k / S + 1) % 2)
+      expect(full[s], bytes = sizeof(as[s]) + sizeof(bs[s]))
+      tma.load(a[m0 : m0 + BM, k * BK : k * BK + BK], as[s], signal = full[s])
+      tma.load(b[k * BK : k * BK + BK, n0 : n0 + BN], bs[s], signal = full[s])
+    }}
+  }}
+  role mma warpgroups(1, 2) regs(232) {{
+    r0 = role_rank() * (BM / 2)
+    acc = zeros(f32[BM / 2, BN])
+    for k in 0 .. K / BK {{
+      s = k % S
+      wait(full[s], parity = (k / S) % 2)
+      acc = wgmma(as[s, r0 : r0 + BM / 2], bs[s], acc)
+      wgmma.wait(0)
+      arrive(empty[s])
+    }}
+    rows = m0 + r0 + arange(0, BM / 2)
+    store(c[rows[:, None], n0 + arange(0, BN)[None, :]], cast<bf16>(acc), mask = rows[:, None] < M)
+  }}
+}}
+"""
+
+
+def test_a_warp_specialized_gemm_whose_grid_rounds_down_over_masked_rows():
+    bad = found(WS_GEMM.format(grid="M / BM"))
+    grid = at(bad, "bounds.coverage", 7)
+    assert grid and grid[0].counterexample and grid[0].edits, describe(bad)
+    assert at(bad, "dataflow.output-unwritten", 7)
+    assert not errors(found(WS_GEMM.format(grid="cdiv(M, BM)")))

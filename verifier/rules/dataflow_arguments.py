@@ -126,6 +126,13 @@ def affine(ctx: Context, v: SSAValue, lanes: tuple[int | None, ...]) -> Affine |
             return b.scaled(a.const)
         if not b.coeffs:
             return a.scaled(b.const)
+    if isinstance(op, tl.BinaryOp) and op.fn.data in ("div", "rem"):
+        # a constant of constants (`BM / 2` with the parameters bound), as C computes it
+        a = affine(ctx, op.lhs, _placed(ctx, op.lhs, lanes))
+        b = affine(ctx, op.rhs, _placed(ctx, op.rhs, lanes))
+        if a is None or b is None or a.coeffs or b.coeffs or b.const == 0:
+            return None
+        return _const(sx.c_div(a.const, b.const) if op.fn.data == "div" else sx.c_rem(a.const, b.const))
     return None
 
 
