@@ -715,6 +715,20 @@ class Symbolic:
             self.fact(r >= 0, r)
             self.fact(r < self.sym(extent), r)
             return Term(r, False)
+        if isinstance(op, tl.LoadOp) and op.mask is not None and not DTYPES[_dtype(v)].is_float:
+            # lanes where the mask is false are not read and hold `other` (0 when absent): a
+            # flag loaded under `t < L` is false past L, which proves what it guards there
+            mask = self.at(op.mask, lanes)
+            data = self._unknown(v, "loaded from memory", boolean)
+            if op.other is not None:
+                other = self.value(op.other)
+                if boolean and not other.tainted and z3.is_int(other.expr):
+                    other = Term(other.expr != 0, False)
+            else:
+                other = Term(z3.BoolVal(False) if boolean else ZERO, False)
+            if mask.tainted or other.tainted or other.expr.sort() != data.expr.sort():
+                return data
+            return Term(z3.If(mask.expr, data.expr, other.expr), True, data.why)
         if isinstance(op, tl.LoadOp | tl.AtomicOp):
             return self._unknown(v, "loaded from memory", boolean)
         if isinstance(op, st.ForOp):
