@@ -536,7 +536,10 @@ def overwrite_before_release(ctx: Context) -> Iterator[Diagnostic]:
             bars = {r.bar for r in releases}
             if (
                 looped_barrier
-                or any(isinstance(d, ex.WaitOp) and d.bar in bars for d in doms)
+                # a wait for the release of this stage (another barrier's, or another stage's, does not order it)
+                or any(
+                    isinstance(d, ex.WaitOp) and d.bar in bars and _same_index(ctx, d.bar_index, w.stage) for d in doms
+                )
                 or any(isinstance(d, ex.CtaBarrierOp) for d in doms)
             ):
                 continue
