@@ -1320,12 +1320,11 @@ def _cp_async(w: _Walker, node, pos, kw, span):
     return w.b.make(ex.CpAsyncOp, src, sa, si, dst, da, di, mask, span=span)
 
 
-def _pending_call(cls, label, with_params: bool = False):
+def _pending_call(cls, label):
     def handler(w: _Walker, node, pos, kw, span):
         w.no_kwargs(node, kw, label)
         w.arity(node, pos, 1, f"{label}(pending)")
-        what = "the pending count"
-        return w.b.make(cls, w.param_arg(pos[0], what) if with_params else w.int_arg(pos[0], what), span=span)
+        return w.b.make(cls, w.param_arg(pos[0], "the pending count"), span=span)
 
     return handler
 
@@ -1340,7 +1339,7 @@ def _nullary_call(cls, label):
 
 
 _CALLS["tma.store_wait"] = _pending_call(ex.TmaStoreWaitOp, "tma.store_wait")
-_CALLS["cp.async.wait"] = _pending_call(ex.CpAsyncWaitOp, "cp.async.wait", with_params=True)
+_CALLS["cp.async.wait"] = _pending_call(ex.CpAsyncWaitOp, "cp.async.wait")
 _CALLS["wgmma.wait"] = _pending_call(ex.WgmmaWaitOp, "wgmma.wait")
 _CALLS["cp.async.commit"] = _nullary_call(ex.CpAsyncCommitOp, "cp.async.commit")
 _CALLS["barrier"] = _nullary_call(ex.CtaBarrierOp, "barrier")

@@ -278,14 +278,14 @@ class TmaStoreOp(KirOperation):
 @op_definition
 class TmaStoreWaitOp(KirOperation):
     """Wait until at most `pending` TMA stores of this role are still reading shared memory:
-    `tma.store_wait(0)`."""
+    `tma.store_wait(0)`. The count is a static expression of parameters."""
 
     name = "kir.tma_store_wait"
-    pending = prop_def(IntAttr)
+    pending = prop_def(SymAttr)
     traits = traits_def(Synchronizes(), Explicit())
 
-    def __init__(self, pending: int):
-        super().__init__(properties={"pending": IntAttr(pending)})
+    def __init__(self, pending: sx.SymExpr | int):
+        super().__init__(properties={"pending": sym(pending)})
 
 
 @op_definition
@@ -490,14 +490,15 @@ class WgmmaOp(KirOperation):
 
 @op_definition
 class WgmmaWaitOp(KirOperation):
-    """Wait until at most `pending` wgmma groups of this role are in flight: `wgmma.wait(0)`."""
+    """Wait until at most `pending` wgmma groups of this role are in flight: `wgmma.wait(0)`.
+    The count is a static expression of parameters."""
 
     name = "kir.wgmma_wait"
-    pending = prop_def(IntAttr)
+    pending = prop_def(SymAttr)
     traits = traits_def(Synchronizes(), Explicit())
 
-    def __init__(self, pending: int):
-        super().__init__(properties={"pending": IntAttr(pending)})
+    def __init__(self, pending: sx.SymExpr | int):
+        super().__init__(properties={"pending": sym(pending)})
 
 
 @op_definition

@@ -248,7 +248,7 @@ def _cp_wait(cta: Cta, op, strand: Strand):
 
 @handles(ex.TmaStoreWaitOp)
 def _tma_store_wait(cta: Cta, op, strand: Strand):
-    done, strand.tma_stores = _keep_newest(strand.tma_stores, op.pending.data)
+    done, strand.tma_stores = _keep_newest(strand.tma_stores, cta.launch.sym(op.pending.data))
     _retire(cta, strand, done)
 
 
@@ -293,5 +293,5 @@ def _wgmma(cta: Cta, op: ex.WgmmaOp, strand: Strand):
 
 @handles(ex.WgmmaWaitOp)
 def _wgmma_wait(cta: Cta, op, strand: Strand):
-    done, strand.wgmma = _keep_newest(strand.wgmma, op.pending.data)
+    done, strand.wgmma = _keep_newest(strand.wgmma, cta.launch.sym(op.pending.data))
     _retire(cta, strand, done)

@@ -1,10 +1,13 @@
-"""`cp.async.wait(n)` takes a static expression of parameters (docs/language.md, "Static
-expressions"): an S-stage ring waits with `cp.async.wait(S - 2)`. The count stays symbolic in the
+"""`cp.async.wait(n)` (and `wgmma.wait(n)`, `tma.store_wait(n)`) takes a static expression of
+parameters (docs/language.md, "Static expressions"): an S-stage ring waits with
+`cp.async.wait(S - 2)`. The count stays symbolic in the
 IR, so a new parameter value changes it; the interpreter binds it, the C backends print the folded
 constant, and what cannot fold (a shape symbol, a run-time value) or is negative is refused where
 it is written."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -92,3 +95,36 @@ def test_what_does_not_fold_to_a_count_is_types_static_at_the_wait(pending, says
     diags = diagnose(ring(pending))
     hits = [d for d in diags if d.rule == "types.static" and d.span is not None and d.span.line == WAIT_LINE]
     assert hits and says in hits[0].message, describe(diags)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("path", "header", "wait", "emitted"),
+    [
+        (
+            "examples/gemm_hopper_ws.kir",
+            "S = 4>(",
+            "wgmma.wait",
+            {"cuda": "kir_wgmma_wait<{}>();", "gluon": "warpgroup_mma_wait({},"},
+        ),
+        (
+            "benchmarks/tasks/gemm/persistent.kir",
+            "NSM = 132>(",
+            "tma.store_wait",
+            {"cuda": "kir_bulk_wait_read<{}>();", "gluon": "tma.store_wait({})"},
+        ),
+    ],
+)
+def test_wgmma_and_tma_store_waits_take_parameters_too(path, header, wait, emitted):
+    """The program with its waits' 0 written as a parameter W = 0: the same code, W folded."""
+    text = (ROOT / path).read_text()
+    program = parse(text.replace(header, header.replace(">(", ", W = 0>(")).replace(f"{wait}(0)", f"{wait}(W)"))
+    assert f"{wait}(W)" in program.text()
+    assert not [d for d in diagnose(program.text()) if d.is_error]
+    for backend, line in emitted.items():
+        assert line.format(0) in lower(program, backend).source
+        with pytest.raises(KirError) as err:
+            lower(program, backend, {"W": -1})
+        assert f"{wait}(-1)" in err.value.diagnostics[0].message

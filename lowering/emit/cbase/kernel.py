@@ -27,6 +27,8 @@ from lowering.emit.cbase.slots import SlotLoops
 from lowering.emit.cbase.values import Cyclic, GlobalArg, Instance, Scalar, Tile
 from lowering.emit.names import CXX_RESERVED, identifier
 
+WAIT_NAMES = {ex.CpAsyncWaitOp: "cp.async.wait", ex.WgmmaWaitOp: "wgmma.wait", ex.TmaStoreWaitOp: "tma.store_wait"}
+
 
 class KernelGen(SlotLoops, Elementwise, Reductions, Memory, ControlFlow):
     """Generates one kernel's C++ source from a program and its parameter values. One instance
@@ -135,13 +137,14 @@ class KernelGen(SlotLoops, Elementwise, Reductions, Memory, ControlFlow):
         except ZeroDivisionError:
             raise Unsupported(self.current_op, f"{what} `{expr}` divides by zero") from None
 
-    def pending_count(self, op: ex.CpAsyncWaitOp) -> int:
-        """cp.async.wait's count with the parameters bound (`S - 2` of an S-stage ring)."""
+    def pending_count(self, op: ex.CpAsyncWaitOp | ex.WgmmaWaitOp | ex.TmaStoreWaitOp) -> int:
+        """An async wait's count with the parameters bound (`S - 2` of an S-stage ring)."""
         n = self.static(op.pending.data, "the pending count")
         if n < 0:
+            what = WAIT_NAMES[type(op)]
             raise Unsupported(
                 op,
-                f"cp.async.wait({op.pending.data}) is cp.async.wait({n}) with these parameters; the count is at least 0",
+                f"{what}({op.pending.data}) is {what}({n}) with these parameters; the count is at least 0",
                 "give the parameters values that leave the count at 0 or more",
             )
         return n

@@ -668,7 +668,7 @@ class CudaGen(KernelGen):
 
     def op_tma_store_wait(self, op: ex.TmaStoreWaitOp) -> None:
         closers = self.effect_open(op)
-        self.w.line(f"kir_bulk_wait_read<{op.pending.data}>();", op)
+        self.w.line(f"kir_bulk_wait_read<{self.pending_count(op)}>();", op)
         self.close(closers)
         if not self.instance.single:
             self.w.line(f"{self.instance.unit_sync};", op)  # the issuing thread has seen it retire
@@ -884,7 +884,7 @@ class CudaGen(KernelGen):
         w.line(f"kir_fence_regs<{slots}>({acc.name});", op)
 
     def op_wgmma_wait(self, op: ex.WgmmaWaitOp) -> None:
-        self.w.line(f"kir_wgmma_wait<{op.pending.data}>();", op)
+        self.w.line(f"kir_wgmma_wait<{self.pending_count(op)}>();", op)
         self.w.line("KIR_WAIT_FENCES", op)  # filled in once every accumulator is known
         self.wait_lines.append((len(self.w.lines), op, self.w.indent_unit * self.w.depth))
 

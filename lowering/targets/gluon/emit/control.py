@@ -92,7 +92,7 @@ class ControlFlow:
         fn.depth += 1
         # an accumulator a trip leaves in flight (`wgmma.wait(1)` at the end of the body) is
         # still in flight at the top of the next trip: its wgmma.wait there must be emitted
-        fn.pending += [block.args[1 + i] for i in carried_in_flight(block)]
+        fn.pending += [block.args[1 + i] for i in carried_in_flight(block, self.params)]
         self.emit_block(block, fn)
         last = block.last_op
         if isinstance(last, st.YieldOp):

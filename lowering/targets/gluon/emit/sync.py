@@ -94,7 +94,7 @@ class Sync:
         fn.line(f"tma.async_copy_shared_to_global({d.name}, [{coords}], {src})", op)
 
     def op_TmaStoreWaitOp(self, op: ex.TmaStoreWaitOp, fn: Fn) -> None:
-        fn.line(f"tma.store_wait({op.pending.data})", op)
+        fn.line(f"tma.store_wait({self.pending_count(op)})", op)
 
     def op_FenceAsyncOp(self, op: ex.FenceAsyncOp, fn: Fn) -> None:
         fn.line("fence_async_shared()", op)

@@ -39,7 +39,7 @@ class Wgmma:
         fn.tokens.add(op.res)
 
     def op_WgmmaWaitOp(self, op: ex.WgmmaWaitOp, fn: Fn) -> None:
-        n = op.pending.data
+        n = self.pending_count(op)
         if not fn.pending:
             fn.line(f"# wgmma.wait({n}): no wgmma in flight", op)
             return
@@ -52,7 +52,7 @@ class Wgmma:
         fn.pending = fn.pending[len(fn.pending) - n :] if n else []
 
 
-def carried_in_flight(block) -> list[int]:
+def carried_in_flight(block, params: dict[str, int]) -> list[int]:
     """The carried values (by position) whose wgmma is still in flight at the end of a trip of
     the loop body `block`, following its wgmmas and wgmma.waits in order (the values in flight
     at the top of a trip are the oldest groups). A body whose nested loops or branches issue or
@@ -69,7 +69,7 @@ def carried_in_flight(block) -> list[int]:
                     flight.remove(o.acc)
                 flight.append(o.res)
             elif isinstance(o, ex.WgmmaWaitOp):
-                n = o.pending.data
+                n = max(0, o.pending.data.evaluate(params))
                 flight = flight[len(flight) - n :] if n else []
             elif o.regions and any(isinstance(x, ex.WgmmaOp | ex.WgmmaWaitOp) for x in o.walk()):
                 return []

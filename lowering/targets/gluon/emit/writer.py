@@ -70,6 +70,20 @@ class GluonWriter(Layouts, ModuleParts, ControlFlow, Expressions, Tiles, Memory,
                 )
             ) from None
 
+    def pending_count(self, op: ex.WgmmaWaitOp | ex.TmaStoreWaitOp) -> int:
+        """An async wait's count with the parameters bound; refused where they make it negative."""
+        n = self.static(op.pending.data, op)
+        if n < 0:
+            what = "wgmma.wait" if isinstance(op, ex.WgmmaWaitOp) else "tma.store_wait"
+            raise KirError(
+                unsupported(
+                    op,
+                    f"{what}({op.pending.data}) is {what}({n}) with these parameters; the count is at least 0",
+                    "give the parameters values that leave the count at 0 or more",
+                )
+            )
+        return n
+
     def shape(self, t, op: Operation | None = None) -> list[int]:
         return [self.static(d, op) for d in shape_of(t)]
 
