@@ -11,8 +11,10 @@ reports the races and deadlocks no static rule named, at the op that does them.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -202,7 +204,32 @@ def trace_text(cex: dict[str, Any] | None, last: int = 4) -> str:
 def fixed_hint(ctx: Context, edits: list[fx.Edit | None]) -> str:
     """The text of the first edit that makes the program pass the synchronization check, or ""."""
     edit = fx.fixes(ctx, edits)
-    return "" if edit is None else _edit_text(edit)
+    return "" if edit is None else _checked_text(ctx, edit)
+
+
+def _checked_text(ctx: Context, edit: fx.Edit) -> str:
+    """A checked edit's hint text; the edit is kept to go with the diagnostic (`_mechanical`)."""
+    text = _edit_text(edit)
+    ctx.__dict__.setdefault("_sync_checked_edits", {})[text] = edit
+    return text
+
+
+def _mechanical(fn: Callable[[Context], Iterator[Diagnostic]]) -> Callable[[Context], Iterator[Diagnostic]]:
+    """A rule whose checked hint that replaces text in a line also comes as `Diagnostic.edits`
+    (one that inserts a line stays a hint: an edit keeps the lines where they are)."""
+
+    @functools.wraps(fn)
+    def check(ctx: Context) -> Iterator[Diagnostic]:
+        for d in fn(ctx):
+            edit = ctx.__dict__.get("_sync_checked_edits", {}).get(d.hint) if d.hint else None
+            if edit is not None and edit.mode == "replace" and not d.edits:
+                whole_line = Span(edit.line, 1, edit.line, 1 << 20, ctx.file)
+                made = ctx.replace_in(whole_line, edit.old, edit.new)
+                if made is not None:
+                    d = dataclasses.replace(d, edits=(made,))
+            yield d
+
+    return check
 
 
 def _index_text(ctx: Context, value: SSAValue | None, fallback: str = "s") -> str:
@@ -297,6 +324,7 @@ before, or a half-written tile.""",
     ),
     good=_GOOD_GEMM,
 )
+@_mechanical
 def read_before_wait(ctx: Context) -> Iterator[Diagnostic]:
     writers = [a for a in all_accesses(ctx) if a.write and a.kind in ("tma", "cp.async")]
     signalled = wrong_signals(ctx)
@@ -441,6 +469,7 @@ phase early.""",
     ),
     good=_GOOD_GEMM,
 )
+@_mechanical
 def signal_barrier(ctx: Context) -> Iterator[Diagnostic]:
     for load, (bar, index) in wrong_signals(ctx).items():
         text = fx.op_text(ctx, load) or ""
@@ -513,6 +542,7 @@ the stage. Without the wait, a fast producer overwrites operands a wgmma is stil
     ),
     good=_GOOD_GEMM,
 )
+@_mechanical
 def overwrite_before_release(ctx: Context) -> Iterator[Diagnostic]:
     reported: set[Operation] = set()
     for w in all_accesses(ctx):
@@ -693,6 +723,7 @@ previous stage) before the arrive.""",
     bad=_gemm(wgmma_wait="").replace("      arrive(empty[s])\n", "      arrive(empty[s])  # <-\n"),
     good=_GOOD_GEMM,
 )
+@_mechanical
 def arrive_before_retire(ctx: Context) -> Iterator[Diagnostic]:
     for info in ctx.ops(ex.ArriveOp):
         arrive = info.op
@@ -764,6 +795,7 @@ a softmax, a cast, a store, after the loop too) must come after a wait that reti
     ),
     good=_GOOD_GEMM,
 )
+@_mechanical
 def wgmma_result_in_flight(ctx: Context) -> Iterator[Diagnostic]:
     yield from _scan_in_flight(ctx, ctx.kernel.body.block)
 
@@ -918,6 +950,7 @@ passes.""",
     bad=_gemm(consumer_wait="      wait(full[s], parity = (k / S + 1) % 2)  # <-\n"),
     good=_GOOD_GEMM,
 )
+@_mechanical
 def parity(ctx: Context) -> Iterator[Diagnostic]:
     for info in ctx.ops(ex.WaitOp):
         wait = info.op
@@ -1052,6 +1085,7 @@ partial tile (race). Announce exactly the sum of the boxes: `sizeof(as[s]) + siz
     bad=_gemm(expect="      expect(full[s], bytes = sizeof(as[s]))  # <-\n"),
     good=_GOOD_GEMM,
 )
+@_mechanical
 def expect_bytes(ctx: Context) -> Iterator[Diagnostic]:
     for info in ctx.ops(ex.ExpectOp):
         exp = info.op
@@ -1135,6 +1169,7 @@ complete early and a producer overwrites a stage another reader still uses (race
         "store(c[m0 + r0 : m0 + r0 + BM / 2, n0 : n0 + BN], cast<bf16>(acc))",
     ),
 )
+@_mechanical
 def arrive_count(ctx: Context) -> Iterator[Diagnostic]:
     for alloc_info in ctx.ops(ex.MBarrierAllocOp):
         alloc = alloc_info.op
@@ -1241,6 +1276,7 @@ kernel k<B = 128>(x: global f32[N], y: out global f32[N])
 }
 """,
 )
+@_mechanical
 def barrier_divergent(ctx: Context) -> Iterator[Diagnostic]:
     by_role: dict[st.RoleOp, list[OpInfo]] = {}
     for info in ctx.ops(ex.CtaBarrierOp):
@@ -1295,7 +1331,7 @@ def barrier_divergent(ctx: Context) -> Iterator[Diagnostic]:
             infos[0].op,
             f"role `{role.name_text}` reaches barrier() {_count_text(counts[role])}, but {others}: its extra "
             "arrivals wait for threads that never come" + trace_text(cex),
-            _edit_text(missing[1]) if missing is not None else "",
+            _checked_text(ctx, missing[1]) if missing is not None else "",
             related=[(role, "the role")]
             + [(r, "a role with fewer") for r, c in counts.items() if c == fewest]
             + ([(missing[0], "where the role with fewer lacks a barrier()")] if missing is not None else []),
@@ -1502,6 +1538,7 @@ kernel k<BM = 64, BN = 64>(x: global f32[M, N], y: out global f32[M, N])
 }
 """,
 )
+@_mechanical
 def cp_async_group(ctx: Context) -> Iterator[Diagnostic]:
     copies = [a for a in all_accesses(ctx) if a.write and a.kind == "cp.async"]
     reported: set[Operation] = set()
@@ -1592,7 +1629,7 @@ def _wait_depth(ctx: Context, copies: list[Access]) -> Iterator[Diagnostic]:
                 last,
                 f"the cp.async into `{_buf_name(w)}` is not committed here: it joins the group of the next copies, "
                 "which the cp.async.wait before its read leaves in flight" + trace_text(cex),
-                _edit_text(edit),
+                _checked_text(ctx, edit),
                 related=[(found[0].span, "the read that races with it")] if found[0].span else [],
                 counterexample=cex,
             )
@@ -1658,6 +1695,7 @@ kernel k<BM = 64, BN = 64>(c: out global f32[M, N] align(16))
 }
 """,
 )
+@_mechanical
 def missing_fence(ctx: Context) -> Iterator[Diagnostic]:
     for r in all_accesses(ctx):
         if r.write or r.kind not in ("wgmma", "tma.store"):
@@ -1801,6 +1839,7 @@ kernel k<BM = 32, BK = 64>(x: global f32[M, K], y: out global f32[M])
 }
 """,
 )
+@_mechanical
 def refill_without_barrier(ctx: Context) -> Iterator[Diagnostic]:
     if ctx.kernel.threads <= 32:
         return  # one warp: its threads read and write in program order
@@ -1893,6 +1932,7 @@ kernel k<BM = 32, BK = 64>(x: global f32[M, K], y: out global f32[M])
 }
 """,
 )
+@_mechanical
 def copy_visibility(ctx: Context) -> Iterator[Diagnostic]:
     if ctx.kernel.threads <= 32:
         return  # one warp: a thread's own wait covers the copies it reads
@@ -2059,7 +2099,9 @@ def _blame(ctx: Context, d: Diagnostic) -> Diagnostic:
             related = [r for r in d.related if r.span != span]
             if span != d.span:
                 related.append(Related(d.span, "where the run fails"))
-            return Diagnostic(d.rule, d.severity, span, d.message, _edit_text(edit), tuple(related), d.counterexample)
+            return Diagnostic(
+                d.rule, d.severity, span, d.message, _checked_text(ctx, edit), tuple(related), d.counterexample
+            )
     return d
 
 
@@ -2174,6 +2216,7 @@ def _run_model(ctx: Context, result: list[Diagnostic]) -> None:
 
 
 def _model_rule(rule_id: str):
+    @_mechanical
     def check(ctx: Context) -> Iterator[Diagnostic]:
         yield from (d for d in model_check(ctx) if d.rule == rule_id)
 
