@@ -29,6 +29,8 @@ from kir.where import where_span
 from verifier.context import Context
 from verifier.registry import rule
 from verifier.rules.bounds import MemRef, _plain, global_refs, name_of
+from verifier.rules.dataflow_arguments import counter_extent, dimension_indices
+from verifier.rules.dataflow_facts import Ref
 from verifier.symbolic import format_counterexample
 
 
@@ -61,11 +63,6 @@ def _bounding(mask: SSAValue, index: SSAValue, depth: int = 8) -> tl.CompareOp |
 
 
 def _short_accesses(ctx: Context) -> Iterator[_Short]:
-    # `dataflow_arguments` reads indices as sums of counters; imported here, once the rule
-    # modules are loaded in their order (importing it at the top would register its rules first)
-    from verifier.rules.dataflow_arguments import counter_extent, dimension_indices
-    from verifier.rules.dataflow_facts import Ref
-
     sym = ctx.symbolic
     for info in ctx.infos:
         for ref in global_refs(info.op):
