@@ -341,3 +341,36 @@ def test_the_interpreter_adds_its_trace_to_a_race_only_when_asked():
         assert events[-1]["op"] == "store to ring[0] fails here"
         assert any(ev["op"] == "load from ring[0]" and ev["line"] == d.span.line for ev in events)
         assert any(ev.get("barrier", "").startswith("drained[") and "phase" in ev for ev in events)
+
+
+def test_roles_that_take_turns_through_equal_barriers_in_a_loop_are_clean_on_gfx90a():
+    # issue 25: roles that call barrier() as often as each other, whole wavefronts on gfx90a,
+    # are neither divergent nor an overwrite before release (the next trip's store waits for
+    # the barrier after the read)
+    text = """\
+kernel turns<B = 64>(x: global f32[N], y: out global f32[N])
+  target gfx90a grid(1) warps(4)
+{
+  buf = smem(f32[B])
+  role put warps(0, 1) {
+    h = role_rank() * (B / 2)
+    for i in 0 .. (N + B - 1) / B {
+      offs = i * B + h + arange(0, B / 2)
+      store(buf[h : h + B / 2], load(x[offs], mask = offs < N))
+      barrier()
+      barrier()
+    }
+  }
+  role take warps(2, 3) {
+    h = role_rank() * (B / 2)
+    for j in 0 .. (N + B - 1) / B {
+      barrier()
+      offs = j * B + h + arange(0, B / 2)
+      store(y[offs], load(buf[h : h + B / 2]) * 2.0, mask = offs < N)
+      barrier()
+    }
+  }
+}
+"""
+    found = [d for d in diagnose(text, "turns.kir") if d.rule.startswith("sync.") or d.is_error]
+    assert not found, describe(found)
