@@ -16,6 +16,8 @@ from kir.diagnostics import Diagnostic, KirError
 from kir.dialect.types import GlobalType, shape_of
 from kir.program import Program
 
+I32_MAX = 2**31 - 1  # shape symbols are i32 in run-time code (docs/language.md)
+
 
 def _error(program: Program, name: str | None, message: str, hint: str = "") -> KirError:
     span = program.arg_spans.get(name) if name else None
@@ -54,6 +56,19 @@ def _bind_kernel(program: Program, values: dict[str, int], tensors: dict[str, An
         for expr, n in zip([s.data for s in t.strides.data], tensor.stride(), strict=False):
             if isinstance(expr, sx.Sym) and expr.name not in values:
                 symbols.setdefault(expr.name, int(n))
+    for symbol, n in symbols.items():
+        if n > I32_MAX:
+            arg = next(
+                a for a, t in args if symbol in {str(d) for d in shape_of(t)} | {str(d.data) for d in t.strides.data}
+            )
+            raise _error(
+                program,
+                arg,
+                f"`{symbol}` would be {n} from `{arg}`: a shape symbol is an i32 (docs/language.md, Types), "
+                f"at most {I32_MAX}",
+                "split the work over several launches, or declare the dimension as a product of two symbols "
+                "(f32[M, N] for a flat buffer) and compute the flat offset in i64",
+            )
     env = {**values, **symbols}
     for name, t in args:
         tensor = tensors[name]

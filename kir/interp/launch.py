@@ -123,6 +123,9 @@ class Launch:
 # ---- binding -------------------------------------------------------------------------------
 
 
+I32_MAX = 2**31 - 1  # shape symbols are i32 in run-time code (docs/language.md)
+
+
 def _bad(kernel: KernelOp, message: str, hint: str = "", cex: dict | None = None) -> NoReturn:
     fail("interp.bad-input", kernel, message, hint, (), cex)
 
@@ -132,6 +135,15 @@ def _bind_dim(
 ) -> None:
     if isinstance(expr, sx.Sym) and expr.name not in params:
         if expr.name not in symbols:
+            if not 0 <= value <= I32_MAX:
+                _bad(
+                    kernel,
+                    f"`{expr.name}` would be {value} from {what}: a shape symbol is an i32 (docs/language.md, "
+                    f"Types), at most {I32_MAX}",
+                    "split the work over several launches, or declare the dimension as a product of two "
+                    "symbols (f32[M, N] for a flat buffer) and compute the flat offset in i64",
+                    {expr.name: int(value)},
+                )
             symbols[expr.name] = int(value)
             origin[expr.name] = what
         elif symbols[expr.name] != value:

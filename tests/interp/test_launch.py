@@ -191,3 +191,11 @@ def test_a_non_positive_loop_step_is_reported():
     }
     """
     assert error_of(text, {"y": np.zeros(1, np.float32)}).rule == "interp.bad-step"
+
+
+def test_a_shape_symbol_past_i32_is_refused():
+    """Shape symbols are i32 (docs/language.md): an array longer than 2^31 - 1 is refused
+    before anything runs (a broadcast view: no memory behind it)."""
+    huge = np.broadcast_to(np.zeros(1, np.float32), (2**31,))
+    d = error_of(COPY, {"x": huge})
+    assert d.rule == "interp.bad-input" and "2147483648" in d.message and "i32" in d.message

@@ -43,3 +43,13 @@ def test_a_broken_where_and_a_strided_tensor_are_refused():
     assert bind(torch.zeros(3, 20), torch.zeros(3, 20), {"BLOCK": 32}) == {"M": 3, "N": 20}
     with pytest.raises(KirError, match="contiguous"):
         bind(torch.zeros(10, 3).t(), torch.zeros(3, 10))
+
+
+def test_a_shape_symbol_past_i32_is_refused():
+    """Shape symbols are i32 (docs/language.md): a tensor longer than 2^31 - 1 on a dimension
+    that binds one is refused at its argument (an expanded view: no memory behind it)."""
+    huge = torch.zeros(3, 1).expand(3, 2**31)
+    with pytest.raises(KirError) as err:
+        bind(huge, huge, {"BLOCK": 2**32})
+    (d,) = err.value.diagnostics
+    assert d.rule == "run.bind" and d.span.line == 1 and "2147483648" in d.message and "i32" in d.message
