@@ -726,6 +726,8 @@ class Bounds:
                         f"make the box's last extent a multiple of {need // esize} elements",
                         rule="bounds.alignment",
                         severity="error",
+                        # the extent is the same for every shape: the witness is the box itself
+                        counterexample={"box_inner_elements": inner, "box_inner_bytes": inner * esize},
                     )
                 # the box's inner start, in bytes
                 _, dims = self.dims(ref, starts_only=True)
