@@ -81,6 +81,17 @@ def _plain(v: SSAValue) -> SSAValue:
     return v
 
 
+def _balanced(text: str) -> bool:
+    """Whether every bracket of `text` closes inside it (one argument, not the tail of a call)."""
+    depth = 0
+    for ch in text:
+        depth += ch in "(["
+        depth -= ch in ")]"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
 def _compares(mask: SSAValue, index: SSAValue | None, depth: int) -> bool:
     """`mask` is made of comparisons (joined by `&`), one of which compares `index` itself."""
     if index is None or depth == 0:
@@ -317,6 +328,7 @@ class Bounds:
                     counterexample=shown,
                     rule=rule_id,
                     severity="error",
+                    edits=[self._guard_edit(guard, d) if upper else None],
                 )
                 continue
             cause = self._cause(ref, d, assume) if upper else None
@@ -331,14 +343,16 @@ class Bounds:
                     severity="error",
                     edits=cause.edits,
                 )
+            masked = self._mask_edit(ref, d) if upper and cause is None else None
             yield self.ctx.report(
                 ref.op,
                 f"{say(d, fault)}, {when}",
-                hint(d, upper),
+                f"mask the {ref.verb.split()[0]} with `{masked[1]}`" if masked else hint(d, upper),
                 related=[(cause.at, cause.label)] if cause is not None else [],
                 counterexample=shown,
                 rule=rule_id,
                 severity="error",
+                edits=[masked[0]] if masked else [],
             )
 
     def _guard(self, ref: MemRef, d: Dim) -> Operation | None:
@@ -355,6 +369,31 @@ class Bounds:
         if at is None or by is None or at.line == by.line:
             return None
         return owner
+
+    def _guard_edit(self, guard: Operation, d: Dim) -> Edit | None:
+        """The guard's comparison of the index with the extent, made strict (`offs <= N` ->
+        `offs < N`) or made against the extent it bounds (`cols < M` -> `cols < N`), where the
+        guard's text holds that comparison once."""
+        value = d.index_value
+        while not value.name_hint and isinstance(value.owner, tl.ExpandDimsOp | tl.BroadcastOp):
+            value = value.owner.operand
+        name, at, source = value.name_hint, self.ctx.span(guard), self.ctx.program.source
+        if not name or at is None or source is None or at.line != at.end_line:
+            return None
+        text = source.splitlines()[at.line - 1][at.col - 1 : at.end_col - 1]
+        for old in (
+            f"{name} <= {d.extent_text}",
+            f"{name}[None, :] <= {d.extent_text}",
+            f"{name}[:, None] <= {d.extent_text}",
+        ):
+            edit = self.ctx.replace_in(guard, old, old.replace("<=", "<"))
+            if edit is not None:
+                return edit
+        found = re.search(rf"\b{re.escape(name)}(\[[^\]]*\])?\s*<\s*([A-Za-z_]\w*)\b", text)
+        if found is None or found.group(2) == d.extent_text:
+            return None
+        wrong = found.group(0)
+        return self.ctx.replace_in(guard, wrong, wrong[: -len(found.group(2))] + d.extent_text)
 
     def _alias(self, ref: MemRef) -> tuple[Span, str, str] | None:
         """Where the access names its mask by an alias of another mask (`out_mask = in_mask`,
@@ -381,6 +420,34 @@ class Bounds:
             if re.match(rf"^\s*{name}\s*=", lines[line - 1]):
                 return None  # bound to something else
         return None
+
+    def _mask_edit(self, ref: MemRef, d: Dim) -> tuple[Edit, str] | None:
+        """For a plain load or store written on one line: the edit that masks it by its own
+        indices (`, mask = offs < N` before its closing parenthesis, or `m & (offs < N)` for a
+        mask `m` that misses a dimension), and the mask it writes. None where the text does not
+        allow it."""
+        if not isinstance(ref.op, tl.LoadOp | tl.StoreOp) or not isinstance(d.index_value.type, TileType):
+            return None  # (a scalar index, a row, is out of bounds for every lane: no mask helps)
+        at, source = self.ctx.span(ref.op), self.ctx.program.source
+        if at is None or source is None or at.line != at.end_line:
+            return None
+        text = source.splitlines()[at.line - 1][at.col - 1 : at.end_col - 1]
+        own = self._own_mask(ref)
+        if not own or not text.endswith(")"):
+            return None
+        if ref.mask is None:
+            return Edit(Span(at.line, at.end_col - 1, at.line, at.end_col - 1, at.file), f", mask = {own}"), own
+        # a mask that misses a dimension: kept, and the access's own bounds added to it, where it
+        # is the call's last argument and `other` is not written
+        found = re.search(r",\s*mask\s*=\s*", text)
+        if found is None or "other" in text[found.end() :]:
+            return None
+        written = text[found.end() : -1].strip()
+        if not _balanced(written):
+            return None
+        both = f"({written}) & ({own})" if " " in written else f"{written} & ({own})"
+        start = at.col + found.end()
+        return Edit(Span(at.line, start, at.line, at.end_col - 1, at.file), both), both
 
     def _own_mask(self, ref: MemRef) -> str:
         """`(i0 < E0) & (i1 < E1)` over the access's index tiles, from their text."""
