@@ -18,6 +18,7 @@ from kir.dtypes import DTYPES
 from kir.liveness import recomputed
 from kir.program import Program, span_of
 from kir.targets import TargetSpec, spec
+from kir.where import where_span
 from verifier.registry import Rule
 
 # The types with an element type (a value's, a tensor's or a buffer's).
@@ -89,6 +90,33 @@ class Context:
             counterexample,
             tuple(e for e in edits if e is not None) if all(e is not None for e in edits) else (),
         )
+
+    def text_of(self, where: Operation | Span | None) -> str | None:
+        """The source text of `where`'s span, where it stands on one line (None otherwise, or
+        where the program has no text)."""
+        span, source = self.span(where), self.program.source
+        if span is None or source is None or span.line != span.end_line:
+            return None
+        lines = source.splitlines()
+        if not 1 <= span.line <= len(lines):
+            return None
+        return lines[span.line - 1][span.col - 1 : span.end_col - 1]
+
+    def state_in_where(self, constraint: str) -> Edit | None:
+        """The edit that adds `constraint` to the `where` clause (`, constraint` at its end), or
+        writes a `where` clause before `target`, on its line, where the kernel has none."""
+        if self.kernel.where.data:
+            span = where_span(self.program)
+            if span is None:
+                return None
+            return Edit(Span(span.line, span.end_col, span.line, span.end_col, span.file), f", {constraint}")
+        target, source = self.program.clause_spans.get("target"), self.program.source
+        if target is None or source is None:
+            return None
+        keyword = source.splitlines()[target.line - 1].rfind("target", 0, target.col - 1)
+        if keyword < 0:
+            return None
+        return Edit(Span(target.line, keyword + 1, target.line, keyword + 1, target.file), f"where {constraint} ")
 
     def replace_in(self, where: Operation | Span | None, old: str, new: str) -> Edit | None:
         """An edit that replaces the one occurrence of `old` in the source text of `where`'s

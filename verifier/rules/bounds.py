@@ -377,10 +377,9 @@ class Bounds:
         value = d.index_value
         while not value.name_hint and isinstance(value.owner, tl.ExpandDimsOp | tl.BroadcastOp):
             value = value.owner.operand
-        name, at, source = value.name_hint, self.ctx.span(guard), self.ctx.program.source
-        if not name or at is None or source is None or at.line != at.end_line:
+        name, text = value.name_hint, self.ctx.text_of(guard)
+        if not name or text is None:
             return None
-        text = source.splitlines()[at.line - 1][at.col - 1 : at.end_col - 1]
         for old in (
             f"{name} <= {d.extent_text}",
             f"{name}[None, :] <= {d.extent_text}",
@@ -428,12 +427,9 @@ class Bounds:
         allow it."""
         if not isinstance(ref.op, tl.LoadOp | tl.StoreOp) or not isinstance(d.index_value.type, TileType):
             return None  # (a scalar index, a row, is out of bounds for every lane: no mask helps)
-        at, source = self.ctx.span(ref.op), self.ctx.program.source
-        if at is None or source is None or at.line != at.end_line:
-            return None
-        text = source.splitlines()[at.line - 1][at.col - 1 : at.end_col - 1]
+        at, text = self.ctx.span(ref.op), self.ctx.text_of(ref.op)
         own = self._own_mask(ref)
-        if not own or not text.endswith(")"):
+        if at is None or text is None or not own or not text.endswith(")"):
             return None
         if ref.mask is None:
             return Edit(Span(at.line, at.end_col - 1, at.line, at.end_col - 1, at.file), f", mask = {own}"), own
@@ -457,13 +453,14 @@ class Bounds:
                 continue
             owner = idx.owner
             span = self.ctx.span(owner) if isinstance(owner, Operation) else None
-            access, source = self.ctx.span(ref.op), self.ctx.program.source
+            access = self.ctx.span(ref.op)
             if span is not None and access is not None and span.line != access.line and idx.name_hint:
                 parts.append(f"{idx.name_hint} < {extent}")  # named on a line of its own
                 continue
-            if span is None or source is None or span.line != span.end_line:
+            text = self.ctx.text_of(span)
+            if text is None:
                 return ""
-            parts.append(f"{source.splitlines()[span.line - 1][span.col - 1 : span.end_col - 1]} < {extent}")
+            parts.append(f"{text} < {extent}")
         if not parts:
             return ""
         return " & ".join(f"({p})" for p in parts) if len(parts) > 1 else parts[0]
@@ -529,21 +526,13 @@ class Bounds:
         bump = self.sym.value(owner.rhs).expr
         if not (z3.is_int_value(bump) and self.sym.holds(self.sym.value(loop.step).expr == bump)):
             return None
-        span, source = self.ctx.span(owner), self.ctx.program.source
-        if span is None or source is None or span.line != span.end_line:
+        span, text = self.ctx.span(owner), self.ctx.text_of(owner)
+        if span is None or text is None:
             return None
-        text = source.splitlines()[span.line - 1][span.col - 1 : span.end_col - 1]
         suffix = re.search(r"\s*\+\s*" + str(bump.as_long()) + r"$", text)
         if suffix is None:
             return None
         return Edit(Span(span.line, span.col + suffix.start(), span.line, span.end_col, span.file), "")
-
-    def _add_to_where(self, constraint: str) -> Edit | None:
-        """`, constraint` at the end of the `where` clause's line."""
-        span = where_span(self.ctx.program)
-        if span is None or not self.ctx.kernel.where.data:
-            return None
-        return Edit(Span(span.line, span.end_col, span.line, span.end_col, span.file), f", {constraint}")
 
     def _where_cause(self, ref: MemRef, d: Dim, assume: list) -> Cause | None:
         """An unmasked block of C elements along a dimension of extent X, in bounds exactly when
@@ -577,7 +566,7 @@ class Bounds:
             f"add `{constraint}` to the `where` clause (or mask the access)",
             shown,
             f"the `where` clause that lacks `{constraint}`",
-            (self._add_to_where(constraint),),
+            (self.ctx.state_in_where(constraint),),
         )
 
     def _rank_cause(self, ref: MemRef, d: Dim, assume: list) -> Cause | None:

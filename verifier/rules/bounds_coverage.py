@@ -123,10 +123,8 @@ def _short(ctx: Context, const: int, terms: list, extent: z3.ArithRef) -> tuple[
 
 
 def _text(ctx: Context, op: Operation) -> str:
-    span, source = ctx.span(op), ctx.program.source
-    if span is None or source is None or span.line != span.end_line:
-        return "the mask"
-    return f"`{source.splitlines()[span.line - 1][span.col - 1 : span.end_col - 1]}`"
+    text = ctx.text_of(op)
+    return "the mask" if text is None else f"`{text}`"
 
 
 _ROWS = """\
@@ -196,7 +194,7 @@ def check_coverage(ctx: Context) -> Iterator[Diagnostic]:
             hint = (
                 f"state that the dimension fits the tile: `where {s.extent_text} <= {s.lane_extent}` (or loop over it)"
             )
-            edit = _state_in_where(ctx, f"{s.extent_text} <= {s.lane_extent}")
+            edit = ctx.state_in_where(f"{s.extent_text} <= {s.lane_extent}")
         else:
             continue
         if at is None:
@@ -221,28 +219,11 @@ def check_coverage(ctx: Context) -> Iterator[Diagnostic]:
 def _rounded_up(ctx: Context, loop: Operation) -> Edit | None:
     """A loop bound written `X / Y` made `(X + Y - 1) / Y`."""
     owner = cast(st.ForOp, loop).upper.owner
-    span, source = (ctx.span(owner), ctx.program.source) if isinstance(owner, tl.BinaryOp) else (None, None)
-    if span is None or source is None or span.line != span.end_line:
+    span, text = (ctx.span(owner), ctx.text_of(owner)) if isinstance(owner, tl.BinaryOp) else (None, None)
+    if span is None or text is None:
         return None
-    text = source.splitlines()[span.line - 1][span.col - 1 : span.end_col - 1]
     parts = re.fullmatch(r"\s*(\w+)\s*/\s*(\w+)\s*", text)
     if parts is None:
         return None
     x, y = parts.groups()
     return Edit(span, f"({x} + {y} - 1) / {y}")
-
-
-def _state_in_where(ctx: Context, constraint: str) -> Edit | None:
-    """`constraint` added to the `where` clause, or a `where` clause before `target` (on its line)."""
-    if ctx.kernel.where.data:
-        span = where_span(ctx.program)
-        if span is None:
-            return None
-        return Edit(Span(span.line, span.end_col, span.line, span.end_col, span.file), f", {constraint}")
-    target, source = ctx.program.clause_spans.get("target"), ctx.program.source
-    if target is None or source is None:
-        return None
-    keyword = source.splitlines()[target.line - 1].rfind("target", 0, target.col - 1)
-    if keyword < 0:
-        return None
-    return Edit(Span(target.line, keyword + 1, target.line, keyword + 1, target.file), f"where {constraint} ")

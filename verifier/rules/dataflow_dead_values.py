@@ -171,10 +171,9 @@ def _same_shape(a: SSAValue, b: SSAValue) -> bool:
 
 def _renamed(ctx: Context, op: Operation, old: str, new: str) -> Edit | None:
     """`old` made `new` in the op's text, where it is written there once as a name."""
-    span, source = ctx.span(op), ctx.program.source
-    if span is None or source is None or span.line != span.end_line:
+    span, text = ctx.span(op), ctx.text_of(op)
+    if span is None or text is None:
         return None
-    text = source.splitlines()[span.line - 1][span.col - 1 : span.end_col - 1]
     found = list(re.finditer(rf"(?<![\w.]){re.escape(old)}(?!\w)", text))
     if len(found) != 1:
         return None

@@ -66,15 +66,9 @@ def insert_after(op: Operation, new: str) -> Edit | None:
 
 
 def op_text(ctx: Context, op: Operation) -> str | None:
-    """The source text of a one-line op, from its span."""
+    """The source text of a one-line op, from its own span (not an enclosing op's)."""
     span = span_of(op)
-    source = ctx.program.source
-    if span is None or source is None or span.line != span.end_line:
-        return None
-    lines = source.split("\n")
-    if not 1 <= span.line <= len(lines):
-        return None
-    return lines[span.line - 1][span.col - 1 : span.end_col - 1]
+    return None if span is None else ctx.text_of(span)
 
 
 def fixes(ctx: Context, edits: list[Edit | None]) -> Edit | None:
