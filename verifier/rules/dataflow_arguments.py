@@ -28,7 +28,7 @@ import z3
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from kir import symexpr as sx
-from kir.diagnostics import Diagnostic, Span
+from kir.diagnostics import Diagnostic, Edit, Span
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.types import GlobalType, dtype_of, shape_of
@@ -359,6 +359,7 @@ def _report_hole(
     index = ", ".join(str(element) if i == d else ":" for i in range(rank))
     counterexample = {**shape_values, "element": [element if i == d else ":" for i in range(rank)]}
     related: list = []
+    edit: Edit | None = None
     top = terms[-1][2] if terms else None
     grid_span = ctx.program.clause_spans.get("grid")
     at: Operation | Span = info.op
@@ -392,9 +393,15 @@ def _report_hole(
                 f"the grid launches too few programs along axis {axis} "
                 f"(grid({ctx.kernel.grid.data[axis].data}) for {extent} elements): {reason}"
             )
+            divides = f"{extent} % {terms[-1][0]} == 0"
+            try:  # the constraint fixes it only where the shapes that show the gap break it
+                broken = extent.evaluate(shape_values) % int(terms[-1][0]) != 0
+            except (KeyError, ValueError, TypeError, ZeroDivisionError):
+                broken = False
+            edit = ctx.state_in_where(divides) if broken else None
             hint = (
-                f"launch cdiv({extent}, {terms[-1][0]}) programs along axis {axis} with a mask on the store, "
-                f"or state the constraint the grid relies on in `where` (e.g. `{extent} % {terms[-1][0]} == 0`)"
+                f"state the constraint the grid relies on: `where {divides}`, or launch cdiv({extent}, "
+                f"{terms[-1][0]}) programs along axis {axis} with a mask on the store"
             )
         elif kind == "loop":
             assert top is not None  # its kind is "loop"
@@ -404,7 +411,8 @@ def _report_hole(
         else:
             hint = "cover the whole extent: more lanes or programs, or a constraint in `where`"
     message = f"`{name}[{dims}]` is not written everywhere when {where}: element [{index}] is never written; {reason}"
-    out = [ctx.report(at, message, hint=hint, related=related, counterexample=counterexample)]
+    edits = [edit] if edit is not None else []
+    out = [ctx.report(at, message, hint=hint, related=related, counterexample=counterexample, edits=edits)]
     if at is not info.op:
         # The launch (or the loop) is to blame; the write that falls short is where a reader of
         # the body looks first, so it says so too.
@@ -415,6 +423,7 @@ def _report_hole(
                 hint=hint,
                 related=[(at, "the grid" if isinstance(at, Span) else "the loop")],
                 counterexample=counterexample,
+                edits=edits,
             )
         )
     return out
