@@ -500,6 +500,19 @@ def signal_barrier(ctx: Context) -> Iterator[Diagnostic]:
         )
 
 
+def _retire(
+    ctx: Context, last_wait: ex.WgmmaWaitOp | None, newer: int, op: Operation
+) -> tuple[Operation, str | None, list[fx.Edit | None]]:
+    """Where to retire a wgmma still in flight at `op`, with `newer` wgmmas issued after it: the
+    last wgmma.wait before `op` (its count as written, and the depths that retire it, deepest
+    first), or, with none, a `wgmma.wait(0)` written before `op`."""
+    if last_wait is None:
+        return op, None, [fx.insert_before(op, "wgmma.wait(0)")]
+    n_text = _call_args(ctx, last_wait) or str(_pending(ctx, last_wait))
+    edits = [fx.replace_in(last_wait, f"wgmma.wait({n_text})", f"wgmma.wait({m})") for m in range(newer, -1, -1)]
+    return last_wait, n_text, edits
+
+
 def _hoisted(ctx: Context, op: Operation) -> Operation:
     """The outermost loop around `op` inside its role (`op` itself outside loops)."""
     info = ctx.info_of[op]
@@ -744,17 +757,12 @@ def arrive_before_retire(ctx: Context) -> Iterator[Diagnostic]:
             if not arrive_stage_matches(ctx, arrive, [a.stage for a in reads]):
                 continue
             newer = len(in_flight) - 1 - in_flight.index(wg)  # wgmmas issued after this one
-            if last_wait is not None:
-                n_text = _call_args(ctx, last_wait) or str(_pending(ctx, last_wait))
-                blame: Operation = last_wait
-                edits = [
-                    fx.replace_in(last_wait, f"wgmma.wait({n_text})", f"wgmma.wait({m})") for m in range(newer, -1, -1)
-                ]
-                what = f"wgmma.wait({n_text}) leaves the wgmma reading the stage in flight, and the arrive"
-            else:
-                blame = arrive
-                edits = [fx.insert_before(arrive, "wgmma.wait(0)")]
-                what = "the arrive"
+            blame, n_text, edits = _retire(ctx, last_wait, newer, arrive)
+            what = (
+                f"wgmma.wait({n_text}) leaves the wgmma reading the stage in flight, and the arrive"
+                if n_text is not None
+                else "the arrive"
+            )
             cex = witness(
                 ctx,
                 {
@@ -845,17 +853,12 @@ def _uses_in_flight(ctx: Context, block: Block) -> Iterator[Diagnostic]:
             i = min(used)
             wg = pending[i][0]
             newer = len(pending) - 1 - i
-            if last_wait is not None:
-                n_text = _call_args(ctx, last_wait) or str(_pending(ctx, last_wait))
-                blame: Operation = last_wait
-                edits = [
-                    fx.replace_in(last_wait, f"wgmma.wait({n_text})", f"wgmma.wait({m})") for m in range(newer, -1, -1)
-                ]
-                what = f"wgmma.wait({n_text}) leaves the wgmma in flight, and its result is used below"
-            else:
-                blame = op
-                edits = [fx.insert_before(op, "wgmma.wait(0)")]
-                what = "the result of a wgmma is used here with no wgmma.wait retiring it"
+            blame, n_text, edits = _retire(ctx, last_wait, newer, op)
+            what = (
+                f"wgmma.wait({n_text}) leaves the wgmma in flight, and its result is used below"
+                if n_text is not None
+                else "the result of a wgmma is used here with no wgmma.wait retiring it"
+            )
             cex = witness(
                 ctx,
                 {
