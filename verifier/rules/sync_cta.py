@@ -40,6 +40,59 @@ from verifier.rules.sync import (
     witness,
 )
 
+# The rules' bad examples; each good example is its bad one with the fix made.
+_UNCOMMITTED = """\
+kernel k<BM = 64, BN = 64>(x: global f32[M, N], y: out global f32[M, N])
+  where M % BM == 0, N % BN == 0
+  target sm_80 grid(M / BM, N / BN) warps(1)
+{
+  buf = smem(f32[BM, BN])
+  m0 = program_id(0) * BM
+  n0 = program_id(1) * BN
+  cp.async(x[m0 : m0 + BM, n0 : n0 + BN], buf[0 : BM])  # <-
+  cp.async.wait(0)
+  store(y[m0 : m0 + BM, n0 : n0 + BN], load(buf[0 : BM]) * 2.0)
+}
+"""
+
+
+_REFILL = """\
+kernel k<BM = 32, BK = 64>(x: global f32[M, K], y: out global f32[M])
+  where M % BM == 0, K % BK == 0
+  target sm_80 grid(M / BM) warps(4)
+{
+  buf = smem(f32[2, BM, BK])
+  m0 = program_id(0) * BM
+  cp.async(x[m0 : m0 + BM, 0 : BK], buf[0])
+  cp.async.commit()
+  acc = zeros(f32[BM])
+  for k in 0 .. K / BK {
+    nxt = (k + 1) * BK
+    cp.async(x[m0 : m0 + BM, nxt : nxt + BK], buf[(k + 1) % 2], mask = k + 1 < K / BK)
+    cp.async.commit()
+    cp.async.wait(1)
+    barrier()
+    acc = acc + sum(load(buf[k % 2]), axis = 1)  # <-
+  }
+  store(y[m0 : m0 + BM], acc)
+}
+"""
+
+
+_UNPUBLISHED = """\
+kernel k<BM = 32, BK = 64>(x: global f32[M, K], y: out global f32[M])
+  where M % BM == 0, K % BK == 0
+  target sm_80 grid(M / BM) warps(4)
+{
+  buf = smem(f32[BM, BK])
+  m0 = program_id(0) * BM
+  cp.async(x[m0 : m0 + BM, 0 : BK], buf[0 : BM])
+  cp.async.commit()
+  cp.async.wait(0)  # <-
+  store(y[m0 : m0 + BM], sum(load(buf[0 : BM]), axis = 1))
+}
+"""
+
 
 @rule(
     "sync.cp-async-group",
@@ -52,33 +105,11 @@ from verifier.rules.sync import (
 cp.async fills is safe once the group holding its copy is retired: the copy must be committed
 before the wait, and n must leave pending only the groups committed after it (in a ring of S
 stages with S - 1 tiles in flight, `cp.async.wait(S - 2)`).""",
-    bad="""\
-kernel k<BM = 64, BN = 64>(x: global f32[M, N], y: out global f32[M, N])
-  where M % BM == 0, N % BN == 0
-  target sm_80 grid(M / BM, N / BN) warps(1)
-{
-  buf = smem(f32[BM, BN])
-  m0 = program_id(0) * BM
-  n0 = program_id(1) * BN
-  cp.async(x[m0 : m0 + BM, n0 : n0 + BN], buf[0 : BM])  # <-
-  cp.async.wait(0)
-  store(y[m0 : m0 + BM, n0 : n0 + BN], load(buf[0 : BM]) * 2.0)
-}
-""",
-    good="""\
-kernel k<BM = 64, BN = 64>(x: global f32[M, N], y: out global f32[M, N])
-  where M % BM == 0, N % BN == 0
-  target sm_80 grid(M / BM, N / BN) warps(1)
-{
-  buf = smem(f32[BM, BN])
-  m0 = program_id(0) * BM
-  n0 = program_id(1) * BN
-  cp.async(x[m0 : m0 + BM, n0 : n0 + BN], buf[0 : BM])
-  cp.async.commit()
-  cp.async.wait(0)
-  store(y[m0 : m0 + BM, n0 : n0 + BN], load(buf[0 : BM]) * 2.0)
-}
-""",
+    bad=_UNCOMMITTED,
+    good=_UNCOMMITTED.replace(
+        "  cp.async(x[m0 : m0 + BM, n0 : n0 + BN], buf[0 : BM])  # <-\n",
+        "  cp.async(x[m0 : m0 + BM, n0 : n0 + BN], buf[0 : BM])\n  cp.async.commit()\n",
+    ),
 )
 @_mechanical
 def cp_async_group(ctx: Context) -> Iterator[Diagnostic]:
@@ -212,49 +243,11 @@ buffer and writes it again (a cp.async refill of a double buffer, a store of the
 fast warp's write of the next trip can land while a slow warp still reads the current one. A
 `barrier()` between the read and the next write of the same stage (at the end of the loop body)
 orders them: every warp has finished reading before any warp writes.""",
-    bad="""\
-kernel k<BM = 32, BK = 64>(x: global f32[M, K], y: out global f32[M])
-  where M % BM == 0, K % BK == 0
-  target sm_80 grid(M / BM) warps(4)
-{
-  buf = smem(f32[2, BM, BK])
-  m0 = program_id(0) * BM
-  cp.async(x[m0 : m0 + BM, 0 : BK], buf[0])
-  cp.async.commit()
-  acc = zeros(f32[BM])
-  for k in 0 .. K / BK {
-    nxt = (k + 1) * BK
-    cp.async(x[m0 : m0 + BM, nxt : nxt + BK], buf[(k + 1) % 2], mask = k + 1 < K / BK)
-    cp.async.commit()
-    cp.async.wait(1)
-    barrier()
-    acc = acc + sum(load(buf[k % 2]), axis = 1)  # <-
-  }
-  store(y[m0 : m0 + BM], acc)
-}
-""",
-    good="""\
-kernel k<BM = 32, BK = 64>(x: global f32[M, K], y: out global f32[M])
-  where M % BM == 0, K % BK == 0
-  target sm_80 grid(M / BM) warps(4)
-{
-  buf = smem(f32[2, BM, BK])
-  m0 = program_id(0) * BM
-  cp.async(x[m0 : m0 + BM, 0 : BK], buf[0])
-  cp.async.commit()
-  acc = zeros(f32[BM])
-  for k in 0 .. K / BK {
-    nxt = (k + 1) * BK
-    cp.async(x[m0 : m0 + BM, nxt : nxt + BK], buf[(k + 1) % 2], mask = k + 1 < K / BK)
-    cp.async.commit()
-    cp.async.wait(1)
-    barrier()
-    acc = acc + sum(load(buf[k % 2]), axis = 1)
-    barrier()
-  }
-  store(y[m0 : m0 + BM], acc)
-}
-""",
+    bad=_REFILL,
+    good=_REFILL.replace(
+        "    acc = acc + sum(load(buf[k % 2]), axis = 1)  # <-\n",
+        "    acc = acc + sum(load(buf[k % 2]), axis = 1)\n    barrier()\n",
+    ),
 )
 @_mechanical
 def refill_without_barrier(ctx: Context) -> Iterator[Diagnostic]:
@@ -321,33 +314,8 @@ def refill_without_barrier(ctx: Context) -> Iterator[Diagnostic]:
 issues its own share of a copy, and the elements a thread reads were in general copied by
 another warp. Those are visible only after a `barrier()` that follows every warp's wait: wait,
 then barrier(), then read.""",
-    bad="""\
-kernel k<BM = 32, BK = 64>(x: global f32[M, K], y: out global f32[M])
-  where M % BM == 0, K % BK == 0
-  target sm_80 grid(M / BM) warps(4)
-{
-  buf = smem(f32[BM, BK])
-  m0 = program_id(0) * BM
-  cp.async(x[m0 : m0 + BM, 0 : BK], buf[0 : BM])
-  cp.async.commit()
-  cp.async.wait(0)  # <-
-  store(y[m0 : m0 + BM], sum(load(buf[0 : BM]), axis = 1))
-}
-""",
-    good="""\
-kernel k<BM = 32, BK = 64>(x: global f32[M, K], y: out global f32[M])
-  where M % BM == 0, K % BK == 0
-  target sm_80 grid(M / BM) warps(4)
-{
-  buf = smem(f32[BM, BK])
-  m0 = program_id(0) * BM
-  cp.async(x[m0 : m0 + BM, 0 : BK], buf[0 : BM])
-  cp.async.commit()
-  cp.async.wait(0)
-  barrier()
-  store(y[m0 : m0 + BM], sum(load(buf[0 : BM]), axis = 1))
-}
-""",
+    bad=_UNPUBLISHED,
+    good=_UNPUBLISHED.replace("  cp.async.wait(0)  # <-\n", "  cp.async.wait(0)\n  barrier()\n"),
 )
 @_mechanical
 def copy_visibility(ctx: Context) -> Iterator[Diagnostic]:
