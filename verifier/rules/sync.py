@@ -215,16 +215,15 @@ def _checked_text(ctx: Context, edit: fx.Edit) -> str:
 
 
 def _mechanical(fn: Callable[[Context], Iterator[Diagnostic]]) -> Callable[[Context], Iterator[Diagnostic]]:
-    """A rule whose checked hint that replaces text in a line also comes as `Diagnostic.edits`
-    (one that inserts a line stays a hint: an edit keeps the lines where they are)."""
+    """A rule whose checked hint also comes as `Diagnostic.edits`: a replacement within a line,
+    or a statement inserted as a line of its own."""
 
     @functools.wraps(fn)
     def check(ctx: Context) -> Iterator[Diagnostic]:
         for d in fn(ctx):
             edit = ctx.__dict__.get("_sync_checked_edits", {}).get(d.hint) if d.hint else None
-            if edit is not None and edit.mode == "replace" and not d.edits:
-                whole_line = Span(edit.line, 1, edit.line, 1 << 20, ctx.file)
-                made = ctx.replace_in(whole_line, edit.old, edit.new)
+            if edit is not None and not d.edits and ctx.program.source is not None:
+                made = edit.as_source_edit(ctx.program.source, ctx.file)
                 if made is not None:
                     d = dataclasses.replace(d, edits=(made,))
             yield d

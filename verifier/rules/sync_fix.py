@@ -2,9 +2,10 @@
 
 A synchronization rule blames the statement whose change fixes the program, and its hint is that
 change. A hint is given only when it holds: the edit is applied to the program's text and the
-edited program is checked again by every synchronization rule (the model check included); the
-hint is kept only when none of them reports an error. A rule that cannot write its fix as an
-edit gives no hint.
+edited program is checked again by every synchronization rule (the model check included) and
+every target rule (the fix must be one the target has); the hint is kept only when none of them
+reports an error. A rule that cannot write its fix as an edit gives no hint. The edit goes with
+the diagnostic as `Diagnostic.edits` (`verifier.rules.sync._mechanical`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation
 
-from kir.diagnostics import Diagnostic
+from kir.diagnostics import Diagnostic, Span
+from kir.diagnostics import Edit as SourceEdit
 from kir.program import span_of
 from verifier.context import Context
 
@@ -48,6 +50,24 @@ class Edit:
             at = self.line - 1 if self.mode == "before" else self.line
             lines.insert(at, indent + self.new)
         return "\n".join(lines)
+
+    def as_source_edit(self, source: str, file: str) -> SourceEdit | None:
+        """The same change as a `kir.diagnostics.Edit` (what `Diagnostic.edits` carries): a
+        replacement within the line, or a whole line inserted at the start of the next one."""
+        lines = source.split("\n")
+        if not 1 <= self.line <= len(lines):
+            return None
+        text = lines[self.line - 1]
+        if self.mode == "replace":
+            col = text.find(self.old) + 1
+            return None if col == 0 else SourceEdit(Span(self.line, col, self.line, col + len(self.old), file), self.new)
+        indent = text[: len(text) - len(text.lstrip())]
+        if self.mode == "before":
+            return SourceEdit(Span(self.line, 1, self.line, 1, file), f"{indent}{self.new}\n")
+        if self.line < len(lines):
+            return SourceEdit(Span(self.line + 1, 1, self.line + 1, 1, file), f"{indent}{self.new}\n")
+        end = len(text) + 1  # the last line, with no newline after it
+        return SourceEdit(Span(self.line, end, self.line, end, file), f"\n{indent}{self.new}")
 
 
 def replace_in(op: Operation, old: str, new: str) -> Edit | None:
@@ -109,7 +129,7 @@ def _sync_errors(text: str, ctx: Context, overrides: dict[str, int]) -> list[Dia
         program = parse(text, file=ctx.file)
     except KirError as err:
         return err.diagnostics
-    sync_rules = {r for r, rule in RULES.items() if rule.family == "sync"}
+    sync_rules = {r for r, rule in RULES.items() if rule.family in ("sync", "target")}  # a fix the target has
     token = _CHECKING.set(True)
     try:
         return verify(program, ctx.target, overrides, rules=sync_rules)
