@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kir.diagnostics import Diagnostic, Edit, apply_edits
+from kir.diagnostics import Diagnostic, Edit, apply_edits, moved_line
 from tests.verifier.harness import describe, diagnose
 from verifier import RULES, load_rules
 
@@ -42,13 +42,7 @@ def _place(d: Diagnostic) -> tuple[str, int]:
 
 
 def _moved(place: tuple[str, int], edits: tuple[Edit, ...]) -> tuple[str, int]:
-    """Where a line of the program stands after the edits: lines inserted above it push it down."""
-    rule, line = place
-    for e in edits:
-        above = e.span.end_line < line or (e.span.line == line and e.span.col == 1 and e.span.end_line == line)
-        if above:
-            line += e.text.count("\n") - (e.span.end_line - e.span.line)
-    return rule, line
+    return place[0], moved_line(place[1], edits)
 
 
 def test_there_are_hints_to_apply():
@@ -66,7 +60,9 @@ def test_an_applied_hint_removes_its_error(name, text, diag):
     after = diagnose(fixed, name)
     moved = _moved(_place(diag), diag.edits)
     assert moved not in {_place(d) for d in after}, f"still there after {diag.edits}: {describe(after)}"
-    new_errors = {_place(d) for d in after if d.is_error} - {_moved(_place(d), diag.edits) for d in before if d.is_error}
+    new_errors = {_place(d) for d in after if d.is_error} - {
+        _moved(_place(d), diag.edits) for d in before if d.is_error
+    }
     assert not new_errors, f"new errors after {diag.edits}: {describe(after)}"
 
 
