@@ -56,19 +56,24 @@ def first_fix(
 
 def _diagnosed(text: str, ctx: Context) -> list[tuple[Place, bool]] | None:
     """Each diagnostic's place and whether it is an error, for the program `text` checked as
-    `ctx`'s was (target, parameters); None where it does not parse."""
+    `ctx`'s was (a target given from outside, parameters); None where it does not parse."""
     overrides = {k: v for k, v in ctx.params.items() if ctx.kernel.params.get(k) != v}
-    key = hashlib.sha256("\0".join([text, ctx.file, ctx.target, repr(sorted(overrides.items()))]).encode()).hexdigest()
+    # A target given from outside holds for the edited text too; otherwise the text's own `target`
+    # clause decides, so that an edit of the clause is a candidate like any other.
+    target = ctx.target if ctx.target != ctx.kernel.target.data else None
+    key = hashlib.sha256(
+        "\0".join([text, ctx.file, target or "", repr(sorted(overrides.items()))]).encode()
+    ).hexdigest()
     if key not in _FOUND:
         if len(_FOUND) > 4096:
             _FOUND.clear()
-        _FOUND[key] = _check(text, ctx, overrides)
+        _FOUND[key] = _check(text, ctx.file, target, overrides)
     return _FOUND[key]
 
 
-def _check(text: str, ctx: Context, overrides: dict[str, int]) -> list[tuple[Place, bool]] | None:
+def _check(text: str, file: str, target: str | None, overrides: dict[str, int]) -> list[tuple[Place, bool]] | None:
     try:
-        program = parse(text, file=ctx.file)
+        program = parse(text, file=file)
     except KirError:
         return None
     if program.is_multi:
@@ -77,7 +82,7 @@ def _check(text: str, ctx: Context, overrides: dict[str, int]) -> list[tuple[Pla
     try:
         diags: list[Diagnostic] = verify_ops(program)
         if not any(d.is_error for d in diags):
-            diags += verify(program, ctx.target, overrides)
+            diags += verify(program, target, overrides)
     except KirError as err:
         diags = err.diagnostics
     finally:
