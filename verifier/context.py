@@ -3,6 +3,7 @@ role, its enclosing loops), spans, static sizes, and a symbolic evaluator for pr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -132,6 +133,43 @@ class Context:
             return None
         col = span.col + text.index(old)
         return Edit(Span(span.line, col, span.line, col + len(old), span.file), new)
+
+    def operand_span(self, user: Operation, value: SSAValue) -> Span | None:
+        """Where `value` is written inside `user`'s text: the span of the expression that
+        computes it, or its name where the name occurs there once; None otherwise."""
+        outer = self.span(user)
+        if outer is None or outer.line != outer.end_line:
+            return None
+        owner = value.owner
+        inner = span_of(owner) if isinstance(owner, Operation) else None
+        if inner is not None and inner != outer and inner.line == outer.line:
+            if outer.col <= inner.col and inner.end_col <= outer.end_col:
+                return inner
+        text = self.text_of(outer)
+        name = value.name_hint
+        if text is None or not name:
+            return None
+        found = [m.start() for m in re.finditer(rf"(?<![\w.]){re.escape(name)}(?!\w)", text)]
+        if len(found) != 1:
+            return None
+        col = outer.col + found[0]
+        return Span(outer.line, col, outer.line, col + len(name), outer.file)
+
+    def drop_line(self, where: Operation | Span | None) -> Edit | None:
+        """The edit that removes the line of `where`'s statement, where that line holds nothing
+        else (a comment after it goes too)."""
+        span = self.span(where)
+        lines = (self.program.source or "").splitlines()
+        if span is None or span.line != span.end_line or not 1 <= span.line <= len(lines):
+            return None
+        line = lines[span.line - 1]
+        statement = line[span.col - 1 : span.end_col - 1]
+        rest = line[span.end_col - 1 :].split("#", 1)[0]
+        if line[: span.col - 1].strip() and not re.fullmatch(r"\s*\w+\s*=\s*", line[: span.col - 1]):
+            return None
+        if rest.strip() or not statement:
+            return None
+        return Edit(Span(span.line, 1, span.line + 1, 1, span.file), "")
 
     @property
     def current_rule(self) -> Rule:
