@@ -13,7 +13,11 @@ A rule file (TOML):
     summary = "one line for `kir rules list`"
     explanation = "the why, for `kir rules explain`"
     message = "dot accumulates in {acc_dtype} on {target}"   # {placeholders}, see below
-    hint = "accumulate in f32"
+    hint = "accumulate in f32"              # what [fix] does; only with a [fix]
+
+    [fix]                                   # the hint as an edit of the source (one kind)
+    replace = "dot<f16>"                    # this text in the op's source becomes `by`
+    by = "dot<f32>"
 
     [match]                                 # every condition must hold
     op = "kir.dot"                          # op name(s), "dot" is "kir.dot"
@@ -52,6 +56,13 @@ or `max`; an operand of many values is named by position, `indices0`,
 like `has_op`), `role.{name, regs, units, unit}`, `kernel.{warps, warp_unit, has_op, lacks_op,
 stores_low_precision}` (the kernel stores floats narrower than f32 to global memory: its results
 are rounded to 16 bits or fewer anyway).
+A fix is one of: `replace` and `by` (text within the op's source), `insert_after` or
+`insert_before` (a statement of its own after or before the op's), `drop_offset = "<operand>"`
+(the operand is made as `x + c` or `x - c` with a constant c: it becomes `x`), `bypass =
+"<operand>"` (the op's one user, which reads its result, becomes the operand: a round trip through
+the op undone). A fix is checked where the rule fires (`verifier.fixes.first_fix`): the hint and
+its edits are given only where the edited program no longer has the diagnostic and no new error;
+elsewhere the diagnostic comes without a hint. A rule without `[fix]` has no `hint`.
 Placeholders in `message` and `hint`: `op`, `target`, `role`, `regs`, `loop_depth`, `kernel`,
 each property by name, `<operand>.dtype`, `<operand>.kind`, `result.dtype`.
 
@@ -79,12 +90,13 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation, VarOperandDef
 
 from kir.arrays import LOW_PRECISION
-from kir.diagnostics import SEVERITIES, Diagnostic, KirError, Span
+from kir.diagnostics import SEVERITIES, Diagnostic, Edit, KirError, Span
 from kir.dialect import OPS
 from kir.dialect.types import GlobalType, MBarrierType, ScalarType, SmemType, SymAttr, TileType
 from kir.parser import parse
 from verifier.context import Context
 from verifier.engine import load_rules
+from verifier.fixes import first_fix
 from verifier.registry import BAD_MARKER, CHECKS, RULES, Rule, register_data_rule
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,7 +110,8 @@ _ID = re.compile(r"^learned\.[a-z0-9]+(-[a-z0-9]+)*$")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 
 # The schema: which keys each table may hold (None: a condition).
-_TOP = {"id", "severity", "summary", "explanation", "message", "hint", "match", "examples", "provenance"}
+_TOP = {"id", "severity", "summary", "explanation", "message", "hint", "fix", "match", "examples", "provenance"}
+_FIX = {"replace": "by", "insert_after": None, "insert_before": None, "drop_offset": None, "bypass": None}
 _REQUIRED = ("id", "severity", "summary", "explanation", "message", "match", "examples", "provenance")
 _MATCH = {
     "op", "target", "vendor", "target_has", "target_lacks", "in_role", "in_loop", "loop_depth",
@@ -181,6 +194,7 @@ class LearnedRule:
     provenance: Provenance
     path: Path | None = None
     text: str = field(default="", repr=False, compare=False)
+    fix: tuple[tuple[str, str], ...] = ()  # (kind, value) and for `replace` also ("by", text)
 
     @property
     def name(self) -> str:
@@ -206,7 +220,76 @@ class LearnedRule:
                 facts.kernel_ops = kernel_ops
             if all(c.holds(facts.get(c.subject)) for c in self.conditions):
                 words = facts.words()
-                yield ctx.report(op, fill(self.message, words), fill(self.hint, words))
+                edits = self._edits(ctx, op)
+                hint = fill(self.hint, words) if edits else ""
+                yield ctx.report(op, fill(self.message, words), hint, edits=edits)
+
+    def _edits(self, ctx, op: Operation) -> tuple[Edit, ...]:
+        """The fix as edits, where it can be written for this op and holds (`first_fix`)."""
+        span = ctx.span(op)
+        if not self.fix or span is None:
+            return ()
+        return first_fix(ctx, self.rule.id, span.line, [fix_edit(ctx, op, dict(self.fix))])
+
+
+def fix_edit(ctx, op: Operation, fix: dict[str, str]) -> Edit | None:
+    """One `[fix]` table as an edit of the program's text at `op` (None where it does not apply)."""
+    if "replace" in fix:
+        return ctx.replace_in(op, fix["replace"], fix["by"])
+    span = ctx.span(op)
+    source = (ctx.program.source or "").splitlines()
+    if span is None or not 1 <= span.line <= len(source):
+        return None
+    if "insert_before" in fix or "insert_after" in fix:
+        line = span.line if "insert_before" in fix else span.end_line + 1
+        first = source[span.line - 1]
+        indent = first[: len(first) - len(first.lstrip())]
+        statement = fix.get("insert_before") or fix["insert_after"]
+        if line > len(source):
+            end = len(source[-1]) + 1
+            return Edit(Span(len(source), end, len(source), end, span.file), f"\n{indent}{statement}")
+        return Edit(Span(line, 1, line, 1, span.file), f"{indent}{statement}\n")
+    if "drop_offset" in fix:
+        made = _operand(op, fix["drop_offset"])
+        if made is None or _offset(made) == 0 or not isinstance(binary := made.owner, Operation):
+            return None
+        lhs, rhs = binary.operands
+        kept = lhs if getattr(rhs.owner, "name", "") == "kir.const" else rhs  # `x + c`, else `c + x`
+        text = _written(ctx, kept, binary)
+        return None if text is None else _replace_whole(ctx, binary, text)
+    if "bypass" in fix:
+        value = _operand(op, fix["bypass"])
+        users = {use.operation for use in op.results[0].uses} if op.results else set()
+        if value is None or len(users) != 1:
+            return None
+        text = _written(ctx, value, op)
+        return None if text is None else _replace_whole(ctx, users.pop(), text)
+    return None
+
+
+def _written(ctx, value: SSAValue | None, within: Operation) -> str | None:
+    """How `value` is written inside `within`'s text: its own expression where that lies inside
+    (`cast<i32>(x)` in `cast<i32>(x) + 1`), else its name."""
+    if value is None:
+        return None
+    owner, outer = value.owner, ctx.span(within)
+    inner = ctx.span(owner) if isinstance(owner, Operation) else None
+    if (
+        inner is not None
+        and outer is not None
+        and outer.line == inner.line
+        and outer.col <= inner.col
+        and inner.end_col <= outer.end_col
+    ):
+        return ctx.text_of(owner)
+    return value.name_hint
+
+
+def _replace_whole(ctx, op: Operation, text: str) -> Edit | None:
+    span = ctx.span(op)
+    if span is None or span.line != span.end_line:
+        return None
+    return Edit(span, text)
 
 
 class _Facts:
@@ -557,6 +640,7 @@ def parse_rule(text: str, file: str = "<rule>") -> tuple[LearnedRule | None, lis
     for key in ("summary", "explanation", "message", "hint"):
         if key in data and (not isinstance(data[key], str) or (key != "hint" and not data[key].strip())):
             problems.add((key,), f"'{key}' must be a non-empty string")
+    fix = _read_fix(data, problems)
     ops, conditions = _read_match(data.get("match"), problems)
     examples = data.get("examples")
     bad = good = ""
@@ -617,9 +701,38 @@ def parse_rule(text: str, file: str = "<rule>") -> tuple[LearnedRule | None, lis
             )
         ]
     return (
-        LearnedRule(rule, data["message"], data.get("hint", ""), ops, conditions, provenance, None, text),
+        LearnedRule(rule, data["message"], data.get("hint", ""), ops, conditions, provenance, None, text, fix),
         [],
     )
+
+
+def _read_fix(data: dict, problems: _Problems) -> tuple[tuple[str, str], ...]:
+    """The `[fix]` table: one kind of fix (and `by` with `replace`); a hint only with a fix."""
+    fix = data.get("fix")
+    if fix is None:
+        if data.get("hint", "").strip():
+            problems.add(
+                ("hint",),
+                "a hint is the description of the rule's [fix], and this rule has none",
+                "add a [fix] table, or say the way out in `message` or `explanation`",
+            )
+        return ()
+    if not isinstance(fix, dict):
+        problems.add(("fix",), "fix must be a table")
+        return ()
+    kinds = [k for k in fix if k in _FIX]
+    for key, value in fix.items():
+        if key not in _FIX and key != "by":
+            problems.add(("fix", key), f"unknown key 'fix.{key}'", f"a fix is one of: {', '.join(_FIX)}")
+        elif not isinstance(value, str) or not value.strip():
+            problems.add(("fix", key), f"fix.{key} must be a non-empty string")
+    if len(kinds) != 1:
+        problems.add(("fix",), f"a fix is exactly one of: {', '.join(_FIX)}")
+    elif (_FIX[kinds[0]] is not None) != ("by" in fix):
+        problems.add(("fix",), "`by` goes with `replace`, and only with it")
+    if not data.get("hint", "").strip():
+        problems.add(("fix",), "a fix needs a `hint` that says what it does")
+    return tuple(sorted((k, v) for k, v in fix.items() if isinstance(v, str)))
 
 
 def _dedent(text: str) -> str:
@@ -798,7 +911,7 @@ def read_rule_file(path: Path) -> tuple[LearnedRule | None, list[Diagnostic]]:
         return None, [Diagnostic("io.read", "error", None, f"cannot read {path}: {err}")]
     lr, problems = parse_rule(text, str(path))
     if lr is not None:
-        lr = LearnedRule(lr.rule, lr.message, lr.hint, lr.ops, lr.conditions, lr.provenance, path, text)
+        lr = LearnedRule(lr.rule, lr.message, lr.hint, lr.ops, lr.conditions, lr.provenance, path, text, lr.fix)
     return lr, problems
 
 

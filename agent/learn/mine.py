@@ -82,15 +82,31 @@ MUTATED_OPS = {
 MADE_BY_MUTATION = {"narrow": "kir.cast"}
 REFINE_DEPTH = 2  # facts a refused group may be narrowed by (`refine`)
 REFINE_WIDTH = 8  # the largest parts of a group narrowed again, at the second fact
-# what to do about each kind of failure, for the rule's hint
-HINTS = {
-    "shift-index": "check the index against the extent it is masked for: an index one past its mask reads or writes the neighbour",
-    "mask-off-by-one": "a bound check is `i < N`: `<=` lets lane N through",
-    "loop-bound": "check the loop's trip count against the data it walks: one trip too many reads past the end",
+# what undoes each kind of failure: the rule's [fix] (verifier/learned.py) and the hint that says
+# what it does; `drop_offset` names the operand whose constant offset the pattern holds (None: the
+# one it finds). A kind with no fix that can be written as an edit gives its advice in the message.
+FIXES: dict[str, tuple[str, dict[str, str | None]]] = {
+    "shift-index": (
+        "take the constant offset off the index: an index one past the extent its mask checks reads or writes the neighbour",
+        {"drop_offset": None},
+    ),
+    "loop-bound": (
+        "end the loop one trip earlier: take the constant off its bound, one trip too many reads past the end",
+        {"drop_offset": "upper"},
+    ),
+    "mask-off-by-one": (
+        "compare with `<`: a bound check is `i < N`, and `<=` lets lane N through",
+        {"replace": "<=", "by": "<"},
+    ),
+    "narrow": (
+        "keep the value in f32: drop the round trip through bf16, which drops its low bits",
+        {"bypass": "operand"},
+    ),
+}
+ADVICE = {
     "drop-sync": "every asynchronous producer needs its wait (or barrier) before its consumer reads",
     "flip-parity": "a wait's parity is the phase it waits for: (trip / stages) % 2 for a ring of stages",
     "arrive-count": "an mbarrier's count is the arrivals one phase needs: as many as arrive each phase",
-    "narrow": "keep the value in f32: rounding it to bf16 and widening it back drops its low bits (accumulate in f32, round once when it is stored)",
 }
 # What a rule is generalized over: the facts of what surrounds the failing op (which ops the
 # kernel has, the target, the loops and role), dropped in this order where the known-correct
@@ -464,6 +480,25 @@ def _mark(text: str, line: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _message(g, stage: str, failure_rule: str, kind: str | None) -> str:
+    said = f"{{op}} here matches {g.programs} programs that failed at {stage} ({failure_rule}) after the verifier passed them"
+    advice = ADVICE.get(kind or "")
+    return f"{said}: {advice}" if advice else said
+
+
+def _fix_lines(kind: str | None, facts) -> list[str]:
+    """The rule's hint and [fix] table for a kind of failure (none for a kind without a fix)."""
+    if kind not in FIXES:
+        return []
+    hint, fix = FIXES[kind]
+    if "drop_offset" in fix and fix["drop_offset"] is None:
+        shifted = sorted(s[1] for s, v in facts if s[0] == "operands" and s[-1] == "offset" and v)
+        if not shifted:
+            return []
+        fix = {"drop_offset": shifted[0]}
+    return [f"hint = {json.dumps(hint)}", "", "[fix]", *(f"{k} = {json.dumps(v)}" for k, v in fix.items())]
+
+
 def rule_file(p: Proposed, dbs: list[str], prefix: str = "") -> None:
     """Fill in `p.name`, `p.text` (the TOML) and `p.failure_files` for a kept rule; the
     provenance names the failure files with `prefix` (their folder's path from the repository
@@ -492,8 +527,8 @@ def rule_file(p: Proposed, dbs: list[str], prefix: str = "") -> None:
         f"verifier and then failed at {stage} ({failure_rule}); the first: {bad.message[:200]}",
         "The pattern is the facts one failing op of each program shares and no known-correct program has.",
         "'''",
-        f"message = {json.dumps(f'{{op}} here matches {g.programs} programs that failed at {stage} ({failure_rule}) after the verifier passed them')}",
-        f"hint = {json.dumps(HINTS.get(kind, 'compare with the correct programs this pattern was told apart from'))}",
+        f"message = {json.dumps(_message(g, stage, failure_rule, kind))}",
+        *_fix_lines(kind, p.facts),
         "",
         "[match]",
     ]

@@ -44,7 +44,6 @@ def rule_text(
             summary = "a test rule"
             explanation = "why it exists"
             message = "found {{op}}"
-            hint = "fix it"
             {extra}
             [match]
             {{match}}
@@ -268,7 +267,11 @@ def test_toml_syntax_error_has_its_line():
         (("support = 1", "support = -1"), "support =", "count"),
         (('failures = ["run 17"]', "failures = []"), "failures =", "failures"),
         (("x  # <-", "x"), "bad =", "# <-"),
-        (('hint = "fix it"', 'hint = "fix it"\ncolour = "red"'), "colour", "unknown key"),
+        (('message = "found {op}"', 'message = "found {op}"\ncolour = "red"'), "colour", "unknown key"),
+        (('message = "found {op}"', 'message = "found {op}"\nhint = "fix it"'), "hint =", "has none"),
+        (('message = "found {op}"', 'message = "found {op}"\nhint = "h"\n[fix]\nby = "x"'), "[fix]", "exactly one"),
+        (('message = "found {op}"', 'message = "found {op}"\nhint = "h"\n[fix]\nreplace = "x"'), "[fix]", "goes with"),
+        (('message = "found {op}"', 'message = "found {op}"\n[fix]\nbypass = "x"'), "[fix]", "needs a `hint`"),
     ],
 )
 def test_schema_errors_point_at_their_key(change, needle, words):

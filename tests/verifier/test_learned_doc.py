@@ -28,7 +28,8 @@ def test_the_documented_keys_are_the_schema():
     assert _row("top level") == learned._TOP
     assert _row("`[examples]`") == learned._EXAMPLES
     assert _row("`[provenance]`") == learned._PROVENANCE
-    assert "| all but `hint` |" in DOC and set(learned._REQUIRED) == learned._TOP - {"hint"}
+    assert _row("`[fix]`") == set(learned._FIX) | {"by"}
+    assert "| all but `hint` and `fix` |" in DOC and set(learned._REQUIRED) == learned._TOP - {"hint", "fix"}
 
 
 def test_the_documented_comparators_and_subjects_are_the_matcher_s():
