@@ -2,7 +2,10 @@
 twin NAME.good.kir): bug programs written the way a user would, not from the rules. For each bad
 program: caught at its planted line (`# <-`) by a rule of its folder's family, caught elsewhere or
 by another family, or missed; for a caught bounds or synchronization error, whether it carries a
-counterexample. For each good twin: any error is a false error.
+counterexample. For each good twin: any error is a false error. Hints: how many diagnostics of
+the bad program give one, how many of those are edits (`Diagnostic.edits`), and whether the edits
+of the diagnostic at the planted line, applied, leave a program with no error at all (the hint
+fixes the bug, not only its own report).
 
     python benchmarks/verifier_user_corpus.py [--json OUT] [--write-caught]
 
@@ -21,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kir.diagnostics import apply_edits  # noqa: E402
 from tests.verifier.harness import diagnose, marked  # noqa: E402
 
 CORPUS = ROOT / "tests" / "verifier" / "user_corpus"
@@ -41,6 +45,9 @@ def score_one(bad: Path) -> dict:
     at_line = [d for d in diags if d.span is not None and d.span.line == line and d.severity in ("error", "warning")]
     right = [d for d in at_line if family_of(d.rule) == family]
     anywhere = [d for d in diags if d.severity in ("error", "warning")]
+    hinted = [d for d in diags if d.hint]
+    fix = next((d.edits for d in right if d.edits), ())
+    fixed = bool(fix) and not any(d.is_error for d in diagnose(apply_edits(text, fix), file=bad.name))
     return {
         "file": str(bad.relative_to(CORPUS)),
         "family": family,
@@ -53,6 +60,9 @@ def score_one(bad: Path) -> dict:
         "syntax": [d.rule for d in diags if d.rule.startswith("syntax.")],
         "good": str(good_path.relative_to(CORPUS)) if good_path.exists() else None,
         "false_errors": [f"{d.rule}@{d.span.line if d.span else '?'}" for d in good_diags if d.is_error],
+        "hints": len(hinted),
+        "hints_with_edits": sum(1 for d in hinted if d.edits),
+        "fixed_by_hint": fixed,
     }
 
 
@@ -65,6 +75,7 @@ def score(corpus: Path = CORPUS) -> dict:
         f["caught"] += r["caught"]
         f["with_counterexample"] += r["counterexample"]
         f["false_errors"] += bool(r["false_errors"])
+        f["fixed_by_hint"] += r["fixed_by_hint"]
     caught = [r for r in rows if r["caught"]]
     needs = [r for r in caught if r["family"] in COUNTEREXAMPLE_FAMILIES]
     return {
@@ -75,6 +86,9 @@ def score(corpus: Path = CORPUS) -> dict:
         "bounds_sync_with_counterexample": sum(r["counterexample"] for r in needs),
         "good_twins": sum(1 for r in rows if r["good"]),
         "good_twins_with_false_errors": sum(1 for r in rows if r["false_errors"]),
+        "hints": sum(r["hints"] for r in rows),
+        "hints_with_edits": sum(r["hints_with_edits"] for r in rows),
+        "fixed_by_hint": sum(r["fixed_by_hint"] for r in rows),
         "families": {k: dict(v) for k, v in sorted(by_family.items())},
         "rows": rows,
     }
@@ -82,20 +96,23 @@ def score(corpus: Path = CORPUS) -> dict:
 
 def table(result: dict) -> str:
     lines = [
-        "| family | programs | caught at the line, right family | with counterexample | good twins with a false error |",
-        "| --- | ---: | ---: | ---: | ---: |",
+        "| family | programs | caught at the line, right family | with counterexample | good twins with a false error | fixed by the hint at the line |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, f in result["families"].items():
         cx = str(f["with_counterexample"]) if name in COUNTEREXAMPLE_FAMILIES else "-"
-        lines.append(f"| {name} | {f['programs']} | {f['caught']} | {cx} | {f['false_errors']} |")
+        lines.append(
+            f"| {name} | {f['programs']} | {f['caught']} | {cx} | {f['false_errors']} | {f['fixed_by_hint']} |"
+        )
     share = result["caught_share"]
     lines.append(
         f"| **all** | {result['programs']} | {result['caught']} ({share:.0%}) | "
         f"{result['bounds_sync_with_counterexample']} of {result['bounds_sync_caught']} | "
-        f"{result['good_twins_with_false_errors']} |"
+        f"{result['good_twins_with_false_errors']} | {result['fixed_by_hint']} |"
         if share is not None
-        else "| **all** | 0 | - | - | - |"
+        else "| **all** | 0 | - | - | - | - |"
     )
+    lines += ["", f"Hints: {result['hints']}, of which {result['hints_with_edits']} are edits."]
     misses = [r for r in result["rows"] if not r["caught"]]
     if misses:
         lines += ["", "Missed or caught elsewhere:"]
