@@ -49,6 +49,6 @@ kernel lse<BLOCK = 1024>(x: global f32[M, N], y: out global f32[M])
 def test_a_log_sum_exp_without_the_max_shift_is_flagged_at_the_exp():
     bad = check_program(parse(LSE % "  store(y[row], log(sum(exp(v), axis = 0)))", "l.kir"))
     hits = [d for d in bad if d.rule == "numerics.unshifted-exp"]
-    assert [(d.span.line, d.span.col) for d in hits] == [(9, 25)] and "m + log(sum(exp(x - m)" in hits[0].hint
+    assert [(d.span.line, d.span.col) for d in hits] == [(9, 25)] and "m + log(sum(exp(v - m)" in hits[0].hint
     good = LSE % "  m = max(v, axis = 0)\n  store(y[row], m + log(sum(exp(v - m), axis = 0)))"
     assert not [d for d in check_program(parse(good, "l.kir")) if d.rule == "numerics.unshifted-exp"]

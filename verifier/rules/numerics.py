@@ -21,15 +21,16 @@ from collections.abc import Iterator
 from typing import cast
 
 import z3
-from xdsl.ir import BlockArgument, OpResult, SSAValue
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
-from kir.diagnostics import Diagnostic
+from kir.diagnostics import Diagnostic, Edit, Span
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
-from kir.dialect.types import ScalarType, TileType, dtype_of, shape_of
+from kir.dialect.types import GlobalType, ScalarType, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
 from verifier.context import Context
+from verifier.fixes import first_fix
 from verifier.registry import rule
 from verifier.symbolic import format_counterexample, readable
 
@@ -93,11 +94,13 @@ def check_low_precision_acc(ctx: Context) -> Iterator[Diagnostic]:
             else (f" over {k} products" if k is not None else "")
         )
         looped = " and again in every iteration of the loop" if info.loops else ""
+        edits, hint = f32_accumulator(ctx, op, ctx.current_rule.id)
         yield ctx.report(
             op,
             f"{op.name.removeprefix('kir.')} accumulates in {acc}{steps}{looped}: with {MANTISSA_BITS[acc]} significant "
             "bits, each step rounds away the low bits of the products",
-            hint="accumulate in f32: dot<f32>(a, b, acc) with acc = zeros(f32[...]), and cast the result once after the loop",
+            hint=hint,
+            edits=edits,
         )
     for loop_info in ctx.ops(st.ForOp):
         loop = loop_info.op
@@ -112,14 +115,106 @@ def check_low_precision_acc(ctx: Context) -> Iterator[Diagnostic]:
                 continue
             if arg not in (update.lhs, update.rhs):
                 continue
+            edits, hint = f32_accumulator(ctx, update, ctx.current_rule.id)
             yield ctx.report(
                 update,
                 f"`{arg.name_hint or 'the accumulator'}` is carried through the loop in {_dtype(arg)} and updated with "
                 f"`{'+' if update.fn.data == 'add' else '-'}`: every iteration rounds the running sum to "
                 f"{MANTISSA_BITS[carried]} significant bits",
-                hint=f"carry the sum in f32 (zeros(f32[...]), cast<f32>(term)) and cast<{_dtype(arg)}> once after the loop",
+                hint=hint,
                 related=[(loop, "the loop")],
+                edits=edits,
             )
+
+
+def f32_accumulator(ctx: Context, op: Operation, rule_id: str) -> tuple[tuple[Edit, ...], str]:
+    """The edits that carry the accumulation of `op` (a dot, a wgmma, or the `+` of a carried
+    sum) in f32 and cast once where the sum leaves it, with their hint; ((), "") where they cannot
+    be written out or do not remove the diagnostic of `rule_id` at `op`'s line."""
+    span = ctx.span(op)
+    low = _dtype(op.results[0])
+    if span is None or low is None:
+        return (), ""
+    edits: list[Edit | None] = []
+    said: list[str] = []
+    if isinstance(op, tl.DotOp):
+        edits.append(ctx.replace_in(op, f"dot<{low}>", "dot<f32>"))
+        said.append("`dot<f32>`")
+    acc = _accumulator_operand(op)
+    final = op.results[0]
+    if acc is not None:
+        init = acc
+        if isinstance(acc, BlockArgument) and isinstance(loop := acc.block.parent_op(), st.ForOp):
+            init, final = loop.inits[acc.index - 1], loop.res[acc.index - 1]
+            if cast(st.YieldOp, acc.block.last_op).values[acc.index - 1] is not op.results[0]:
+                return (), ""
+        if isinstance(init.owner, tl.ZerosOp):
+            edits.append(ctx.replace_in(init.owner, f"zeros({low}[", "zeros(f32["))
+            said.append("`zeros(f32[...])`")
+        else:
+            edits.append(
+                _wrapped(ctx, ctx.span(init.owner) if isinstance(init.owner, Operation) else None, "cast<f32>")
+            )
+            said.append("the initial value cast to f32")
+    if isinstance(op, tl.BinaryOp):
+        term = op.rhs if op.lhs is acc else op.lhs
+        narrowed = term.owner
+        if isinstance(narrowed, tl.CastOp) and _dtype(narrowed.operand) == "f32":
+            edits.append(_replaced(ctx, ctx.span(narrowed), ctx.text_of(ctx.operand_span(narrowed, narrowed.operand))))
+            said.append("the term added in f32")
+        else:
+            edits.append(_wrapped(ctx, ctx.operand_span(op, term), "cast<f32>"))
+            said.append("the term cast to f32")
+    uses = [u.operation for u in final.uses if u.operation is not op]
+    if not uses or any(isinstance(user, st.YieldOp) for user in uses):
+        return (), ""
+    edits += [_wrapped(ctx, ctx.operand_span(user, final), f"cast<{low}>") for user in uses]
+    said.append(f"`cast<{low}>({final.name_hint or '...'})` where the sum is used")
+    if any(e is None for e in edits):
+        return (), ""
+    made = first_fix(ctx, rule_id, span.line, [tuple(e for e in edits if e is not None)])
+    if not made:
+        return (), ""
+    return made, f"accumulate in f32 and cast once at the end: {', '.join(said)}"
+
+
+_SIGNS = {"add": "+", "sub": "-", "mul": "*"}
+
+
+def _side_texts(ctx: Context, op: tl.BinaryOp) -> list[str] | None:
+    """The texts of a binary op's two operands, where each is a name or an expression with a
+    span of its own (a literal or a nested binary op, whose precedence would matter, gives None)."""
+    out = []
+    for side in (op.lhs, op.rhs):
+        owner = side.owner
+        if side.name_hint:
+            out.append(side.name_hint)
+        elif isinstance(owner, Operation) and not isinstance(owner, tl.BinaryOp) and (text := ctx.text_of(owner)):
+            out.append(text)
+        else:
+            return None
+    return out
+
+
+def _accumulator_operand(op: Operation) -> SSAValue | None:
+    """The running sum that `op` adds to: a dot's or wgmma's `acc`, the carried side of a `+`."""
+    if isinstance(op, tl.DotOp | ex.WgmmaOp):
+        return op.acc
+    if isinstance(op, tl.BinaryOp):
+        for side in (op.lhs, op.rhs):
+            if isinstance(side, BlockArgument) and isinstance(side.block.parent_op(), st.ForOp):
+                return side
+    return None
+
+
+def _wrapped(ctx: Context, span: Span | None, fn: str) -> Edit | None:
+    """`span`'s text written as the argument of `fn`: `fn(text)`."""
+    text = ctx.text_of(span)
+    return _replaced(ctx, span, f"{fn}({text})" if text is not None else None)
+
+
+def _replaced(ctx: Context, span: Span | None, text: str | None) -> Edit | None:
+    return Edit(span, text) if span is not None and text is not None else None
 
 
 # ---- numerics.low-precision-reduce ----------------------------------------------------------------------
@@ -166,12 +261,45 @@ def check_low_precision_reduce(ctx: Context) -> Iterator[Diagnostic]:
         n = ctx.static(axis_extent)
         if n is None or n <= LONG_REDUCTION:
             continue
+        edits, hint = _f32_reduction(ctx, op, dtype)
         yield ctx.report(
             op,
             f"{fn} over {n} {dtype} elements (axis {op.axis.data}, extent {axis_extent}) accumulates in {dtype}: "
             f"the partial sums keep {MANTISSA_BITS[dtype]} significant bits, so the small terms are rounded away",
-            hint=f"reduce in f32: {fn}(cast<f32>(x), axis = {op.axis.data}), then cast<{dtype}> the result if needed",
+            hint=hint,
+            edits=edits,
         )
+
+
+def _f32_reduction(ctx: Context, op: tl.ReduceOp | tl.ScanOp, low: str) -> tuple[tuple[Edit, ...], str]:
+    """The edits that reduce in f32: the operand cast to f32, the result cast back to `low`
+    (or, where the result is cast to f32 right away, that cast dropped)."""
+    span = ctx.span(op)
+    reduced = ctx.text_of(op)
+    operand = ctx.operand_span(op, op.operand)
+    if span is None or reduced is None or operand is None:
+        return (), ""
+    text = ctx.text_of(operand)
+    inner = op.operand.owner
+    if isinstance(inner, tl.CastOp) and _dtype(inner.operand) == "f32" and text is not None:
+        widened = ctx.text_of(ctx.operand_span(inner, inner.operand))  # a cast<low>(f32) undone
+    elif isinstance(inner, tl.BinaryOp) and inner.fn.data in _SIGNS and (sides := _side_texts(ctx, inner)):
+        # the terms widened before they are combined: `v * v` overflows f16 above 256
+        widened = f" {_SIGNS[inner.fn.data]} ".join(f"cast<f32>({side})" for side in sides)
+    else:
+        widened = f"cast<f32>({text})"
+    start, end = operand.col - span.col, operand.end_col - span.col
+    f32 = f"{reduced[:start]}{widened}{reduced[end:]}"
+    users = [u.operation for u in op.res.uses]
+    outer = users[0] if len(users) == 1 else None
+    if isinstance(outer, tl.CastOp) and _dtype(outer.res) == "f32" and ctx.text_of(outer) is not None:
+        candidates = [_replaced(ctx, ctx.span(outer), f32)]
+        said = f"`{f32}` in place of `{ctx.text_of(outer)}`"
+    else:
+        candidates = [_replaced(ctx, span, f"cast<{low}>({f32})")]
+        said = f"`cast<{low}>({f32})`"
+    made = first_fix(ctx, ctx.current_rule.id, span.line, candidates)
+    return (made, f"reduce in f32: {said}") if made else ((), "")
 
 
 # ---- numerics.unshifted-exp -------------------------------------------------------------------------------
@@ -217,12 +345,19 @@ def check_unshifted_exp(ctx: Context) -> Iterator[Diagnostic]:
         exp = _normalized_exp(div)
         if exp is None or _shifted_by_max(exp.operand):
             continue
+        total = _normalizing_sum(div, exp)
+        edits: tuple[Edit, ...] = ()
+        if total is not None and (shift := _shift(ctx, exp, total.axis.data)) is not None:
+            edits = first_fix(ctx, ctx.current_rule.id, _line(ctx, exp), [shift[0]])
         yield ctx.report(
             exp,
             f"{exp.fn.data} of a value not shifted by its maximum, then divided by the sum of the {exp.fn.data}s: "
             "large inputs overflow to inf and give NaN (inf / inf), very negative ones underflow to 0 / 0",
-            hint="subtract the maximum first: e = exp(x - max(x, axis = ...)), which leaves the softmax unchanged",
+            hint=f"subtract the maximum first, which leaves the softmax unchanged: `{shift[1]}`"
+            if edits and shift
+            else "",
             related=[(div, "the normalization")],
+            edits=edits,
         )
     for unary in ctx.ops(tl.UnaryOp):  # log-sum-exp: log(sum(exp(x))) without the shift
         log = unary.op
@@ -231,13 +366,105 @@ def check_unshifted_exp(ctx: Context) -> Iterator[Diagnostic]:
         exp = _summed_exp(log.operand, depth=6)
         if exp is None or _shifted_by_max(exp.operand):
             continue
+        lse = _shifted_log_sum_exp(ctx, log, exp)
         yield ctx.report(
             exp,
             f"{exp.fn.data} of a value not shifted by its maximum, summed, then its {log.fn.data}: inputs above about "
             "88 overflow the sum to inf (a log-sum-exp of inf), and very negative ones underflow it to log(0) = -inf",
-            hint="shift by the maximum: m = max(x, axis = ...); m + log(sum(exp(x - m), axis = ...))",
+            hint=lse[1] if lse[0] else "",
             related=[(log, "the log")],
+            edits=lse[0],
         )
+
+
+def _line(ctx: Context, op: Operation) -> int:
+    span = ctx.span(op)
+    return span.line if span else 0
+
+
+def _normalizing_sum(op: tl.BinaryOp, exp: tl.UnaryOp) -> tl.ReduceOp | None:
+    """The sum that `op` divides `exp` by (`e / sum(e)`, or `e * (1 / sum(e))`)."""
+    sides = [op.rhs] if op.fn.data == "div" else [op.lhs, op.rhs]
+    for side in sides:
+        recip = _through_plain(side).owner
+        if op.fn.data == "mul" and isinstance(recip, tl.BinaryOp) and recip.fn.data == "div":
+            side = recip.rhs
+        if (total := _sum_of(side, exp.res)) is not None:
+            return total
+    return None
+
+
+def _sum_of(v: SSAValue, e: SSAValue) -> tl.ReduceOp | None:
+    """The sum reduction of `e` that `v` is (as `_is_sum_of` finds it), or None."""
+    v = _through_plain(v)
+    op = v.owner
+    if isinstance(op, tl.ReduceOp) and op.fn.data == "sum":
+        return op if _derives_from(op.operand, e, depth=6) else None
+    if isinstance(op, tl.BinaryOp) and op.fn.data in ("add", "mul"):
+        return _sum_of(op.lhs, e) or _sum_of(op.rhs, e)
+    return None
+
+
+def _spread(axis: int, rank: int) -> str:
+    """The indexing that puts back the axis a reduction removed (`[:, None]` for axis 1 of 2)."""
+    if rank < 2:
+        return ""
+    return "[" + ", ".join("None" if i == axis else ":" for i in range(rank)) + "]"
+
+
+def _shift(ctx: Context, exp: tl.UnaryOp, axis: int, by: str | None = None) -> tuple[Edit, str] | None:
+    """The edit that subtracts the maximum along `axis` (or the value named `by`) from the
+    argument of `exp`, with the new text of the exp."""
+    arg = ctx.operand_span(exp, exp.operand)
+    text = ctx.text_of(arg)
+    if arg is None or text is None:
+        return None
+    plain = exp.operand.name_hint is not None or isinstance(exp.operand.owner, tl.LoadOp | tl.CastOp)
+    term = text if plain else f"({text})"
+    spread = _spread(axis, len(shape_of(exp.operand.type)))
+    shifted = f"{term} - {by or f'max({text}, axis = {axis})'}{spread}"
+    return Edit(arg, shifted), f"{exp.fn.data}({shifted})"
+
+
+def _shifted_log_sum_exp(ctx: Context, log: tl.UnaryOp, exp: tl.UnaryOp) -> tuple[tuple[Edit, ...], str]:
+    """`m = max(x, axis = a)` on a line of its own before the exp, the exp of `x - m`, and `m +`
+    before the log; log2 goes with exp2 and log with exp."""
+    total = _summed_reduce(log.operand, depth=6)
+    exp_span, log_span, source = ctx.span(exp), ctx.span(log), ctx.program.source
+    if total is None or exp_span is None or log_span is None or source is None:
+        return (), ""
+    if (log.fn.data == "log2") != (exp.fn.data == "exp2"):
+        return (), ""
+    taken = {v.name_hint for info in ctx.infos for v in info.op.results} | {n for n, _ in ctx.kernel.args}
+    name = next((n for n in ("m", "row_max", "m_max") if n not in taken), None)
+    arg = ctx.text_of(ctx.operand_span(exp, exp.operand))
+    shift = _shift(ctx, exp, total.axis.data, by=name)
+    if name is None or arg is None or shift is None:
+        return (), ""
+    line = source.splitlines()[exp_span.line - 1]
+    indent = line[: len(line) - len(line.lstrip())]
+    defined = f"{name} = max({arg}, axis = {total.axis.data})"
+    edits = (
+        Edit(Span(exp_span.line, 1, exp_span.line, 1, exp_span.file), f"{indent}{defined}\n"),
+        shift[0],
+        Edit(Span(log_span.line, log_span.col, log_span.line, log_span.col, log_span.file), f"{name} + "),
+    )
+    made = first_fix(ctx, ctx.current_rule.id, exp_span.line, [edits])
+    taken_log, exp_text = ctx.text_of(log) or "", ctx.text_of(exp) or ""
+    shown = taken_log.replace(exp_text, shift[1]) if taken_log.count(exp_text) == 1 else f"{log.fn.data}(...)"
+    return made, f"shift by the maximum: `{defined}`, then `{name} + {shown}`"
+
+
+def _summed_reduce(v: SSAValue, depth: int) -> tl.ReduceOp | None:
+    """The sum reduction that `_summed_exp` goes through."""
+    if depth == 0 or isinstance(v, BlockArgument):
+        return None
+    op = _through_plain(v).owner
+    if isinstance(op, tl.ReduceOp) and op.fn.data == "sum":
+        return op
+    if isinstance(op, tl.BinaryOp) and op.fn.data == "add":
+        return _summed_reduce(op.lhs, depth - 1) or _summed_reduce(op.rhs, depth - 1)
+    return None
 
 
 def _summed_exp(v: SSAValue, depth: int) -> tl.UnaryOp | None:
@@ -426,14 +653,50 @@ def check_int_overflow(ctx: Context) -> Iterator[Diagnostic]:
             continue
         value = cex.pop("__value")
         shown = readable({k: v for k, v in cex.items() if not k.startswith("lane")}, len(ctx.kernel.grid.data))
+        edits, hint = _overflow_fix(ctx, op)
         yield ctx.report(
             op,
             f"this {dtype} product can leave the {dtype} range [{low}, {high}]: with {format_counterexample(shown)} "
             f"it is {value}, and {dtype} arithmetic wraps",
-            hint="index the tensor in several dimensions (x[row, cols]) instead of a flat offset, compute the offset in i64 "
-            f"(cast<i64>({_text(op.lhs)}) * cast<i64>({_text(op.rhs)})), or bound the shapes in `where`",
+            hint=hint,
             counterexample={**shown, "value": value},
+            edits=edits,
         )
+
+
+def _overflow_fix(ctx: Context, op: tl.BinaryOp) -> tuple[tuple[Edit, ...], str]:
+    """The product computed in i64 (its operands cast, and the other operand of each op that
+    combines it with an i32 value), else a bound on the shapes in `where`: the element count of
+    a tensor the kernel takes, below 2^31."""
+    span = ctx.span(op)
+    if span is None:
+        return (), ""
+    wide: list[Edit | None] = [_wrapped(ctx, ctx.operand_span(op, side), "cast<i64>") for side in (op.lhs, op.rhs)]
+    widened = []
+    for use in op.res.uses:
+        user = use.operation
+        if isinstance(user, tl.BinaryOp) and user.fn.data in _SIGNS:
+            other = user.rhs if user.lhs is op.res else user.lhs
+            wide.append(_wrapped(ctx, ctx.operand_span(user, other), "cast<i64>"))
+            widened.append(_text(other))
+    i64 = tuple(e for e in wide if e is not None) if all(wide) else None
+    counts: list[str] = []
+    for _, arg in ctx.kernel.args:
+        dims = [str(d.data) for d in arg.type.shape.data] if isinstance(arg.type, GlobalType) else []
+        count = " * ".join(d if d.isidentifier() or d.isdigit() or len(dims) == 1 else f"({d})" for d in dims)
+        if count and not count.isidentifier() and not count.isdigit() and count not in counts:
+            counts.append(count)
+    wheres = [ctx.state_in_where(f"{count} < {I32_MAX + 1}") for count in counts[:3]]
+    made = first_fix(ctx, ctx.current_rule.id, span.line, [i64, *wheres])
+    if not made:
+        return (), ""
+    if made == i64:
+        also = (
+            f", and what it is combined with cast too: `cast<i64>({'`, `cast<i64>('.join(widened)})`" if widened else ""
+        )
+        return made, f"compute the offset in i64: `cast<i64>({_text(op.lhs)}) * cast<i64>({_text(op.rhs)})`{also}"
+    bound = made[0].text.removeprefix(", ").removeprefix("where ").strip()
+    return made, f"bound the shapes: add `{bound}` to the `where` clause"
 
 
 def _text(v: SSAValue) -> str:
@@ -526,14 +789,39 @@ def check_divide_by_zero(ctx: Context) -> Iterator[Diagnostic]:
             what = f"by a divisor that is 0 when {format_counterexample(shown)}"
         else:
             what = "by a divisor that can be 0"
+        assumption = _nonzero_bound(ctx, d.expr, assume, cex)
+        edits = first_fix(
+            ctx, ctx.current_rule.id, _line(ctx, op), [ctx.state_in_where(assumption)] if assumption else []
+        )
         yield ctx.report(
             op,
             f"integer `{sign}` {what}: undefined on the hardware (the interpreter gives "
             + ("-1" if sign == "/" else "the dividend")
             + ")",
-            hint="state the assumption in `where` (e.g. `where N >= 2`), or guard the division with an `if` or `where(d != 0, ...)`",
+            hint=f"state the assumption in `where`: `{assumption}`" if edits else "",
             counterexample=shown,
+            edits=edits,
         )
+
+
+def _nonzero_bound(ctx: Context, divisor: z3.ArithRef, assume: list, cex: dict) -> str | None:
+    """`S >= n` for the one shape symbol S that the divisor's zeros depend on: the least n past
+    every counterexample, found by raising the bound past each (a few rounds at most)."""
+    sym = ctx.symbolic
+    symbols = [n for n in ctx.kernel.shape_symbols if n in cex and n in sym.names]
+    if len(symbols) != 1:
+        return None
+    name = symbols[0]
+    for _ in range(8):
+        if not isinstance(cex.get(name), int):
+            return None
+        bound = cex[name] + 1
+        cex = sym.counterexample(divisor != 0, [*assume, sym.names[name] >= bound])
+        if cex is None:
+            return f"{name} >= {bound}"
+        if "unknown" in cex or cex.get(name, bound) < bound:
+            return None
+    return None
 
 
 def _empty_counts(ctx: Context) -> Iterator[Diagnostic]:
