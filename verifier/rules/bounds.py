@@ -16,6 +16,12 @@ keeping its error with the cause related: a loop whose last trip alone starts it
 end (one trip too many), a `where` clause that states divisibility for the other shapes but not
 for the one an unmasked block relies on, an offset that scales a role's rank past its share.
 
+A hint is an edit of the source, offered only where it holds (`bounds_fixes.choose`): the cause's
+fix for the cause and for the access it breaks; for the access alone, the `if`, loop bound, grid
+or program id that lets it out, else a mask over its own indices; a stage or barrier index taken
+modulo its ring; an index the verifier cannot bound clamped or masked. Where no edit holds, the
+diagnostic has no hint.
+
 Rules: `bounds.global-access` (load, store, atomic and cp.async lanes of global tensors),
 `bounds.tma-box` (the start of a TMA box), `bounds.smem-access` (shared-buffer views and
 lanes), `bounds.mbarrier-index`, `bounds.gather-index` (the index tile of a `gather` against
@@ -44,9 +50,12 @@ from kir.dialect import tile as tl
 from kir.dialect.tile import access_shape
 from kir.dialect.types import Access, GlobalType, MBarrierType, ScalarType, SmemType, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
+from kir.program import span_of
 from kir.where import where_span
 from verifier.context import Context
 from verifier.registry import rule
+from verifier.rules import bounds_fixes as fx
+from verifier.rules.bounds_fixes import Option
 from verifier.symbolic import ZERO, Term, format_counterexample, made_once, readable
 
 UNPROVEN = "bounds.unproven"
@@ -164,10 +173,9 @@ class Cause:
 
     at: Operation | Span
     message: str
-    hint: str
     counterexample: dict
     label: str  # the access's related note
-    edits: tuple[Edit | None, ...] = ()  # the hint, where it is mechanical
+    fixes: tuple[Option, ...] = ()  # hints with their edits, the likeliest first
 
 
 def _divisibility(w: sx.SymExpr) -> str | None:
@@ -245,12 +253,13 @@ class Bounds:
         return readable(shown, len(self.ctx.kernel.grid.data))
 
     def in_bounds(
-        self, ref: MemRef, dims: list[Dim], conds: list[Term], rule_id: str, say, hint, unproven_hint=None
+        self, ref: MemRef, dims: list[Dim], conds: list[Term], rule_id: str, say, fixes, unproven_fixes=None
     ) -> Iterator[Diagnostic]:
         """The claims `conds -> 0 <= index < extent`, all at once first (the common case is
         one solver call per access), then dimension by dimension to explain a failure.
         `say(d, fault)` words the error ("... can go out of bounds in dimension 0: index 8 >=
-        N = 8"); `hint(d, upper)` the fix."""
+        N = 8"); `fixes(d, upper)` the fixes to offer, hints with their edits (`bounds_fixes.choose`
+        keeps the first that holds)."""
         if not dims:
             return
         # A dimension whose index is evidently inside a constant extent (`y[3, ...]`, `cols`
@@ -279,13 +288,19 @@ class Bounds:
             tainted = d.index if d.index.tainted else cond_taint
             if "unknown" in got or tainted is not None:
                 why = got["unknown"] if "unknown" in got else f"it depends on {cast(Term, tainted).why}"
+                # a value of an axis the grid does not have is `types.axis`'s error, not a bound to add
+                bounded = (
+                    [] if "axis the grid does not have" in why else (unproven_fixes or self._unproven_fixes)(ref, d)
+                )
+                hint, edits = self._choose(UNPROVEN, ref.op, bounded)
                 yield self.ctx.report(
                     ref.op,
                     f"cannot prove that the {ref.verb} `{name_of(ref.mem)}` stays in bounds in dimension "
                     f"{d.axis} (extent {d.extent_text}): {why}",
-                    (unproven_hint or _unproven_hint)(d),
+                    hint,
                     severity="warning",
                     rule=UNPROVEN,
+                    edits=edits,
                 )
                 continue
             shown = self.readable(got)
@@ -332,27 +347,37 @@ class Bounds:
                 )
                 continue
             cause = self._cause(ref, d, assume) if upper else None
+            masked = self._mask_edit(ref, d) if upper and cause is None else None
             if cause is not None:  # the loop bound, the `where` or a per-rank offset: blame it too
+                hint, edits = self._choose(rule_id, cause.at, cause.fixes)
                 yield self.ctx.report(
                     cause.at,
                     cause.message,
-                    cause.hint,
+                    hint,
                     related=[(ref.op, "the access that goes out of bounds")],
                     counterexample=cause.counterexample,
                     rule=rule_id,
                     severity="error",
-                    edits=cause.edits,
+                    edits=edits,
                 )
-            masked = self._mask_edit(ref, d) if upper and cause is None else None
+                at = self.ctx.span(cause.at)
+                # the access is fixed where its cause is, with the same edit
+                hint, edits = self._choose(
+                    rule_id, ref.op, [(f"{hint} (line {at.line if at else '?'}, the cause)", edits)] if edits else []
+                )
+            elif masked is not None:
+                hint, edits = f"mask the {ref.verb.split()[0]} with `{masked[1]}`", (masked[0],)
+            else:
+                hint, edits = self._choose(rule_id, ref.op, fixes(d, upper))
             yield self.ctx.report(
                 ref.op,
                 f"{say(d, fault)}, {when}",
-                f"mask the {ref.verb.split()[0]} with `{masked[1]}`" if masked else hint(d, upper),
+                hint,
                 related=[(cause.at, cause.label)] if cause is not None else [],
                 counterexample=shown,
                 rule=rule_id,
                 severity="error",
-                edits=[masked[0]] if masked else [],
+                edits=edits,
             )
 
     def _guard(self, ref: MemRef, d: Dim) -> Operation | None:
@@ -504,35 +529,37 @@ class Bounds:
             if self.cex(z3.Not(z3.And(k.expr == lo.expr, start == 0)), assume) is None:
                 continue  # the first trip does not start at 0: the access looks ahead
             shown = self.readable(got)
-            var = loop.body.block.args[0].name_hint or "k"
             return Cause(
                 loop,
                 f"this loop runs one trip too many: its last trip starts the {ref.verb} `{name_of(ref.mem)}` at "
                 f"index {got['start']} of dimension {d.axis}, past its end ({d.extent_text}), for "
                 f"{format_counterexample(shown)}; every earlier trip stays in bounds",
-                f"end the loop one trip earlier (its bound one step lower), so that `{var}` stops at the last block "
-                "that starts inside the tensor",
                 shown,
                 "the loop that runs one trip too many",
                 (self._one_trip_fewer(loop),),
             )
         return None
 
-    def _one_trip_fewer(self, loop: st.ForOp) -> Edit | None:
+    def _one_trip_fewer(self, loop: st.ForOp) -> Option:
         """The loop's bound written `E + step` made `E` (the `+ 1` that runs past the end)."""
         owner = loop.upper.owner
         if not isinstance(owner, tl.BinaryOp) or owner.fn.data != "add":
-            return None
+            return "", None
         bump = self.sym.value(owner.rhs).expr
         if not (z3.is_int_value(bump) and self.sym.holds(self.sym.value(loop.step).expr == bump)):
-            return None
+            return "", None
         span, text = self.ctx.span(owner), self.ctx.text_of(owner)
         if span is None or text is None:
-            return None
+            return "", None
         suffix = re.search(r"\s*\+\s*" + str(bump.as_long()) + r"$", text)
         if suffix is None:
-            return None
-        return Edit(Span(span.line, span.col + suffix.start(), span.line, span.end_col, span.file), "")
+            return "", None
+        var = loop.body.block.args[0].name_hint or "the loop variable"
+        return (
+            f"end the loop one trip earlier, at `{text[: suffix.start()]}`, so that `{var}` stops at the last block "
+            "that starts inside the tensor",
+            Edit(Span(span.line, span.col + suffix.start(), span.line, span.end_col, span.file), ""),
+        )
 
     def _where_cause(self, ref: MemRef, d: Dim, assume: list) -> Cause | None:
         """An unmasked block of C elements along a dimension of extent X, in bounds exactly when
@@ -563,10 +590,9 @@ class Bounds:
             f"the `where` clause states {others} but not `{constraint}`, which the unmasked {ref.verb} "
             f"`{name_of(ref.mem)}` relies on: its blocks of {tile} along dimension {d.axis} run past {x} when "
             f"{x} is not a multiple of {tile} (index {got['index']} for {format_counterexample(shown)})",
-            f"add `{constraint}` to the `where` clause (or mask the access)",
             shown,
             f"the `where` clause that lacks `{constraint}`",
-            (self.ctx.state_in_where(constraint),),
+            ((f"add `{constraint}` to the `where` clause", self.ctx.state_in_where(constraint)),),
         )
 
     def _rank_cause(self, ref: MemRef, d: Dim, assume: list) -> Cause | None:
@@ -594,9 +620,9 @@ class Bounds:
             f"`{name}` is {got['offset']} for {rank}, which takes the {ref.verb} `{name_of(ref.mem)}` to index "
             f"{got['index']} of dimension {d.axis}, past its end ({d.extent_text}), for {format_counterexample(shown)}; "
             "with rank 0 the access stays inside, so the offset scales the rank too far",
-            "scale the rank by the share of the dimension that each rank owns (the extent divided by the number of ranks)",
             shown,
             f"`{name}`, the per-rank offset",
+            self._rank_fixes(ref, d, cast(Operation, offset.owner)),
         )
 
     def _rank_offset(self, v: SSAValue, ranks: set[str], access: Span | None) -> SSAValue | None:
@@ -621,6 +647,139 @@ class Bounds:
             if isinstance(cur.owner, tl.BinaryOp | tl.CastOp):
                 todo += list(cur.owner.operands)
         return None
+
+    # ---- fixes (`bounds_fixes`), asked only for a diagnostic ---------------------------------------
+
+    def _choose(self, rule_id: str, at: Operation | Span, options: Iterable[Option]) -> tuple[str, tuple[Edit, ...]]:
+        span = self.ctx.span(at)
+        return fx.choose(self.ctx, rule_id, span.line, list(options)) if span is not None else ("", ())
+
+    def _line(self, op: Operation) -> int:
+        span = self.ctx.span(op)
+        return span.line if span is not None else 0
+
+    def _rank_fixes(self, ref: MemRef, d: Dim, offset: Operation) -> tuple[Option, ...]:
+        """For an offset that takes a role's ranks past the end: the slice without a shift that
+        pushes it there (`r0 + 1 : r0 + 1 + BM / 2`), or the rank scaled by its share."""
+        out: list[Option] = []
+        start = d.index_value.owner if isinstance(d.index_value, OpResult) else None
+        shift = start.rhs if isinstance(start, tl.BinaryOp) else None
+        if shift is not None and not any(
+            n.startswith("role_rank") for n in self.sym.variables(self.sym.value(shift).expr)
+        ):
+            unshifted = fx.reshifted(self.ctx, ref.op, d.index_value, None)  # a shift that is not the rank's
+            if unshifted is not None:
+                out.append((f"start the slice at `{unshifted[0]}`, without the shift", unshifted[1]))
+        info = self.ctx.info_of.get(ref.op)
+        scaled = fx.rank_scaled(self.ctx, offset, self.ctx.units(info.role if info else None))
+        if scaled is not None:
+            out.append((f"scale the rank by the share that each rank owns: `{scaled[0]}`", scaled[1]))
+        return tuple(out)
+
+    def _grid_one_fewer(self) -> Iterator[Option]:
+        for axis, edit in fx.grid_one_fewer(self.ctx):
+            yield f"launch one program fewer along grid axis {axis}", edit
+
+    def _bound_masks(self, ref: MemRef, d: Dim, upper: bool) -> Iterator[Option]:
+        """The access masked by its own bound in dimension `d`: a block slice by whether it starts
+        inside (`k1 < K`, where blocks are all in or all out), then by its lanes; an index by
+        `i < N` (`i >= c` for an index `i - c` that can be negative)."""
+        verb, line = ref.verb.split()[0], self._line(ref.op)
+        index = fx.text_at(self.ctx, d.index_value, line)
+        if index is None:
+            return
+        bounds: list[str | None] = []
+        if d.slice_extent is not None:
+            lanes = [a for a, extent in enumerate(ref.access.dims) if extent is not None]
+            tile = fx.lanes_of_slice(index, str(d.slice_extent), lanes.index(d.axis), len(lanes))
+            if upper:
+                bounds += [f"{fx.atom(index)} < {d.extent_text}", f"{tile} < {d.extent_text}"]
+            else:
+                bounds.append(f"{tile} >= 0")
+        elif upper:
+            bounds.append(f"{index} < {d.extent_text}")
+        else:
+            bounds.append(fx.not_negative(self.ctx, d.index_value, line))
+        for bound in bounds:
+            masked = fx.add_to_mask(self.ctx, ref.op, bound) if bound else None
+            if masked is not None:
+                yield f"mask the {verb} with `{masked[1]}`", masked[0]
+
+    def _global_fixes(self, ref: MemRef, d: Dim, upper: bool) -> list[Option]:
+        """What usually brings a global access back inside: an `if` around it made strict, the
+        condition computed for its mask, a loop or a grid one step shorter, a program id of the
+        axis whose grid covers the dimension; else a mask."""
+        out: list[Option] = []
+        verb = ref.verb.split()[0]
+        if upper:
+            for branch in fx.ifs_around(ref.op):
+                guard = branch.cond.owner
+                if isinstance(guard, tl.CompareOp) and _compares(branch.cond, d.index_value, 1):
+                    edit = self._guard_edit(guard, d)
+                    if edit is not None:
+                        out.append(
+                            (
+                                f"make the `if` around it let only indices below {d.extent_text} through: "
+                                f"`{edit.text}`",
+                                edit,
+                            )
+                        )
+            if ref.mask is None:
+                for flag in fx.unused_flags(ref.op):
+                    masked = fx.add_to_mask(self.ctx, ref.op, flag)
+                    if masked is not None:
+                        out.append((f"mask the {verb} with `{flag}`, the condition computed for it", masked[0]))
+            out += [self._one_trip_fewer(loop) for loop in fx.loops_around(ref.op)]
+            out += list(self._grid_one_fewer())
+            grid = [str(g.data) for g in self.ctx.kernel.grid.data]
+            covers = [a for a, g in enumerate(grid) if re.search(rf"\b{re.escape(d.extent_text)}\b", g)]
+            for pid in fx.program_ids(d.index_value):
+                if pid.axis.data < len(grid) and pid.axis.data not in covers and len(covers) == 1:
+                    b = covers[0]
+                    edit = self.ctx.replace_in(span_of(pid), f"program_id({pid.axis.data})", f"program_id({b})")
+                    out.append(
+                        (f"take the index from `program_id({b})`, the grid axis that covers {d.extent_text}", edit)
+                    )
+        return out + list(self._bound_masks(ref, d, upper))
+
+    def _unproven_fixes(self, ref: MemRef, d: Dim) -> list[Option]:
+        """An index the verifier cannot bound, bounded: clamped where it is computed (an index
+        loaded from memory), or masked by its bounds."""
+        if d.slice_extent is not None or not isinstance(ref.op, tl.LoadOp | tl.StoreOp | tl.AtomicOp):
+            return []
+        line = self._line(ref.op)
+        dtype = dtype_of(d.index_value.type)
+        extent = d.extent_text if dtype == "i32" else f"cast<{dtype}>({d.extent_text})"  # a shape symbol is i32
+        last = f"{fx.atom(extent)} - 1"
+        clamp: Option = ("", None)
+        value = _plain(d.index_value)
+        made = span_of(value.owner) if isinstance(value, OpResult) else None
+        text = self.ctx.text_of(made)
+        if made is not None and text is not None:
+            clamped = f"minimum(maximum({text}, 0), {last})"
+            edit = Edit(made, clamped) if made.line != line else self.ctx.replace_in(ref.op, text, clamped)
+            clamp = (f"clamp the index where it is computed: `{clamped}`", edit)
+        index = fx.text_at(self.ctx, d.index_value, line)
+        masked = fx.add_to_mask(self.ctx, ref.op, f"{index} >= 0 & {index} < {extent}") if index else None
+        mask: Option = (f"mask the {ref.verb.split()[0]} with `{masked[1]}`", masked[0]) if masked else ("", None)
+        return [clamp, mask] if "loaded from memory" in d.index.why else [mask, clamp]
+
+    def _smem_fixes(self, ref: MemRef, d: Dim, upper: bool) -> list[Option]:
+        """A stage index taken modulo the ring; a slice without its shift or with the rank scaled
+        by its share."""
+        if d.slice_extent is None and d.axis == 0:
+            return [
+                (f"index the stage modulo the buffer's {d.extent_text} stages: `{text}`", edit)
+                for text, edit in fx.stage_options(self.ctx, ref.op, name_of(ref.mem), d.index_value, d.extent_text)
+            ]
+        out: list[Option] = []
+        if d.slice_extent is not None and (unshifted := fx.reshifted(self.ctx, ref.op, d.index_value, None)):
+            out.append((f"start the slice at `{unshifted[0]}`, without the shift", unshifted[1]))
+        info = self.ctx.info_of.get(ref.op)
+        scaled = fx.rank_scaled(self.ctx, ref.op, self.ctx.units(info.role if info else None))
+        if scaled is not None:
+            out.append((f"scale the rank by the share that each rank owns: `{scaled[0]}`", scaled[1]))
+        return out
 
     def _every_inside(self, dims: list[Dim]) -> z3.BoolRef:
         """`0 <= index < extent` in every dimension, one term. Accesses that share their index
@@ -655,18 +814,10 @@ class Bounds:
                 def say(d: Dim, fault: str, ref=ref) -> str:
                     return f"{ref.verb} `{name_of(ref.mem)}` can go out of bounds in dimension {d.axis}: index {fault}"
 
-                def hint(d: Dim, upper: bool, ref=ref) -> str:
-                    name = d.index_value.name_hint
-                    if d.slice_extent is not None or not name:
-                        example = f"a mask over dimension {d.axis}"
-                    else:
-                        example = f"`mask = {name} < {d.extent_text}`" if upper else f"`mask = {name} >= 0`"
-                    return (
-                        f"add {example} to the {ref.verb.split()[0]}, or a `where` constraint on the "
-                        "shapes under which every lane stays in bounds"
-                    )
+                def fixes(d: Dim, upper: bool, ref=ref) -> list[Option]:
+                    return self._global_fixes(ref, d, upper)
 
-                yield from self.in_bounds(ref, dims, conds, "bounds.global-access", say, hint)
+                yield from self.in_bounds(ref, dims, conds, "bounds.global-access", say, fixes)
 
     def _tma(self) -> Iterator[Diagnostic]:
         for info in self.ctx.infos:
@@ -680,13 +831,14 @@ class Bounds:
                         f"dimension {d.axis}: start {fault}"
                     )
 
-                def hint(d: Dim, upper: bool) -> str:
-                    return (
-                        "start every box inside the tensor: check the grid (`grid(M / BM)`, not "
-                        "`grid(M / BM + 1)`) and the box offsets, or add a `where` constraint"
-                    )
+                def fixes(d: Dim, upper: bool, ref=ref) -> list[Option]:
+                    out: list[Option] = list(self._grid_one_fewer())
+                    unshifted = fx.reshifted(self.ctx, ref.op, d.index_value, None)
+                    if unshifted is not None:
+                        out.append((f"start the box at `{unshifted[0]}`, without the shift", unshifted[1]))
+                    return out
 
-                yield from self.in_bounds(ref, dims, conds, "bounds.tma-box", say, hint)
+                yield from self.in_bounds(ref, dims, conds, "bounds.tma-box", say, fixes)
 
     def _smem(self) -> Iterator[Diagnostic]:
         for info in self.ctx.infos:
@@ -701,12 +853,10 @@ class Bounds:
                         f"{d.axis}: {what} {fault}"
                     )
 
-                def hint(d: Dim, upper: bool) -> str:
-                    if d.slice_extent is None and d.axis == 0:
-                        return f"index the stage modulo the buffer's {d.extent_text} stages (`s = k % {d.extent_text}`)"
-                    return f"keep the view inside the buffer: its dimension {d.axis} has {d.extent_text} elements"
+                def fixes(d: Dim, upper: bool, ref=ref) -> list[Option]:
+                    return self._smem_fixes(ref, d, upper)
 
-                yield from self.in_bounds(ref, dims, conds, "bounds.smem-access", say, hint)
+                yield from self.in_bounds(ref, dims, conds, "bounds.smem-access", say, fixes)
 
     def _mbarrier(self) -> Iterator[Diagnostic]:
         for info in self.ctx.infos:
@@ -728,10 +878,13 @@ class Bounds:
             def say(d: Dim, fault: str, ref=ref, what=what) -> str:
                 return f"{what} `{name_of(ref.mem)}[...]` can index outside its array: index {fault} mbarriers"
 
-            def hint(d: Dim, upper: bool) -> str:
-                return f"keep the index in 0 .. {d.extent_text} (a ring of stages is indexed `k % {d.extent_text}`)"
+            def fixes(d: Dim, upper: bool, ref=ref) -> list[Option]:
+                return [
+                    (f"keep the index inside the array of {d.extent_text} mbarriers: `{text}`", edit)
+                    for text, edit in fx.stage_options(self.ctx, ref.op, name_of(ref.mem), d.index_value, d.extent_text)
+                ]
 
-            yield from self.in_bounds(ref, [dim], conds, "bounds.mbarrier-index", say, hint)
+            yield from self.in_bounds(ref, [dim], conds, "bounds.mbarrier-index", say, fixes)
 
     def _gather(self) -> Iterator[Diagnostic]:
         for info in self.ctx.infos:
@@ -746,19 +899,24 @@ class Bounds:
             def say(d: Dim, fault: str, ref=ref) -> str:
                 return f"gather from `{name_of(ref.mem)}` can index outside it along axis {d.axis}: index {fault}"
 
-            def hint(d: Dim, upper: bool = True) -> str:
-                i = d.index_value.name_hint or "i"
-                last = str(int(d.extent_text) - 1) if d.extent_text.isdigit() else f"{d.extent_text} - 1"
-                return (
-                    f"keep the index in 0 .. {last}: clamp it (`minimum(maximum({i}, 0), {last})`) "
-                    "or fix how it is computed"
-                )
+            def fixes(d: Dim, upper: bool = True, ref=ref) -> list[Option]:
+                """The index wrapped around the axis (a rotation), or clamped to it."""
+                index = fx.text_at(self.ctx, d.index_value, self._line(ref.op))
+                if index is None:
+                    return []
+                last = str(int(d.extent_text) - 1) if d.extent_text.isdigit() else f"{fx.atom(d.extent_text)} - 1"
+                wrapped = f"{fx.atom(index)} % {fx.atom(d.extent_text)}"
+                clamped = f"minimum(maximum({index}, 0), {last})"
+                return [
+                    (f"wrap the index around the axis: `{wrapped}`", self.ctx.replace_in(ref.op, index, wrapped)),
+                    (f"clamp the index: `{clamped}`", self.ctx.replace_in(ref.op, index, clamped)),
+                ]
 
-            def unproven_hint(d: Dim) -> str:
-                return hint(d) + "; if the data guarantees it, the warning records that assumption"
+            def unproven_fixes(ref: MemRef, d: Dim) -> list[Option]:
+                return fixes(d)[1:]
 
             conds = self.conditions(ref, lanes)
-            yield from self.in_bounds(ref, [dim], conds, "bounds.gather-index", say, hint, unproven_hint)
+            yield from self.in_bounds(ref, [dim], conds, "bounds.gather-index", say, fixes, unproven_fixes)
 
     def _alignment(self) -> Iterator[Diagnostic]:
         need = self.ctx.spec.tma_align or 16
@@ -774,16 +932,19 @@ class Bounds:
                 # the box's inner extent, in bytes
                 box = self.ctx.access_extents(t, ref.access)
                 inner = box[-1] if box else None
+                widened = self._box_widened(ref, need // esize)
                 if inner is not None and inner * esize % need:
+                    hint, edits = self._choose("bounds.alignment", ref.op, widened)
                     yield self.ctx.report(
                         ref.op,
                         f"the innermost extent of the TMA box on `{name}` is {inner * esize} bytes "
                         f"({inner} x {esize}), not a multiple of {need}",
-                        f"make the box's last extent a multiple of {need // esize} elements",
+                        hint,
                         rule="bounds.alignment",
                         severity="error",
                         # the extent is the same for every shape: the witness is the box itself
                         counterexample={"box_inner_elements": inner, "box_inner_bytes": inner * esize},
+                        edits=edits,
                     )
                 # the box's inner start, in bytes
                 _, dims = self.dims(ref, starts_only=True)
@@ -809,15 +970,19 @@ class Bounds:
                     )
                     continue
                 shown = self.readable(got)
+                hint, edits = self._choose(
+                    "bounds.alignment", ref.op, [*widened, *self._shifts_rounded(ref, last, need // esize)]
+                )
                 yield self.ctx.report(
                     ref.op,
                     f"the TMA box on `{name}` can start at element {got['start']} of its innermost "
                     f"dimension, {got['start'] * esize} bytes, not a multiple of {need}, for "
                     f"{format_counterexample(shown)}",
-                    f"start the box at a multiple of {need // esize} elements ({need} bytes)",
+                    hint,
                     counterexample=shown,
                     rule="bounds.alignment",
                     severity="error",
+                    edits=edits,
                 )
 
     def _tensor_for_tma(self, ref: MemRef, need: int) -> Iterator[Diagnostic]:
@@ -858,17 +1023,17 @@ class Bounds:
                 continue
             shown = self.readable(got)
             what = f"the stride of dimension {axis}" if t.strides.data else f"the row stride (the extent {stride})"
+            hint, edits = self._choose("bounds.alignment", ref.op, self._stride_constraints(ref, stride, need // esize))
             yield self.ctx.report(
                 ref.op,
                 f"the TMA needs every stride of `{name}` but the innermost to be a multiple of {need} bytes; "
                 f"{what} is {got['stride']} x {esize} = {got['stride'] * esize} bytes for "
                 f"{format_counterexample(shown)}",
-                f"add `where {stride} % {max(1, need // esize)} == 0`"
-                if isinstance(stride, sx.Sym)
-                else f"make {stride} a multiple of {max(1, need // esize)} elements",
+                hint,
                 counterexample=shown,
                 rule="bounds.alignment",
                 severity="error",
+                edits=edits,
             )
 
     def _misaligned(self) -> Iterator[Diagnostic]:
@@ -889,15 +1054,46 @@ class Bounds:
                 r, m = self.sym.congruence(self._offset(t, dims) * esize)
                 if not (m == 0 or m % align == 0) or r % align == 0:
                     continue  # not provably misaligned
+                options = [o for d in dims for o in self._shifts_rounded(ref, d, align // esize)]
+                hint, edits = self._choose("bounds.misaligned-access", op, options)
                 yield self.ctx.report(
                     op,
                     f"the {ref.verb} `{name_of(ref.mem)}` always starts at an element offset that is not "
                     f"a multiple of align({align}) / {esize} = {align // esize} elements, so it cannot use "
                     f"{align}-byte vector accesses",
-                    f"start the block at a multiple of {align // esize} elements, or declare the tensor with a smaller `align`",
+                    hint,
                     rule="bounds.misaligned-access",
                     severity="warning",
+                    edits=edits,
                 )
+
+    def _box_widened(self, ref: MemRef, multiple: int) -> list[Option]:
+        """The parameter that sizes the box's innermost slice (`BN = 2`) rounded up to a multiple
+        of `multiple` elements."""
+        inner = ref.access.dims[-1] if ref.access.dims else None
+        rounded = fx.rounded_param(self.ctx, inner.name, multiple) if isinstance(inner, sx.Sym) else None
+        if rounded is None:
+            return []
+        return [(f"widen the box's innermost extent to a multiple of {multiple} elements: `{rounded[0]}`", rounded[1])]
+
+    def _shifts_rounded(self, ref: MemRef, d: Dim, multiple: int) -> Iterator[Option]:
+        if d.slice_extent is None:
+            return
+        for start, edit in fx.shift_rounded(self.ctx, ref.op, d.index_value, multiple):
+            yield f"start the block at a multiple of {multiple} elements: `{start}`", edit
+
+    def _stride_constraints(self, ref: MemRef, stride: sx.SymExpr, multiple: int) -> list[Option]:
+        """`where K % BK == 0` for a row stride K that the box steps through in blocks of BK (a
+        multiple of `multiple`), else `where K % 8 == 0`."""
+        if not isinstance(stride, sx.Sym):
+            return []
+        inner = ref.access.dims[-1] if ref.access.dims else None
+        size = self.ctx.static(inner) if inner is not None else None
+        blocks = [str(inner)] if isinstance(inner, sx.Sym) and size and size % multiple == 0 else []
+        return [
+            (f"add `{c}` to the `where` clause", self.ctx.state_in_where(c))
+            for c in [f"{stride} % {b} == 0" for b in [*blocks, str(max(1, multiple))]]
+        ]
 
     def _offset(self, t: GlobalType, dims: list[Dim]) -> z3.ArithRef:
         shape = shape_of(t)
@@ -921,15 +1117,6 @@ def _inside(*terms: z3.ArithRef) -> z3.BoolRef:
     """0 <= index < extent for each (index, extent) pair of `terms`."""
     pairs = zip(terms[::2], terms[1::2], strict=True)
     return z3.And(*[z3.And(index >= 0, index < extent) for index, extent in pairs])
-
-
-def _unproven_hint(d: Dim) -> str:
-    i = d.index_value.name_hint if d.slice_extent is None and d.index_value.name_hint else "i"
-    n = d.extent_text
-    return (
-        f"bound the index with the mask (`mask = ... & {i} >= 0 & {i} < {n}`) or clamp it "
-        f"(`minimum(maximum({i}, 0), {n} - 1)`); if the data guarantees it, the warning records that assumption"
-    )
 
 
 def bounds_of(ctx: Context) -> Bounds:

@@ -17,6 +17,7 @@ it wrap, and the accesses as related spans.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -29,6 +30,7 @@ from kir.dialect.types import ScalarType, TileType, shape_of
 from kir.dtypes import DTYPES
 from verifier.context import Context
 from verifier.registry import rule
+from verifier.rules import bounds_fixes as fx
 from verifier.rules.bounds import MemRef, bounds_of, global_refs, name_of
 from verifier.symbolic import ZERO, format_counterexample, readable
 
@@ -269,17 +271,39 @@ def check_index_overflow(ctx: Context) -> Iterator[Diagnostic]:
         first = w.accesses[0]
         wide = "u64" if DTYPES[dtype].kind == "uint" else "i64"
         lhs, rhs = _source(ctx, op.lhs, op), _source(ctx, op.rhs, op)
+        widened = _widened(ctx, op, wide, lhs, rhs)
+        edits: tuple[Edit, ...]
+        if widened is not None:
+            hint, edits = (
+                f"compute it in {wide}: cast<{wide}>({lhs}) {_SIGN[op.fn.data]} cast<{wide}>({rhs}), "
+                "or bound the shapes in `where`",
+                (widened,),
+            )
+        else:  # widened, it would change the types around it; a program id of the wrong axis may be the cause
+            hint, edits = fx.choose(
+                ctx,
+                "bounds.index-overflow",
+                _line(ctx, op),
+                [
+                    (f"take it from `{pid}`, the grid axis whose programs it steps over", edit)
+                    for pid, edit in itertools.islice(fx.other_axes(ctx, op.res), 2)
+                ],
+            )
         yield ctx.report(
             op,
             f"this {dtype} `{_SIGN[op.fn.data]}` can leave the {dtype} range [{low}, {high}]: for "
             f"{format_counterexample(w.counterexample)} it is {w.value}, which wraps, and the {first.verb} "
             f"`{name_of(first.mem)}` is indexed with the wrapped value",
-            f"compute it in {wide}: cast<{wide}>({lhs}) {_SIGN[op.fn.data]} cast<{wide}>({rhs}), "
-            "or bound the shapes in `where`",
+            hint,
             related=[(r.op, "the access indexed with it") for r in w.accesses],
             counterexample={**w.counterexample, "value": w.value},
-            edits=[_widened(ctx, op, wide, lhs, rhs)],
+            edits=edits,
         )
+
+
+def _line(ctx: Context, op: Operation) -> int:
+    span = ctx.span(op)
+    return span.line if span is not None else 0
 
 
 def _widened(ctx: Context, op: tl.BinaryOp, wide: str, lhs: str, rhs: str) -> Edit | None:
