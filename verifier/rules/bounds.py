@@ -932,9 +932,8 @@ class Bounds:
                 # the box's inner extent, in bytes
                 box = self.ctx.access_extents(t, ref.access)
                 inner = box[-1] if box else None
-                widened = self._box_widened(ref, need // esize)
                 if inner is not None and inner * esize % need:
-                    hint, edits = self._choose("bounds.alignment", ref.op, widened)
+                    hint, edits = self._choose("bounds.alignment", ref.op, self._box_widened(ref, need // esize))
                     yield self.ctx.report(
                         ref.op,
                         f"the innermost extent of the TMA box on `{name}` is {inner * esize} bytes "
@@ -971,7 +970,9 @@ class Bounds:
                     continue
                 shown = self.readable(got)
                 hint, edits = self._choose(
-                    "bounds.alignment", ref.op, [*widened, *self._shifts_rounded(ref, last, need // esize)]
+                    "bounds.alignment",
+                    ref.op,
+                    [*self._box_widened(ref, need // esize), *self._shifts_rounded(ref, last, need // esize)],
                 )
                 yield self.ctx.report(
                     ref.op,
