@@ -19,17 +19,22 @@ the resources family.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 
 from xdsl.ir import Operation
 
-from kir.diagnostics import Diagnostic, Span
+from kir.diagnostics import Diagnostic, Edit, Span
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
-from kir.dialect.types import dtype_of
+from kir.dialect.types import TileType, dtype_of
+from kir.spans import span_of
+from kir.targets import TargetSpec, spec, targets
 from verifier.context import Context
+from verifier.fixes import first_fix
 from verifier.registry import rule
+from verifier.rules.numerics import f32_accumulator
 
 KIR_WARP_THREADS = 32  # a KIR warp, on every target
 WARPGROUP_WARPS = 4
@@ -86,6 +91,197 @@ def target_text(ctx: Context) -> str:
     return f"{ctx.target} ({chip})" if chip and chip != ctx.target else ctx.target
 
 
+# ---- fixes: the same program written with what the target has --------------------------------
+
+
+def call_args(text: str | None) -> list[str] | None:
+    """The top-level arguments of a call's text, `f(a[i, j], b, k = c)` -> `a[i, j]`, `b`,
+    `k = c`; None where `text` is not one call."""
+    if not text or "(" not in text or not text.endswith(")"):
+        return None
+    open_at = text.index("(")
+    out, depth, start = [], 0, open_at + 1
+    for i in range(open_at + 1, len(text) - 1):
+        c = text[i]
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif c == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    last = text[start:-1].strip()
+    return [*out, last] if last or out else []
+
+
+def retargeted(ctx: Context, fits: Callable[[TargetSpec], bool]) -> list[tuple[Edit, str]]:
+    """Edits of the kernel's `target` clause to each target for which `fits` holds (the
+    target's own vendor first), with the target's name."""
+    span = ctx.program.clause_spans.get("target")
+    if span is None:
+        return []
+    names = [t for t in targets() if t not in (ctx.target, "interp") and fits(spec(t))]
+    names.sort(key=lambda t: spec(t).vendor != ctx.spec.vendor)
+    return [(Edit(span, t), t) for t in names[:2]]
+
+
+def _statement_lines(edits: list[Edit]) -> frozenset[int]:
+    """The lines that edits remove whole."""
+    return frozenset(
+        e.span.line for e in edits if e.span.col == 1 and e.span.end_line == e.span.line + 1 and not e.text
+    )
+
+
+def flattened(ctx: Context, role: st.RoleOp, dropped: frozenset[int] = frozenset()) -> list[Edit] | None:
+    """The edits that write a role's body at the top level: its `role ... {` and `}` lines
+    removed and the lines between dedented (those in `dropped`, removed by another edit, left
+    alone)."""
+    span = span_of(role)
+    lines = (ctx.program.source or "").splitlines()
+    if span is None or not 1 <= span.line < span.end_line <= len(lines):
+        return None
+    header, closing = lines[span.line - 1], lines[span.end_line - 1]
+    if not header.split("#", 1)[0].rstrip().endswith("{") or closing.strip() != "}":
+        return None
+    body = [n for n in range(span.line + 1, span.end_line) if lines[n - 1].strip() and n not in dropped]
+    outer = len(header) - len(header.lstrip())
+    inner = min((len(lines[n - 1]) - len(lines[n - 1].lstrip()) for n in body), default=outer)
+    extra = inner - outer
+    edits = [Edit(Span(n, 1, n + 1, 1, span.file), "") for n in (span.line, span.end_line)]
+    if extra > 0:
+        edits += [Edit(Span(n, 1, n, 1 + extra, span.file), "") for n in body]
+    return edits
+
+
+def _plain_copy(ctx: Context, op: Operation) -> Edit | None:
+    """`store(dst, load(src))` in place of a TMA copy or a cp.async (its mask, if any, on both)."""
+    args = call_args(ctx.text_of(op))
+    if args is None or len(args) < 2:
+        return None
+    src, dst, rest = args[0], args[1], args[2:]
+    if any(not a.replace(" ", "").startswith(("mask=", "signal=")) for a in rest):
+        return None
+    mask = next((f", {a}" for a in rest if a.replace(" ", "").startswith("mask=")), "")
+    return ctx.replace_in(op, ctx.text_of(op) or "", f"store({dst}, load({src}{mask}){mask})")
+
+
+def _as_barrier(ctx: Context, op: Operation) -> Edit | None:
+    return ctx.replace_in(op, ctx.text_of(op) or "", "barrier()")
+
+
+def synchronous(ctx: Context) -> tuple[tuple[Edit, ...], str] | None:
+    """The copies and their synchronization written with what the target has: a TMA copy or a
+    cp.async becomes `store(dst, load(src))`; a cp.async.wait becomes barrier() (dropped where
+    one follows); an mbarrier the target lacks (or one that only TMA loads signal) goes with
+    its expects, each arrive becomes barrier() and each wait barrier() too, or nothing where
+    arrives order it; roles that arrive or wait on such an mbarrier are written at the top
+    level, in their order. None where some part of it cannot be written out."""
+    edits: list[Edit | None] = []
+    said: list[str] = []
+    no_tma, no_cp, no_mbar = not ctx.spec.has("tma"), not ctx.spec.has("cp_async"), not ctx.spec.has("mbarrier")
+    copies = [*(ctx.ops(ex.TmaLoadOp, ex.TmaStoreOp) if no_tma else []), *(ctx.ops(ex.CpAsyncOp) if no_cp else [])]
+    for info in copies:
+        edits.append(copy := _plain_copy(ctx, info.op))
+        if copy is not None and not said:
+            said.append(
+                f"`{copy.text}` in place of the {_OP_TEXT[type(info.op)]}" + (" (and so on)" if len(copies) > 1 else "")
+            )
+    if no_tma and list(ctx.ops(ex.TmaStoreWaitOp)):
+        edits += [ctx.drop_line(info.op) for info in ctx.ops(ex.TmaStoreWaitOp)]
+        said.append("tma.store_wait dropped")
+    if no_cp and list(ctx.ops(ex.CpAsyncCommitOp, ex.CpAsyncWaitOp)):
+        said.append("cp.async.commit and cp.async.wait dropped (barrier() orders the stores)")
+        edits += [ctx.drop_line(info.op) for info in ctx.ops(ex.CpAsyncCommitOp)]
+        for wait in ctx.ops(ex.CpAsyncWaitOp):
+            followed = isinstance(wait.op.next_op, ex.CtaBarrierOp)
+            edits.append(ctx.drop_line(wait.op) if followed else _as_barrier(ctx, wait.op))
+    in_roles = False
+    for alloc in ctx.ops(ex.MBarrierAllocOp):
+        users = [u.operation for u in alloc.op.res.uses]
+        arrived = any(isinstance(u, ex.ArriveOp) for u in users)
+        tma_only = no_tma and all(isinstance(u, ex.TmaLoadOp | ex.ExpectOp | ex.WaitOp) for u in users)
+        if not (no_mbar or tma_only):
+            continue
+        edits.append(ctx.drop_line(alloc.op))
+        name = alloc.op.res.name_hint or "..."
+        if not users:
+            said.append(f"the unused mbarrier `{name}` dropped")
+        else:
+            waits = ", its arrives as barrier() and its waits with them" if arrived else ", its waits as barrier()"
+            said.append(f"the mbarrier `{name}` dropped{waits}")
+        for user in users:
+            if isinstance(user, ex.ExpectOp):
+                edits.append(ctx.drop_line(user))
+            elif isinstance(user, ex.ArriveOp):
+                edits.append(_as_barrier(ctx, user))
+            elif isinstance(user, ex.WaitOp):
+                edits.append(ctx.drop_line(user) if arrived else _as_barrier(ctx, user))
+            elif not (isinstance(user, ex.TmaLoadOp) and no_tma):
+                return None
+            in_roles = in_roles or ctx.info_of[user].role is not None
+    if None in edits or not edits:
+        return None
+    made = list(dict.fromkeys(e for e in edits if e is not None))
+    if in_roles:
+        for role in ctx.roles:
+            flat = flattened(ctx, role, _statement_lines(made))
+            if flat is None:
+                return None
+            made += flat
+        said.append("the roles written at the top level")
+    return tuple(made), "; ".join(said)
+
+
+def _loaded(view: str) -> str:
+    """A shared view read into registers: `load(v)`, or `trans(load(v))` for `trans(v)`."""
+    if view.startswith("trans(") and view.endswith(")"):
+        return f"trans(load({view[len('trans(') : -1]}))"
+    return f"load({view})"
+
+
+def tile_dots(ctx: Context, ops: list[ex.WgmmaOp], waits: bool) -> tuple[tuple[Edit, ...], str] | None:
+    """Each wgmma written as the tile-level `dot` of its operands loaded from shared memory,
+    and (with `waits`) the wgmma.waits dropped: a tile-level dot completes in program order."""
+    edits: list[Edit | None] = []
+    shown = ""
+    for op in ops:
+        args = call_args(ctx.text_of(op))
+        if args is None or len(args) != 3:
+            return None
+        a = args[0] if isinstance(op.a.type, TileType) else _loaded(args[0])
+        shown = f"dot<{dtype_of(op.acc.type)}>({a}, {_loaded(args[1])}, {args[2]})"
+        edits.append(ctx.replace_in(op, ctx.text_of(op) or "", shown))
+    dropped = ""
+    if waits and list(ctx.ops(ex.WgmmaWaitOp)):
+        edits += [ctx.drop_line(info.op) for info in ctx.ops(ex.WgmmaWaitOp)]
+        dropped = ", and drop wgmma.wait (a tile-level dot completes in program order)"
+    if None in edits or not edits:
+        return None
+    return tuple(e for e in edits if e is not None), f"multiply at the tile level: `{shown}`{dropped}"
+
+
+_FEATURE_TEXT = {"tma": "TMA", "mbarrier": "mbarriers", "mbarrier_tx": "transaction bytes", "cp_async": "cp.async"}
+
+
+def _portable(ctx: Context, op: Operation, feature: str) -> tuple[tuple[Edit, ...], str]:
+    """The fix of an op the target lacks: the program written without TMA, cp.async or the
+    mbarriers the target lacks (`synchronous`), else a target that has `feature`."""
+    span = ctx.span(op)
+    if span is None:
+        return (), ""
+    plain = synchronous(ctx)
+    others = retargeted(ctx, lambda t: t.has(feature))
+    made = first_fix(ctx, ctx.current_rule.id, span.line, [plain[0] if plain else None, *(e for e, _ in others)])
+    if not made:
+        return (), ""
+    if plain and made == plain[0]:
+        return made, f"do without {_FEATURE_TEXT[feature]}: {plain[1]}"
+    chosen = next(t for e, t in others if made == (e,))
+    return made, f"target {chosen}, which has {_FEATURE_TEXT[feature]}"
+
+
 # ---- target.tma ----------------------------------------------------------------------------------
 
 _TMA_OPS = (ex.TmaLoadOp, ex.TmaStoreOp, ex.TmaStoreWaitOp)
@@ -104,16 +300,6 @@ _OP_TEXT = {
     ex.CpAsyncWaitOp: "cp.async.wait",
     ex.FenceAsyncOp: "fence.async",
 }
-
-
-def _tma_hint(ctx: Context, op: Operation) -> str:
-    if isinstance(op, ex.TmaStoreOp | ex.TmaStoreWaitOp):
-        return "write the tile with store(...) to the global tensor (and drop tma.store_wait), or target sm_90"
-    if ctx.spec.has("cp_async") and ctx.spec.vendor == "nvidia":
-        return "copy with cp.async(...), then cp.async.commit() and cp.async.wait(n) and barrier(), or target sm_90"
-    if ctx.spec.has("cp_async"):
-        return "copy into local SRAM with cp.async(...) (a DMA), or load(...) the tile directly"
-    return "load(...) the tile into registers (and store(...) it to shared memory if it must be shared), order with barrier(), or target sm_90"
 
 
 @rule(
@@ -159,10 +345,12 @@ def tma_unavailable(ctx: Context) -> Iterator[Diagnostic]:
     if ctx.spec.has("tma"):
         return
     for info in ctx.ops(*_TMA_OPS):
+        edits, hint = _portable(ctx, info.op, "tma")
         yield ctx.report(
             info.op,
             f"{_OP_TEXT[type(info.op)]} needs the Tensor Memory Accelerator, which {target_text(ctx)} does not have",
-            hint=_tma_hint(ctx, info.op),
+            hint=hint,
+            edits=edits,
         )
 
 
@@ -224,15 +412,21 @@ and the lowering picks the target's matrix instruction.
 def wgmma_unavailable(ctx: Context) -> Iterator[Diagnostic]:
     if ctx.spec.has("wgmma"):
         return
+    dots = tile_dots(ctx, [info.op for info in ctx.ops(ex.WgmmaOp)], waits=True)
     for info in ctx.ops(ex.WgmmaOp, ex.WgmmaWaitOp):
-        if isinstance(info.op, ex.WgmmaOp):
-            hint = "multiply at the tile level: acc = dot<f32>(load(A), load(B), acc); the lowering picks the target's matrix instruction"
-        else:
-            hint = "drop wgmma.wait: a tile-level dot completes in program order"
+        span = ctx.span(info.op)
+        others = retargeted(ctx, lambda t: t.has("wgmma"))
+        edits = first_fix(ctx, ctx.current_rule.id, span.line if span else 0, [dots[0] if dots else None])
+        hint = dots[1] if edits and dots else ""
+        if not edits and others:
+            target, name = others[0]
+            edits = first_fix(ctx, ctx.current_rule.id, span.line if span else 0, [target])
+            hint = f"target {name}, which has wgmma" if edits else ""
         yield ctx.report(
             info.op,
             f"{_OP_TEXT[type(info.op)]} is a Hopper (sm_90) instruction; {target_text(ctx)} does not have it",
             hint=hint,
+            edits=edits,
         )
 
 
@@ -296,16 +490,16 @@ def mbarrier_unavailable(ctx: Context) -> Iterator[Diagnostic]:
         op = info.op
         what = _OP_TEXT[type(op)]
         if not has_mbar:
-            yield ctx.report(
-                op,
-                f"{what}: {target_text(ctx)} has no mbarriers",
-                hint="use barrier() and plain loads (load/store through shared memory), or target sm_90",
-            )
+            edits, hint = _portable(ctx, op, "mbarrier")
+            yield ctx.report(op, f"{what}: {target_text(ctx)} has no mbarriers", hint=hint, edits=edits)
         elif isinstance(op, ex.ExpectOp):
+            edits, hint = _portable(ctx, op, "mbarrier_tx")
             yield ctx.report(
                 op,
-                f"expect adds transaction bytes to an mbarrier (mbarrier.expect_tx), which {target_text(ctx)} does not have",
-                hint="count arrivals only (arrive(...)) and complete copies with cp.async.wait(n) then barrier(), or target sm_90",
+                f"expect adds transaction bytes to an mbarrier (mbarrier.expect_tx), which {target_text(ctx)} does not "
+                "have: count arrivals only, and complete copies with cp.async.wait(n) then barrier()",
+                hint=hint,
+                edits=edits,
             )
 
 
@@ -364,10 +558,12 @@ def cp_async_unavailable(ctx: Context) -> Iterator[Diagnostic]:
     if ctx.spec.has("cp_async"):
         return
     for info in ctx.ops(ex.CpAsyncOp, ex.CpAsyncCommitOp, ex.CpAsyncWaitOp):
+        edits, hint = _portable(ctx, info.op, "cp_async")
         yield ctx.report(
             info.op,
             f"{_OP_TEXT[type(info.op)]}: {target_text(ctx)} has no asynchronous copy into shared memory",
-            hint="store(buf[...], load(x[...])) then barrier() before the buffer is read",
+            hint=hint,
+            edits=edits,
         )
 
 
@@ -575,10 +771,14 @@ def roles_unavailable(ctx: Context) -> Iterator[Diagnostic]:
     if ctx.spec.has("warp_roles"):
         return
     for role in ctx.roles:
+        span = ctx.span(role)
+        edits = first_fix(ctx, ctx.current_rule.id, span.line if span else 0, [tuple(flattened(ctx, role) or ())])
         yield ctx.report(
             role,
-            f"{role_text(role)}: {target_text(ctx)} runs one thread of control per processing element and has no warp roles",
-            hint="write the role's statements at the top level; overlap copies with cp.async (a DMA) instead",
+            f"{role_text(role)}: {target_text(ctx)} runs one thread of control per processing element and has no warp "
+            "roles (a DMA, cp.async, overlaps copies with compute instead)",
+            hint="write the role's statements at the top level" if edits else "",
+            edits=edits,
         )
 
 
@@ -799,12 +999,16 @@ def dtype_unavailable(ctx: Context) -> Iterator[Diagnostic]:
     if not have:
         return
 
-    def hint(dtype: str) -> str:
-        if dtype.startswith("f8"):
-            return "use bf16 or f16 here, or target sm_90 or gfx942 (they have fp8; sm_80 stores and converts it)"
-        if dtype == "f64":
-            return "use f32"
-        return f"use one of {', '.join(sorted(have))}"
+    def fix(line: int, dtype: str) -> tuple[tuple[Edit, ...], str]:
+        """f32 for f64 on the line, else a target that has the dtype."""
+        narrowed = _narrowed(ctx, line, dtype, "f32") if dtype == "f64" else None
+        others = retargeted(ctx, lambda t: dtype in t.dtypes)
+        made = first_fix(ctx, ctx.current_rule.id, line, [narrowed, *(e for e, _ in others)])
+        if not made:
+            return (), ""
+        if made == narrowed:
+            return made, f"use f32 on this line (`{dtype}` -> `f32`)"
+        return made, f"target {next(t for e, t in others if made == (e,))}, which has {dtype}"
 
     seen: set[tuple[int, str]] = set()
     for name, arg in ctx.kernel.args:
@@ -812,10 +1016,12 @@ def dtype_unavailable(ctx: Context) -> Iterator[Diagnostic]:
         span = ctx.program.arg_spans.get(name)
         if dtype not in have:
             seen.add((span.line if span else 0, dtype))
+            edits, hint = fix(span.line if span else 0, dtype)
             yield ctx.report(
                 span or ctx.program.span(),
                 f"argument `{name}` is {dtype}, which {target_text(ctx)} does not have",
-                hint=hint(dtype),
+                hint=hint,
+                edits=edits,
             )
     for info in ctx.infos:
         found = _introduced_dtype(info.op)
@@ -824,12 +1030,13 @@ def dtype_unavailable(ctx: Context) -> Iterator[Diagnostic]:
             # a product of operands the target has no type for: no matrix unit (nor vector unit) takes it
             found = (operands, f"dot of {operands} operands")
             if operands in ctx.spec.convert_dtypes:
+                edits, hint = _widened_dot(ctx, info.op, operands)
                 yield ctx.report(
                     info.op,
                     f"dot of {operands} operands: {target_text(ctx)} only stores and converts {operands}, "
                     f"no matrix instruction multiplies it",
-                    hint=f"cast the tiles to bf16 before the dot (dot<{info.op.acc_dtype.data}>(cast<bf16>(a), "
-                    "cast<bf16>(b), acc)), or target sm_90 or gfx942 (they have fp8 matrix units)",
+                    hint=hint,
+                    edits=edits,
                 )
                 continue
         if found is None or found[0] in have:
@@ -840,7 +1047,34 @@ def dtype_unavailable(ctx: Context) -> Iterator[Diagnostic]:
         if key in seen:
             continue
         seen.add(key)
-        yield ctx.report(info.op, f"{what}: {target_text(ctx)} does not have {dtype}", hint=hint(dtype))
+        edits, hint = fix(key[0], dtype)
+        yield ctx.report(info.op, f"{what}: {target_text(ctx)} does not have {dtype}", hint=hint, edits=edits)
+
+
+def _narrowed(ctx: Context, line: int, dtype: str, to: str) -> tuple[Edit, ...] | None:
+    """Every `dtype` written on the line made `to` (the line's text outside its comment)."""
+    lines = (ctx.program.source or "").splitlines()
+    if not 1 <= line <= len(lines):
+        return None
+    code = lines[line - 1].split("#", 1)[0]
+    found = [m.start() for m in re.finditer(rf"(?<![\w.]){dtype}(?!\w)", code)]
+    return tuple(Edit(Span(line, c + 1, line, c + 1 + len(dtype), ctx.file), to) for c in found) or None
+
+
+def _widened_dot(ctx: Context, op: tl.DotOp, operands: str) -> tuple[tuple[Edit, ...], str]:
+    """The dot's tiles cast to bf16 first, else a target whose matrix units take `operands`."""
+    span = ctx.span(op)
+    if span is None:
+        return (), ""
+    sides = [ctx.operand_span(op, v) for v in (op.lhs, op.rhs)]
+    cast = tuple(Edit(s, f"cast<bf16>({ctx.text_of(s)})") for s in sides if s is not None) if all(sides) else None
+    others = retargeted(ctx, lambda t: operands in t.dtypes)
+    made = first_fix(ctx, ctx.current_rule.id, span.line, [cast, *(e for e, _ in others)])
+    if not made:
+        return (), ""
+    if made == cast:
+        return made, "cast the tiles to bf16 before the dot: " + ", ".join(f"`{e.text}`" for e in made)
+    return made, f"target {next(t for e, t in others if made == (e,))}, which has {operands} matrix units"
 
 
 # ---- target.wgmma-dtype --------------------------------------------------------------------------
@@ -909,17 +1143,15 @@ def wgmma_dtypes(ctx: Context) -> Iterator[Diagnostic]:
         operand = dtype_of(op.a.type)
         acc = dtype_of(op.acc.type)
         if operand not in table["dtypes"]:
-            hint = (
-                "multiply at the tile level: acc = dot<f64>(load(A), load(B), acc)"
-                if operand == "f64"
-                else (
-                    f"convert the operands to one of {', '.join(table['dtypes'])}, or multiply at the tile level with dot"
-                )
-            )
+            span = ctx.span(op)
+            alone = len(list(ctx.ops(ex.WgmmaOp))) == 1
+            dots = tile_dots(ctx, [op], waits=alone)
+            edits = first_fix(ctx, ctx.current_rule.id, span.line if span else 0, [dots[0] if dots else None])
             yield ctx.report(
                 op,
                 f"wgmma does not multiply {operand} operands (it takes {', '.join(table['dtypes'])})",
-                hint=hint,
+                hint=dots[1] if edits and dots else "",
+                edits=edits,
             )
             continue
         if operand in ("i8", "u8"):
@@ -927,10 +1159,12 @@ def wgmma_dtypes(ctx: Context) -> Iterator[Diagnostic]:
         else:
             allowed = list(table["float_acc"]) + (["f16"] if operand in table["f16_acc_operands"] else [])
         if acc not in allowed:
+            edits, hint = f32_accumulator(ctx, op, ctx.current_rule.id) if allowed[0] == "f32" else ((), "")
             yield ctx.report(
                 op,
                 f"wgmma of {operand} operands accumulates in {' or '.join(allowed)}, not {acc}",
-                hint=f"make the accumulator {allowed[0]}: zeros({allowed[0]}[...]), and cast the result afterwards",
+                hint=hint,
+                edits=edits,
             )
 
 
@@ -992,15 +1226,13 @@ def layout_legality(ctx: Context) -> Iterator[Diagnostic]:
             versions = ctx.spec.mma_layout_versions
             if version not in versions:
                 have = ", ".join(str(v) for v in versions)
+                edits, hint = _relaid(ctx, info.op, lambda parts: _mma_candidates(parts, versions))  # noqa: B023 - called at once
                 yield ctx.report(
                     info.op,
                     f"mma layout version {version}: {target_text(ctx)} has "
                     + (f"mma layouts of version {have} only" if versions else "no NVIDIA mma layouts"),
-                    hint=(
-                        f"use mma([{versions[-1]}], ...)"
-                        if versions
-                        else "use a blocked(...) layout, or leave the layout to the lowering"
-                    ),
+                    hint=hint,
+                    edits=edits,
                 )
                 continue
         if not gpu:
@@ -1011,18 +1243,77 @@ def layout_legality(ctx: Context) -> Iterator[Diagnostic]:
         if lay.kind == "blocked":
             tpw = _product(lay.params[1])
             if tpw != ctx.spec.warp_size:
+                size = ctx.spec.warp_size
+                edits, hint = _relaid(ctx, info.op, lambda parts: _scaled(parts, 1, size))  # noqa: B023 - called at once
                 yield ctx.report(
                     info.op,
                     f"blocked layout: threads_per_warp {list(lay.params[1])} makes {tpw} threads, "
                     f"but a warp of {target_text(ctx)} has {ctx.spec.warp_size}",
-                    hint=f"make threads_per_warp multiply to {ctx.spec.warp_size}",
+                    hint=hint,
+                    edits=edits,
                 )
                 continue
         wpc = lay.params[2] if lay.kind == "blocked" else lay.params[1]
         if _product(wpc) != hw_warps:
+            index = 2 if lay.kind == "blocked" else 1
+            edits, hint = _relaid(ctx, info.op, lambda parts: _scaled(parts, index, hw_warps))  # noqa: B023 - called at once
             yield ctx.report(
                 info.op,
                 f"{lay.kind} layout: warps_per_cta {list(wpc)} makes {_product(wpc)} warps, but the tile is held by "
                 f"{where}: {hw_warps} warp{'s' if hw_warps != 1 else ''} of {ctx.spec.warp_size} threads",
-                hint=f"make warps_per_cta multiply to {hw_warps}",
+                hint=hint,
+                edits=edits,
             )
+
+
+def _int_list(text: str) -> list[int] | None:
+    inner = text.strip()
+    if not (inner.startswith("[") and inner.endswith("]")):
+        return None
+    try:
+        return [int(x) for x in inner[1:-1].split(",") if x.strip()]
+    except ValueError:
+        return None
+
+
+def _scaled(parts: list[str], index: int, total: int) -> list[list[str]]:
+    """The layout's argument `index` (a list) with one entry scaled so that the list multiplies
+    to `total`: the first entry that takes the whole factor, each tried in turn."""
+    values = _int_list(parts[index]) if index < len(parts) else None
+    if not values:
+        return []
+    have = _product(tuple(values))
+    out = []
+    for i, v in enumerate(values):
+        if (v * total) % have == 0 and v * total // have >= 1:
+            scaled = [*values[:i], v * total // have, *values[i + 1 :]]
+            out.append([*parts[:index], str(scaled), *parts[index + 1 :]])
+    return out
+
+
+def _mma_candidates(parts: list[str], versions: tuple[int, ...]) -> list[list[str]]:
+    """An `mma` layout of version 2 (mma.sync, instruction shape [16, 8]) where the target has
+    it."""
+    if 2 not in versions or len(parts) < 2:
+        return []
+    return [["[2]", parts[1], "[16, 8]"]]
+
+
+def _relaid(
+    ctx: Context, op: ex.ConvertLayoutOp, candidates: Callable[[list[str]], list[list[str]]]
+) -> tuple[tuple[Edit, ...], str]:
+    """The layout of a convert_layout written with the first candidate arguments that hold."""
+    args = call_args(ctx.text_of(op))
+    span = ctx.span(op)
+    if args is None or len(args) != 2 or span is None:
+        return (), ""
+    layout = args[1]
+    parts = call_args(layout)
+    if parts is None:
+        return (), ""
+    kind = layout[: layout.index("(")]
+    texts = [f"{kind}({', '.join(p)})" for p in candidates(parts)][:4]
+    made = first_fix(ctx, ctx.current_rule.id, span.line, [ctx.replace_in(op, layout, t) for t in texts])
+    if not made:
+        return (), ""
+    return made, f"use `{made[0].text}`"
