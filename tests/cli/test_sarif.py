@@ -124,8 +124,8 @@ def test_errors_and_warnings_carry_their_rule_level_and_place(here: Path):
         assert result["locations"][0]["physicalLocation"]["artifactLocation"]["index"] == 0
     unwritten, dead, divide = results
     assert unwritten["message"]["text"].startswith("`hi` is an output, but nothing writes it")
-    assert "\nhint: store the result into `hi`" in unwritten["message"]["text"]
-    assert unwritten["properties"]["hint"].startswith("store the result into `hi`")
+    assert "\nhint: write `hi` where the program writes `lo`" in unwritten["message"]["text"]
+    assert unwritten["properties"]["hint"].startswith("write `hi` where the program writes `lo`")
     (overwritten,) = dead["relatedLocations"]
     assert overwritten["message"]["text"] == "overwritten here"
     assert overwritten["physicalLocation"]["region"]["startLine"] == 10

@@ -20,6 +20,7 @@ rule only reports what it proves."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import cast
@@ -31,10 +32,28 @@ from kir import symexpr as sx
 from kir.diagnostics import Diagnostic, Edit, Span
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
-from kir.dialect.types import GlobalType, dtype_of, shape_of
+from kir.dialect.types import GlobalType, TileType, dtype_of, shape_of
 from verifier.context import Context, OpInfo
+from verifier.fixes import first_fix
 from verifier.registry import rule
-from verifier.rules.dataflow_facts import Ref, arg_name, index_terms, writes
+from verifier.rules.dataflow_facts import (
+    Ref,
+    access_parts,
+    arg_name,
+    argument_span,
+    dropped_statement,
+    factor_text,
+    feeding_ops,
+    index_terms,
+    line_of,
+    redirected_writes,
+    renamed_in,
+    same_tensor_type,
+    scale_of,
+    size_text,
+    unwritten_outputs,
+    writes,
+)
 from verifier.symbolic import format_counterexample, readable
 
 
@@ -266,17 +285,28 @@ def check_output_unwritten(ctx: Context) -> Iterator[Diagnostic]:
             continue
         infos = written.get(arg, [])
         if not infos:
-            yield ctx.report(
-                _arg_span(ctx, name),
-                f"`{name}` is an output, but nothing writes it: every element keeps the poison the harness fills it with",
-                hint=f"store the result into `{name}` (store({name}[...], ...)), or drop `out` if it is only read",
-            )
+            yield _never_written(ctx, name, arg)
             continue
         if len(infos) != 1 or any(isinstance(i.op, tl.AtomicOp) for i in infos):
             continue  # several writes or atomics: coverage is not judged
         (info,) = infos
         (ref,) = [r for r in writes(info.op) if r.mem is arg]
         yield from _coverage(ctx, name, info, ref)
+
+
+def _never_written(ctx: Context, name: str, arg: SSAValue) -> Diagnostic:
+    at = _arg_span(ctx, name)
+    message = f"`{name}` is an output, but nothing writes it: every element keeps the poison the harness fills it with"
+    line = at.line if at is not None else 0
+    redirects = redirected_writes(ctx, arg)
+    fix = first_fix(ctx, "dataflow.output-unwritten", line, redirects)
+    if fix:
+        old = ctx.text_of(Span(fix[0].span.line, fix[0].span.col, fix[0].span.end_line, fix[0].span.end_col, ""))
+        hint = f"write `{name}` where the program writes `{old}` by mistake (line {fix[0].span.line})"
+    else:
+        fix = first_fix(ctx, "dataflow.output-unwritten", line, [ctx.replace_in(at, "out global", "global")])
+        hint = f"drop `out` from `{name}`: it is only read" if fix else ""
+    return ctx.report(at, message, hint=hint, edits=fix)
 
 
 def _coverage(ctx: Context, name: str, info: OpInfo, ref: Ref) -> Iterator[Diagnostic]:
@@ -349,6 +379,9 @@ def _dimension_hole(ctx: Context, const: int, terms: list, extent: z3.ArithRef):
     return cex, cause, cex["__element"]
 
 
+Fix = tuple[str, Edit | tuple[Edit, ...] | None]  # a hint and its edits
+
+
 def _report_hole(
     ctx: Context, name: str, info: OpInfo, ref: Ref, d: int, const: int, terms, cex: dict, cause: str, element: int
 ):
@@ -359,9 +392,10 @@ def _report_hole(
     index = ", ".join(str(element) if i == d else ":" for i in range(rank))
     counterexample = {**shape_values, "element": [element if i == d else ":" for i in range(rank)]}
     related: list = []
-    edit: Edit | None = None
+    fixes: list[Fix] = []
     top = terms[-1][2] if terms else None
     grid_span = ctx.program.clause_spans.get("grid")
+    extent = shape_of(ref.mem.type)[d]
     at: Operation | Span = info.op
     if cause == "empty":
         empty = next((t for t in terms if t[2][0] in ("pid", "loop")), None)
@@ -369,10 +403,9 @@ def _report_hole(
         if empty is not None and empty[2][0] == "pid" and grid_span is not None:
             at, related = grid_span, [(info.op, "the write")]
             reason = f"the grid has no program along axis {empty[2][1]}"
-        hint = "launch at least one program: use cdiv(...) in the grid with a mask, or state the constraint in `where`"
+        fixes += _sized_lanes(ctx, ref, terms)
     elif cause == "offset":
         reason = "the index never comes down to 0"
-        hint = "start the index at 0"
     elif cause.startswith("gap"):
         i = int(cause[3:])
         c, _, counter = terms[i]
@@ -380,15 +413,17 @@ def _report_hole(
             f"{counter_text(ctx, counter)} steps by {c} elements but each step writes only {element - const} "
             f"contiguous ones, so index {element} of dimension {d} falls between two writes"
         )
-        hint = "make each program (or iteration) write as many elements as it steps over: widen the slice or the arange"
+        width = _lanes_text(ctx, ref, terms[:i])
+        if width is not None:
+            fixes += [f for t in terms[i:] for f in _step_by(ctx, ref, t[2], width)]
+            fixes += _widened(ctx, info.op, ref, counter, width)
     else:
         kind = top[0] if top is not None else None
-        reason = f"the writes stop before index {element} of dimension {d} (extent {shape_of(ref.mem.type)[d]})"
+        reason = f"the writes stop before index {element} of dimension {d} (extent {extent})"
         if kind == "pid" and grid_span is not None:
             assert top is not None  # its kind is "pid"
             at, related = grid_span, [(info.op, "the write that stops short")]
             axis = top[1]
-            extent = shape_of(ref.mem.type)[d]
             reason = (
                 f"the grid launches too few programs along axis {axis} "
                 f"(grid({ctx.kernel.grid.data[axis].data}) for {extent} elements): {reason}"
@@ -398,20 +433,28 @@ def _report_hole(
                 broken = extent.evaluate(shape_values) % int(terms[-1][0]) != 0
             except (KeyError, ValueError, TypeError, ZeroDivisionError):
                 broken = False
-            edit = ctx.state_in_where(divides) if broken else None
-            hint = (
-                f"state the constraint the grid relies on: `where {divides}`, or launch cdiv({extent}, "
-                f"{terms[-1][0]}) programs along axis {axis} with a mask on the store"
-            )
+            if broken:
+                fixes.append(
+                    (f"state the constraint the grid relies on: `where {divides}`", ctx.state_in_where(divides))
+                )
+            width = _lanes_text(ctx, ref, terms[:-1])
+            if width is not None and width[0] > terms[-1][0]:
+                fixes += _step_by(ctx, ref, top, width)  # the tiles overlap: the step is what is short
+            fixes += _grid_fixes(ctx, ref, top, int(terms[-1][0]), extent)
         elif kind == "loop":
             assert top is not None  # its kind is "loop"
             at, related = top[1], [(info.op, "the write")]
             reason = f"the loop stops too early: {reason}"
-            hint = "run the loop over every tile: cdiv(extent, tile) iterations, with a mask"
+            fixes += _loop_fixes(ctx, ref, top, int(terms[-1][0]), extent)
         else:
-            hint = "cover the whole extent: more lanes or programs, or a constraint in `where`"
+            fixes += _unused_axis(ctx, ref)
+            width = _lanes_text(ctx, ref, terms)
+            if width is not None and not any(t[2][0] != "lane" for t in terms):
+                bound = f"{extent} <= {width[1]}"
+                fixes.append((f"state the constraint the tile relies on: `where {bound}`", ctx.state_in_where(bound)))
+    line = (at.line if isinstance(at, Span) else getattr(ctx.span(at), "line", 0)) or 0
+    hint, edits = _first(ctx, line, fixes)
     message = f"`{name}[{dims}]` is not written everywhere when {where}: element [{index}] is never written; {reason}"
-    edits = [edit] if edit is not None else []
     out = [ctx.report(at, message, hint=hint, related=related, counterexample=counterexample, edits=edits)]
     if at is not info.op:
         # The launch (or the loop) is to blame; the write that falls short is where a reader of
@@ -427,6 +470,174 @@ def _report_hole(
             )
         )
     return out
+
+
+def _sized_lanes(ctx: Context, ref: Ref, terms) -> list[Fix]:
+    """Lanes sized by a parameter of value 0 (`arange(0, BLOCK)` with `BLOCK = 0`): the
+    parameter given the step between programs (or iterations)."""
+    steps = [int(c) for c, _, counter in terms if counter[0] != "lane"]
+    out: list[Fix] = []
+    for _, _, counter in terms:
+        size = ref.shape[counter[1]] if counter[0] == "lane" else None
+        if steps and isinstance(size, sx.Sym) and ctx.params.get(size.name) == 0:
+            span = ctx.program.param_spans.get(size.name)
+            text = f"{size.name} = {steps[0]}"
+            out.append((f"give `{size.name}` the step between programs: `{text}`", Edit(span, text) if span else None))
+    return out
+
+
+def _first(
+    ctx: Context, line: int, fixes: list[Fix], rule: str = "dataflow.output-unwritten"
+) -> tuple[str, tuple[Edit, ...]]:
+    """The first fix that holds (`first_fix`), with its hint; ("", ()) where none does."""
+    found = first_fix(ctx, rule, line, [edits for _, edits in fixes])
+    for hint, edits in fixes:
+        if found and found in (edits, (edits,)):
+            return hint, found
+    return "", ()
+
+
+def _lanes_text(ctx: Context, ref: Ref, terms) -> tuple[int, str] | None:
+    """How many contiguous elements the lanes among `terms` write, and how the program writes
+    that size; None where they are not one run of lanes."""
+    lanes = [t for t in terms if t[2][0] == "lane"]
+    if len(lanes) != 1 or lanes[0][0] != 1 or len(lanes) != len(terms):
+        return None
+    size = ref.shape[lanes[0][2][1]]
+    n = ctx.static(size)
+    return None if n is None else (n, str(size))
+
+
+def _counter_test(counter: Counter):
+    kind, what = counter
+
+    def test(v: SSAValue) -> bool:
+        owner = v.owner
+        if kind == "pid":
+            return isinstance(owner, tl.ProgramIdOp) and owner.axis.data == what
+        if kind == "rank":
+            return isinstance(owner, st.RoleRankOp)
+        if kind == "loop":
+            return isinstance(v, BlockArgument) and v.block.parent_op() is what and v.index == 0
+        return False
+
+    return test
+
+
+def _operand_edit(ctx: Context, value: SSAValue, text: str) -> Edit | None:
+    """The edit that writes `text` in place of the operand `value` (its parentheses too)."""
+    span = ctx.span(value.owner) if isinstance(value.owner, Operation) else None
+    line = line_of(ctx, span.line) if span is not None else None
+    if span is None or line is None or span.end_line != span.line:
+        return None
+    col, end = span.col, span.end_col
+    if line[col - 2 : col - 1] == "(" and line[end - 1 : end] == ")":
+        col, end = col - 1, end + 1
+    return Edit(Span(span.line, col, span.line, end, span.file), text)
+
+
+def _step_by(ctx: Context, ref: Ref, counter: Counter, width: tuple[int, str]) -> list[Fix]:
+    """Make the counter step by the width the lanes write (`program_id(0) * BLOCK`)."""
+    out: list[Fix] = []
+    for scale in scale_of(ref.indices, _counter_test(counter))[:2]:
+        old = ctx.text_of(scale.owner) if isinstance(scale.owner, Operation) else None
+        text = factor_text(width[1])
+        hint = f"step {counter_text(ctx, counter)} by the width each step writes: `{old}` becomes `{text}`"
+        out.append((hint, _operand_edit(ctx, scale, text)))
+    return out
+
+
+def _widened(ctx: Context, op: Operation, ref: Ref, counter: Counter, width: tuple[int, str]) -> list[Fix]:
+    """Make the write (every `width` on its line) as wide as the counter's step."""
+    steps = scale_of(ref.indices, _counter_test(counter))
+    span, line = ctx.span(op), None
+    if span is not None:
+        line = line_of(ctx, span.line)
+    if not steps or span is None or line is None or not isinstance(steps[0].owner, Operation):
+        return []
+    step = ctx.text_of(steps[0].owner)
+    at = [m.start() for m in re.finditer(re.escape(width[1]), line)]
+    if step is None or not at:
+        return []
+    edits = tuple(Edit(Span(span.line, k + 1, span.line, k + 1 + len(width[1]), span.file), step) for k in at)
+    return [(f"write as many elements as each step covers: `{width[1]}` becomes `{step}` on line {span.line}", edits)]
+
+
+def _grid_axis_span(ctx: Context, axis: int) -> Span | None:
+    grid = ctx.program.clause_spans.get("grid")
+    text = ctx.text_of(grid) if grid is not None else None
+    if grid is None or text is None:
+        return None
+    starts, depth = [0], 0
+    for k, ch in enumerate(text):
+        depth += 1 if ch in "([" else -1 if ch in ")]" else 0
+        if ch == "," and depth == 0:
+            starts.append(k + 1)
+    if axis >= len(starts):
+        return None
+    start = starts[axis]
+    end = starts[axis + 1] - 1 if axis + 1 < len(starts) else len(text)
+    piece = text[start:end]
+    lead = len(piece) - len(piece.lstrip())
+    return Span(grid.line, grid.col + start + lead, grid.line, grid.col + start + len(piece.rstrip()), grid.file)
+
+
+def _step_text(ctx: Context, ref: Ref, counter: Counter, c: int) -> str:
+    scales = scale_of(ref.indices, _counter_test(counter))
+    text = ctx.text_of(scales[0].owner) if scales and isinstance(scales[0].owner, Operation) else None
+    return text or size_text(ctx, c)
+
+
+def _grid_fixes(ctx: Context, ref: Ref, top: Counter, c: int, extent: sx.SymExpr) -> list[Fix]:
+    """Launch as many programs along the axis as the extent takes (`N / BLOCK`, or
+    `cdiv(N, BLOCK)` where the store's mask keeps the last program in bounds)."""
+    span = _grid_axis_span(ctx, top[1])
+    step = _step_text(ctx, ref, top, c)
+    if span is None:
+        return []
+    exact, rounded = f"{factor_text(str(extent))} / {step}", f"cdiv({extent}, {step})"
+    return [
+        (f"launch `{exact}` programs along axis {top[1]}", Edit(span, exact)),
+        (f"launch `{rounded}` programs along axis {top[1]}, the last one masked", Edit(span, rounded)),
+    ]
+
+
+def _loop_fixes(ctx: Context, ref: Ref, top: Counter, c: int, extent: sx.SymExpr) -> list[Fix]:
+    """Run the loop over every tile: its bound made `N / BN`, or rounded up where a mask keeps
+    the last tile in bounds."""
+    loop = top[1]
+    upper = loop.upper.owner
+    lo, step = _static_int(ctx, loop.lower), _static_int(ctx, loop.step)
+    if not isinstance(upper, Operation) or lo != 0 or step is None:
+        return []
+    span = ctx.span(upper)
+    if step == c:  # the loop counts elements (`for k in 0 .. K step BK`)
+        return [(f"run the loop up to `{extent}`", Edit(span, str(extent)))] if span is not None else []
+    if step != 1 or span is None:
+        return []
+    tile = _step_text(ctx, ref, top, c)
+    n = factor_text(str(extent))
+    exact, rounded = f"{n} / {tile}", f"({extent} + {tile} - 1) / {tile}"
+    return [
+        (f"run the loop over every tile: `{exact}` iterations", Edit(span, exact)),
+        (f"run the loop over every tile, the last one masked: `{rounded}` iterations", Edit(span, rounded)),
+    ]
+
+
+def _unused_axis(ctx: Context, ref: Ref) -> list[Fix]:
+    """An index taken from a grid axis the grid does not have (always 0), moved to an axis that
+    no index of the write uses."""
+    rank = len(ctx.kernel.grid.data)
+    feeding = [op for v in ref.indices for op in feeding_ops(v)]
+    used = {op.axis.data for op in feeding if isinstance(op, tl.ProgramIdOp)}
+    beyond = [op for op in feeding if isinstance(op, tl.ProgramIdOp) and op.axis.data >= rank]
+    free = [axis for axis in range(rank) if axis not in used]
+    return [
+        (f"take the index from `program_id({axis})`, the grid axis it leaves unused", Edit(span, f"program_id({axis})"))
+        for op in beyond[:1]
+        for axis in free[:2]
+        if (span := ctx.span(op)) is not None
+    ]
 
 
 def _masked_hole(ctx: Context, name: str, info: OpInfo, ref: Ref) -> Iterator[Diagnostic]:
@@ -466,16 +677,57 @@ def _masked_hole(ctx: Context, name: str, info: OpInfo, ref: Ref) -> Iterator[Di
     branch = _innermost_if(info.op)
     at: Operation = info.op if by_mask or branch is None else branch
     what = "its mask is" if by_mask else "the condition of the enclosing `if` is"
+    fixes = _mask_fixes(ctx, name, info.op, ref) if by_mask else _branch_fixes(ctx, branch)
+    hint, edits = _first(ctx, getattr(ctx.span(at), "line", 0), fixes)
     yield ctx.report(
         at,
         f"element {element} of `{name}` is never written: the only write to `{name}` reaches it, but {what} "
         f"false there ({format_counterexample(shown)})",
-        hint="mask only the lanes outside the tensor (mask = offs < N), so that every element inside is written"
-        if by_mask
-        else "let every program write its tile: guard only the lanes outside the tensor, with a mask",
+        hint=hint,
         related=[] if at is info.op else [(info.op, "the only write")],
         counterexample={**shown, "element": element},
+        edits=edits,
     )
+
+
+def _mask_fixes(ctx: Context, name: str, op: Operation, ref: Ref) -> list[Fix]:
+    """The mask that turns off only the lanes outside the tensor (`offs < N`, or one bound per
+    gathered dimension), written where the mask is defined or in the write itself."""
+    parts = access_parts(ctx, op, name)
+    mask = ref.mask
+    if parts is None or mask is None or len(parts) != len(ref.indices) or ref.access.dims and not ref.is_gather:
+        return []
+    extents = shape_of(ref.mem.type)
+    bounds = [f"{p} < {e}" for p, e, v in zip(parts, extents, ref.indices, strict=True) if isinstance(v.type, TileType)]
+    if not bounds:
+        return []
+    text = bounds[0] if len(bounds) == 1 else " & ".join(f"({b})" for b in bounds)
+    hint = f"mask only the lanes outside `{name}`: `{text}`"
+    fixes: list[Fix] = []
+    at = argument_span(ctx, op, "mask")
+    given = ctx.text_of(at) if at is not None else None
+    owner = mask.owner
+    if given == mask.name_hint and isinstance(owner, Operation) and (span := ctx.span(owner)) is not None:
+        line = line_of(ctx, span.line) or ""
+        if re.match(rf"\s*{re.escape(given or '')}\s*=", line):
+            fixes.append((f"{hint}, where `{given}` is defined", Edit(span, text)))
+    if at is not None:
+        fixes.append((hint, Edit(at, text)))
+    return fixes
+
+
+def _branch_fixes(ctx: Context, branch: st.IfOp | None) -> list[Fix]:
+    """The `if` made to let the last tile through (`<` become `<=`)."""
+    if branch is None or not isinstance(branch.cond.owner, Operation):
+        return []
+    cond = branch.cond.owner
+    return [
+        (
+            f"let the last tile through: `{old.strip()}` becomes `{new.strip()}` in the `if`",
+            ctx.replace_in(cond, old, new),
+        )
+        for old, new in ((" < ", " <= "), (" > ", " >= "))
+    ]
 
 
 def _innermost_if(op: Operation) -> st.IfOp | None:
@@ -531,9 +783,35 @@ def check_input_written(ctx: Context) -> Iterator[Diagnostic]:
             if name is None or cast(GlobalType, ref.mem.type).is_out:  # an argument: a tensor
                 continue
             span = ctx.program.arg_spans.get(name)
+            line = getattr(ctx.span(info.op), "line", 0)
+            hint, edits = _first(ctx, line, _input_fixes(ctx, info.op, ref, name), "dataflow.input-written")
             yield ctx.report(
                 info.op,
                 f"{ref.verb} `{name}`, which is an input (not marked `out`): inputs must be unchanged after the run",
-                hint=f"write the result to an output tensor, or declare `{name}: out global ...` if it is one",
+                hint=hint,
                 related=[(span, f"`{name}` is declared here")] if span is not None else [],
+                edits=edits,
             )
+
+
+def _input_fixes(ctx: Context, op: Operation, ref: Ref, name: str) -> list[Fix]:
+    """The write sent to an output of the same type that nothing writes; a store of the value
+    just loaded from the same tensor dropped (it writes back what is there); or the tensor
+    declared `out`."""
+    fixes: list[Fix] = []
+    for output in unwritten_outputs(ctx):
+        new = arg_name(ctx, output)
+        if same_tensor_type(output, ref.mem) and new is not None:
+            fixes.append((f"write the result to `{new}`, the output nothing writes", renamed_in(ctx, op, name, new)))
+    value = op.value if isinstance(op, tl.StoreOp) else None
+    if value is not None and isinstance(value.owner, tl.LoadOp) and value.owner.mem is ref.mem:
+        fixes.append(
+            (f"drop this store: it writes back the value just loaded from `{name}`", dropped_statement(ctx, op))
+        )
+    fixes.append(
+        (
+            f"declare `{name}` as an output: `{name}: out global ...`",
+            ctx.replace_in(ctx.program.arg_spans.get(name), "global", "out global"),
+        )
+    )
+    return fixes
