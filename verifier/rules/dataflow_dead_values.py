@@ -21,8 +21,19 @@ from kir.dialect import tile as tl
 from kir.dialect.traits import has_effect, is_pure, synchronizes
 from kir.dialect.types import TileType
 from verifier.context import Context
+from verifier.fixes import first_fix
 from verifier.registry import rule
-from verifier.rules.dataflow_facts import arg_name, name_of, reads, writes
+from verifier.rules.dataflow_facts import (
+    arg_name,
+    argument_span,
+    dropped_statement,
+    name_of,
+    reads,
+    renamed_in,
+    same_tensor_type,
+    unwritten_outputs,
+    writes,
+)
 
 # ---- dataflow.unused-value ------------------------------------------------------------------------------
 
@@ -91,10 +102,12 @@ def check_unused_value(ctx: Context) -> Iterator[Diagnostic]:
         (ref,) = reads(info.op)
         what = arg_name(ctx, ref.mem) or name_of(ref.mem)
         named = f" (`{info.op.res.name_hint}`)" if info.op.res.name_hint else ""
+        hint, fix = _first(ctx, info.op, _unused_fixes(ctx, info.op, what, live), "dataflow.unused-value")
         yield ctx.report(
             info.op,
             f"the value loaded from `{what}`{named} is never used: nothing that is stored or has another effect depends on it",
-            hint="use the value (was it meant to be in the stored result?) or drop the load",
+            hint=hint,
+            edits=fix,
         )
 
 
@@ -308,13 +321,15 @@ def _reset_in_loop(ctx: Context) -> Iterator[Diagnostic]:
             )
             if not isinstance(reset, Operation):
                 continue
+            line = getattr(ctx.span(reset), "line", 0)
+            fix = first_fix(ctx, "dataflow.dead-store", line, [dropped_statement(ctx, reset)])
             yield ctx.report(
                 reset,
                 f"`{name}` is carried by the loop, but each iteration reassigns it here without reading its previous "
                 "value: every iteration but the last is thrown away",
-                hint=f"initialize `{name}` once before the loop and update it from its previous value inside "
-                f"(e.g. {name} = dot<f32>(a, b, {name}))",
+                hint=f"drop the reset: `{name}` is initialized before the loop and carried through it" if fix else "",
                 related=[(loop, "the loop")],
+                edits=fix,
             )
 
 
@@ -334,11 +349,13 @@ def _overwritten_values(ctx: Context) -> Iterator[Diagnostic]:
             later = _next_assignment(named[block][r.name_hint], op, position)
             if later is None:
                 continue
+            hint, fix = _first(ctx, op, _overwrite_fixes(ctx, r.name_hint, op, later))
             yield ctx.report(
                 op,
                 f"the value assigned to `{r.name_hint}` here is never used: `{r.name_hint}` is assigned again before any use",
-                hint="drop this assignment, or use the value (was the later assignment meant to build on it?)",
+                hint=hint,
                 related=[(later, "assigned again here")],
+                edits=fix,
             )
 
 
@@ -422,12 +439,14 @@ def _overwritten_stores(ctx: Context) -> Iterator[Diagnostic]:
         if _stops(nxt) or any(r.mem is first.mem for r in reads(nxt)):
             continue
         if _same_place(ctx, first, nxt):
+            hint, fix = _first(ctx, first, _store_fixes(ctx, first, nxt))
             yield ctx.report(
                 first,
                 f"this store to `{name_of(first.mem)}` is overwritten by the store below, to the same place, before "
                 "anything reads it",
-                hint="drop one of the two stores, or write the second one elsewhere (a different slice or tensor)",
+                hint=hint,
                 related=[(nxt, "overwritten here")],
+                edits=fix,
             )
 
 
@@ -442,3 +461,125 @@ def _same_place(ctx: Context, a: tl.StoreOp, b: tl.StoreOp) -> bool:
         if isinstance(x.type, TileType) or isinstance(y.type, TileType) or not ctx.same_value(x, y):
             return False
     return True
+
+
+# ---- fixes ---------------------------------------------------------------------------------------
+
+Fix = tuple[str, Edit | None]  # a hint and its edit
+
+
+def _first(
+    ctx: Context, op: Operation, fixes: list[Fix], rule: str = "dataflow.dead-store"
+) -> tuple[str, tuple[Edit, ...]]:
+    """The first fix that holds (`first_fix`), with its hint; ("", ()) where none does."""
+    line = getattr(ctx.span(op), "line", 0)
+    found = first_fix(ctx, rule, line, [edit for _, edit in fixes])
+    return next(((hint, found) for hint, edit in fixes if found and found == (edit,)), ("", ()))
+
+
+def _line(ctx: Context, op: Operation) -> int:
+    return getattr(ctx.span(op), "line", 0)
+
+
+def _overwrite_fixes(ctx: Context, name: str, op: Operation, later: Operation) -> list[Fix]:
+    """The later assignment dropped (the value assigned here is the one used after it), else
+    this one."""
+    return [
+        (
+            f"drop the assignment on line {_line(ctx, later)}, which overwrites `{name}` before any use",
+            dropped_statement(ctx, later),
+        ),
+        ("drop this assignment", dropped_statement(ctx, op)),
+    ]
+
+
+def _store_fixes(ctx: Context, first: tl.StoreOp, second: tl.StoreOp) -> list[Fix]:
+    """The second store sent to an output of the same type that nothing writes (the fix of
+    its `dataflow.output-unwritten`), else this store dropped."""
+    fixes: list[Fix] = []
+    old = arg_name(ctx, first.mem)
+    for output in unwritten_outputs(ctx):
+        new = arg_name(ctx, output)
+        if old and new and same_tensor_type(output, first.mem):
+            edit = renamed_in(ctx, second, old, new)
+            fixes.append((f"write the store on line {_line(ctx, second)} to `{new}`, the output nothing writes", edit))
+    fixes.append(("drop this store", dropped_statement(ctx, first)))
+    return fixes
+
+
+# What a loaded value is most likely meant for, by the name of the tensor or the value: a bias
+# or a residual is added, anything else (a weight, a scale, a gate) multiplies.
+_ADDED = ("bias", "resid", "shift", "beta", "offset")
+
+
+def _unused_fixes(ctx: Context, load: tl.LoadOp, tensor: str, live: set[Operation]) -> list[Fix]:
+    """The assignment that overwrites a value computed from the load dropped (the cause), the
+    loaded value applied in a store's value, or the load dropped."""
+    fixes: list[Fix] = [
+        (
+            f"drop the assignment on line {_line(ctx, later)}, which overwrites the value computed from this load (the dead store's fix)",
+            dropped_statement(ctx, later),
+        )
+        for later in _overwriting(load.res)[:1]
+    ]
+    end = _named_end(load.res)
+    if end is None:
+        return fixes
+    name = str(end.name_hint)
+    added = any(w in f"{tensor} {name}".lower() for w in _ADDED)
+    for info in ctx.ops(tl.StoreOp):
+        if info.op in live and len(fixes) < 3:
+            fixes += _applied(ctx, info.op, name, "+" if added else "*")
+    fixes.append((f"drop the load: nothing uses `{name}`", dropped_statement(ctx, cast(Operation, end.owner))))
+    return fixes
+
+
+def _overwriting(value: SSAValue) -> list[Operation]:
+    """The assignments that overwrite, before any use, a value computed from `value`."""
+    out: list[Operation] = []
+    todo, seen = [value], set()
+    while todo:
+        for use in todo.pop(0).uses:
+            op = use.operation
+            if op in seen or not is_pure(op):
+                continue
+            seen.add(op)
+            for r in op.results:
+                block = op.parent_block()
+                if r.name_hint and not _used(r) and block is not None:
+                    position: dict[Operation, int] = {}
+                    later = _next_assignment(_assignments(block, position)[r.name_hint], op, position)
+                    if later is not None:
+                        out.append(later)
+                todo.append(r)
+    return out
+
+
+def _named_end(value: SSAValue) -> SSAValue | None:
+    """The named value a load's result becomes through its casts (`bv = cast<f32>(load(...))`),
+    where nothing uses it."""
+    while not value.name_hint:
+        uses = list(value.uses)
+        if len(uses) != 1 or not isinstance(uses[0].operation, _PLAIN) or len(uses[0].operation.results) != 1:
+            return None
+        value = uses[0].operation.results[0]
+    return None if _used(value) else value
+
+
+def _applied(ctx: Context, store: tl.StoreOp, name: str, sign: str) -> list[Fix]:
+    """`name` applied to the value a store writes, inside its cast (`cast<bf16>(acc + bv)`)."""
+    at = argument_span(ctx, store, None, 1)
+    text = ctx.text_of(at) if at is not None else None
+    if at is None or text is None:
+        return []
+    value: SSAValue = store.value
+    prefix, inner, suffix = "", text, ""
+    if text.startswith("cast<") and text.endswith(")") and isinstance(value.owner, tl.CastOp):
+        k = text.index("(")
+        prefix, inner, suffix = text[: k + 1], text[k + 1 : -1], ")"
+        value = value.owner.operand
+    owner = value.owner
+    compound = isinstance(owner, tl.BinaryOp) and owner.fn.data not in ("mul", "div") and sign == "*"
+    new = f"{prefix}{f'({inner})' if compound else inner} {sign} {name}{suffix}"
+    verb = "add" if sign == "+" else "multiply by"
+    return [(f"{verb} `{name}` in the value stored on line {at.line}: `{new}`", Edit(at, new))]

@@ -20,6 +20,7 @@ from kir.dialect import explicit as ex
 from kir.dialect import tile as tl
 from kir.dialect.types import TileType, dtype_of, shape_of
 from verifier.context import Context
+from verifier.fixes import first_fix
 from verifier.registry import rule
 from verifier.symbolic import format_counterexample, readable
 
@@ -251,7 +252,17 @@ def check_masked_reduce(ctx: Context) -> Iterator[Diagnostic]:
         fix = _other_edit(ctx, pad.load, other)
         reset = f"reset the masked lanes with where(mask, x, {other}) right before the {fn}"
         # the load's `other` is the padding here only when nothing in between changes it
-        hint = f"give the load `other = {ident}` (the identity of {fn}), or {reset}" if fix is not None else reset
+        hint = f"give the load `other = {ident}` (the identity of {fn}), or {reset}" if fix is not None else ""
+        if fix is None:
+            # a padding that another reduction of the load needs may make this one right too
+            # (`other = -inf` before `exp(v - max(v))` pads the `sum` of the exps with 0)
+            padding = next((p for p in ("-inf", "0", "inf", "1") if _other_edit(ctx, pad.load, p) is not None), None)
+            if padding is not None:
+                fix = _other_edit(ctx, pad.load, padding)
+                hint = f"give the load `other = {padding}`: its masked lanes then reach the {fn} as {ident}"
+            else:
+                fix = _reset_edit(ctx, op, pad.mask, other)
+                hint = reset if fix is not None else ""
         yield ctx.report(
             op,
             f"{fn} along axis {axis} includes the lanes that the load's mask turns off (e.g. when "
@@ -355,6 +366,26 @@ def _binary_range(fn: str, a: tuple[float, float], b: tuple[float, float]) -> tu
     if fn in ("mul", "div") and a[0] >= 0 and b[0] >= 0:
         return 0.0, math.inf
     return UNBOUNDED
+
+
+def _reset_edit(ctx: Context, op: tl.ReduceOp | tl.ArgReduceOp, mask: SSAValue, other: str) -> Edit | None:
+    """The reduction's operand `x` made `where(mask, x, other)`, where the mask has a name, and
+    checked (`first_fix`): the mask must be the one the lanes of `x` are padded under."""
+    span, text = ctx.span(op), ctx.text_of(op)
+    if span is None or text is None or not mask.name_hint or not text.startswith(f"{op.fn.data}("):
+        return None
+    start = len(op.fn.data) + 1
+    depth, end = 0, start
+    while end < len(text) and not (depth == 0 and text[end] in ",)"):
+        depth += 1 if text[end] in "([" else -1 if text[end] in ")]" else 0
+        end += 1
+    operand = text[start:end].strip()
+    value = "0.0" if other == "0" else "1.0" if other == "1" else other
+    at = Span(span.line, span.col + start, span.line, span.col + end, span.file)
+    found = first_fix(
+        ctx, "dataflow.masked-reduce", span.line, [Edit(at, f"where({mask.name_hint}, {operand}, {value})")]
+    )
+    return found[0] if found else None
 
 
 def _other_edit(ctx: Context, load: Operation, other: str) -> Edit | None:
