@@ -4,16 +4,29 @@ output before the program wrote it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 import z3
 from xdsl.ir import Operation, SSAValue
 
 from kir.diagnostics import Diagnostic, Edit
+from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.types import GlobalType, SmemType, TileType, shape_of
 from verifier.context import Context, OpInfo
+from verifier.fixes import first_fix
 from verifier.registry import rule
-from verifier.rules.dataflow_facts import Ref, arg_name, index_terms, name_of, reads, writes
+from verifier.rules.dataflow_facts import (
+    Ref,
+    arg_name,
+    index_terms,
+    line_of,
+    name_of,
+    reads,
+    renamed_in,
+    same_tensor_type,
+    writes,
+)
 from verifier.symbolic import Term
 
 
@@ -90,24 +103,28 @@ def check_read_before_write(ctx: Context) -> Iterator[Diagnostic]:
                 continue
             if isinstance(mem.type, SmemType):
                 later = written.get(mem, [])
+                hint, edits = _first(ctx, info.op, _buffer_fixes(ctx, info.op, mem, written))
                 yield ctx.report(
                     info.op,
                     f"{ref.verb} shared buffer `{name_of(mem)}`, which nothing has written before: "
                     "shared memory starts with garbage"
                     + (" (the only writes come after this read, and no loop brings them round)" if later else ""),
-                    hint=f"fill `{name_of(mem)}` first (store, tma.load or cp.async, then the wait), or read the buffer that was filled",
+                    hint=hint,
                     related=[(w.op, "written only here, later") for w in later[:1]],
+                    edits=edits,
                 )
             elif isinstance(mem.type, GlobalType) and mem.type.is_out and not isinstance(info.op, tl.AtomicOp):
                 name = arg_name(ctx, mem)
                 later = written.get(mem, [])
+                hint, edits = _first(ctx, info.op, _unread_inputs(ctx, info.op, mem))
                 yield ctx.report(
                     info.op,
                     f"{ref.verb} output `{name}` before this program writes it: it holds the poison the harness "
                     "fills outputs with (or stale data), not a result",
-                    hint="keep the value in registers (accumulate in a loop-carried tile) and store once; read inputs, not outputs",
+                    hint=hint,
                     related=[(w.op, "the first write") for w in later[:1]],
                     severity="warning",
+                    edits=edits,
                 )
 
 
@@ -214,3 +231,98 @@ def _refilled(ctx: Context, op: Operation, ref: Ref, name: str, view: str | None
     if view is None or written is None:
         return None
     return ctx.replace_in(op, f"{name}[{written}]", f"{name}[{view}]")
+
+
+# ---- fixes ---------------------------------------------------------------------------------------
+
+Fix = tuple[str, Edit | None]  # a hint and its edit
+
+
+def _first(ctx: Context, op: Operation, fixes: list[Fix]) -> tuple[str, tuple[Edit, ...]]:
+    """The first fix that holds (`first_fix`), with its hint; ("", ()) where none does."""
+    line = getattr(ctx.span(op), "line", 0)
+    found = first_fix(ctx, "dataflow.read-before-write", line, [edit for _, edit in fixes])
+    return next(((hint, found) for hint, edit in fixes if found and found == (edit,)), ("", ()))
+
+
+def _same_buffer_type(a: SSAValue, b: SSAValue) -> bool:
+    return (
+        isinstance(a.type, SmemType)
+        and isinstance(b.type, SmemType)
+        and a.type.shape == b.type.shape
+        and a.type.dtype == b.type.dtype
+    )
+
+
+def _buffer_fixes(ctx: Context, op: Operation, mem: SSAValue, written: dict[SSAValue, list[OpInfo]]) -> list[Fix]:
+    """For a buffer nothing writes: the last of several writes into another buffer of its type
+    sent to it (a copy into the wrong buffer), the read sent to a buffer of its type that is
+    filled, or (a read that only starts a loop-carried value) that value started from zeros."""
+    name = name_of(mem)
+    fixes: list[Fix] = []
+    others = [m for m in written if m is not mem and _same_buffer_type(m, mem)]
+    for other in others:
+        if len(written[other]) > 1:
+            last = written[other][-1].op
+            fixes.append(
+                (
+                    f"fill `{name}` with the copy on line {getattr(ctx.span(last), 'line', 0)}, which writes `{name_of(other)}` a second time",
+                    renamed_in(ctx, last, name_of(other), name),
+                )
+            )
+    for other in others[:2]:
+        fixes.append((f"read `{name_of(other)}`, the buffer that is filled", renamed_in(ctx, op, name, name_of(other))))
+    start = _carried_start(ctx, op)
+    if start is not None:
+        text = f"zeros({start.results[0].type})"
+        span = ctx.span(start)
+        fixes.append(
+            (
+                f"start `{start.results[0].name_hint}` from `{text}`, not from the unfilled buffer",
+                Edit(span, text) if span else None,
+            )
+        )
+    return fixes
+
+
+def _carried_start(ctx: Context, op: Operation) -> Operation | None:
+    """The statement a read feeds, where the value it names only starts a loop-carried value."""
+    for statement in feeding_users(op):
+        value = statement.results[0] if len(statement.results) == 1 else None
+        if (
+            value is not None
+            and value.name_hint
+            and all(isinstance(u.operation, st.ForOp) for u in value.uses)
+            and value.uses
+        ):
+            span, line = ctx.span(statement), None
+            if (
+                span is not None
+                and (line := line_of(ctx, span.line)) is not None
+                and line.split("=")[0].strip() == value.name_hint
+            ):
+                return statement
+    return None
+
+
+def feeding_users(op: Operation) -> list[Operation]:
+    """The ops computed from `op`'s results, nearest first."""
+    out: list[Operation] = []
+    todo = list(op.results)
+    while todo:
+        for use in todo.pop(0).uses:
+            if use.operation not in out and not isinstance(use.operation, st.ForOp):
+                out.append(use.operation)
+                todo += list(use.operation.results)
+    return out
+
+
+def _unread_inputs(ctx: Context, op: Operation, mem: SSAValue) -> list[Fix]:
+    """The read sent to an input of the output's type that nothing reads (the operand meant)."""
+    read = {r.mem for o in ctx.kernel.walk() for r in reads(o)}
+    name = arg_name(ctx, mem) or ""
+    return [
+        (f"read `{other}`, the input nothing reads", renamed_in(ctx, op, name, other))
+        for other, arg in ctx.kernel.args
+        if arg not in read and not cast(GlobalType, arg.type).is_out and same_tensor_type(arg, mem)
+    ][:2]

@@ -7,17 +7,29 @@ and their affine forms, where those already show that the two writes cannot meet
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterator
 
 import z3
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
-from kir.diagnostics import Diagnostic
+from kir.diagnostics import Diagnostic, Edit, Span
+from kir.dialect import structure as st
 from kir.dialect import tile as tl
-from kir.dialect.types import shape_of
+from kir.dialect.types import TileType, shape_of
 from verifier.context import Context, OpInfo
+from verifier.fixes import first_fix
 from verifier.registry import rule
-from verifier.rules.dataflow_facts import Ref, arg_name, index_terms, writes
+from verifier.rules.dataflow_facts import (
+    Ref,
+    arg_name,
+    factor_text,
+    feeding_ops,
+    index_terms,
+    line_of,
+    scale_of,
+    writes,
+)
 from verifier.symbolic import format_counterexample
 
 # ---- dataflow.write-overlap ----------------------------------------------------------------------------
@@ -245,6 +257,10 @@ def _two_programs(ctx: Context, info_a: OpInfo, a: Ref, info_b: OpInfo, b: Ref) 
         else "make the tiles of different programs disjoint: step by at least the tile size"
     )
     related = [(b.op, "the other write")] if b.op is not a.op else []
+    fixes = _axis_fixes(ctx, a, unused[0]) if unused else _step_fixes(ctx, a)
+    line = getattr(ctx.span(a.op), "line", 0)
+    found = first_fix(ctx, "dataflow.write-overlap", line, [edits for _, edits in fixes])
+    hint, edits = next(((h, found) for h, e in fixes if found and found in (e, (e,))), ("", ()))
     return ctx.report(
         a.op,
         f"programs {first} and {second} both write element {element} of `{name}` (with "
@@ -252,7 +268,85 @@ def _two_programs(ctx: Context, info_a: OpInfo, a: Ref, info_b: OpInfo, b: Ref) 
         hint=hint,
         related=related,
         counterexample={**shapes, "program_id": first, "other program_id": second, "element": element},
+        edits=edits,
     )
+
+
+# ---- fixes ---------------------------------------------------------------------------------------
+
+Fix = tuple[str, Edit | tuple[Edit, ...] | None]  # a hint and its edits
+
+
+def _axis_fixes(ctx: Context, ref: Ref, axis: int) -> list[Fix]:
+    """The index taken from the grid axis it ignores (a `program_id` of the index moved to it),
+    else the writes combined with an atomic (split-K partial sums)."""
+    fixes: list[Fix] = []
+    for op in [op for v in ref.indices for op in feeding_ops(v) if isinstance(op, tl.ProgramIdOp)][:3]:
+        if op.axis.data != axis and (span := ctx.span(op)) is not None:
+            hint = f"take the index from program_id({axis}), the axis it ignores: `program_id({op.axis.data})` on line {span.line}"
+            fixes.append((hint, Edit(span, f"program_id({axis})")))
+    span = ctx.span(ref.op)
+    if isinstance(ref.op, tl.StoreOp) and span is not None and (ctx.text_of(ref.op) or "").startswith("store("):
+        add = Edit(Span(span.line, span.col, span.line, span.col + len("store("), span.file), "old = atomic_add(")
+        fixes.append(
+            (f"combine the partial results of program_id({axis}) with an atomic: `old = atomic_add(...)`", add)
+        )
+    return fixes
+
+
+def _step_fixes(ctx: Context, ref: Ref) -> list[Fix]:
+    """Tiles made disjoint: the step of a program id or role rank made the width of the tile
+    it writes, or a role declared over warps that are whole warpgroups declared over those."""
+    fixes: list[Fix] = []
+    counter = lambda v: isinstance(v.owner, tl.ProgramIdOp | st.RoleRankOp)  # noqa: E731
+    for d, v in enumerate(ref.indices):
+        width = _width(ctx, ref, d)
+        for scale in scale_of((v,), counter) if width is not None else []:
+            old = ctx.text_of(scale.owner) if isinstance(scale.owner, Operation) else None
+            span = ctx.span(scale.owner) if isinstance(scale.owner, Operation) else None
+            if width is None or old is None or span is None or old == width:
+                continue
+            line = line_of(ctx, span.line) or ""
+            col, end = span.col, span.end_col
+            if line[col - 2 : col - 1] == "(" and line[end - 1 : end] == ")":
+                col, end = col - 1, end + 1
+            new = factor_text(width)
+            hint = f"step by the width of the tile: `{old}` becomes `{new}` on line {span.line}"
+            fixes.append((hint, Edit(Span(span.line, col, span.line, end, span.file), new)))
+    fixes += _warpgroup_roles(ctx, ref)
+    return fixes[:4]
+
+
+def _width(ctx: Context, ref: Ref, d: int) -> str | None:
+    """How many elements of dimension `d` one write covers, as the program writes it: a slice's
+    extent, or an index tile's longest dimension."""
+    extent = ref.access.dims[d] if not ref.is_gather else None
+    if extent is not None:
+        return str(extent)
+    shape = shape_of(ref.indices[d].type) if isinstance(ref.indices[d].type, TileType) else ()
+    sizes = [(n, e) for e in shape if (n := ctx.static(e)) is not None and n > 1]
+    return str(max(sizes, key=lambda t: t[0])[1]) if sizes else None
+
+
+def _warpgroup_roles(ctx: Context, ref: Ref) -> list[Fix]:
+    """A role over whole warpgroups written as warps (`warps(4, ..., 11)`) declared over the
+    warpgroups, so that its rank counts warpgroups."""
+    out: list[Fix] = []
+    ranks = [op for v in ref.indices for op in feeding_ops(v) if isinstance(op, st.RoleRankOp)]
+    role = ranks[0].parent_op() if ranks else None
+    while role is not None and not isinstance(role, st.RoleOp):
+        role = role.parent_op()
+    span = ctx.span(role) if role is not None else None
+    found = re.search(r"warps\(([\d,\s]+)\)", (line_of(ctx, span.line) or "") if span is not None else "")
+    if role is None or found is None:
+        return out
+    ids = [int(x) for x in found.group(1).split(",") if x.strip()]
+    groups = sorted({i // 4 for i in ids})
+    if len(ids) != 4 * len(groups) or sorted(ids) != [4 * g + k for g in groups for k in range(4)]:
+        return out
+    new = f"warpgroups({', '.join(str(g) for g in groups)})"
+    out.append((f"declare the role over warpgroups: `{new}`", ctx.replace_in(role, found.group(0), new)))
+    return out
 
 
 def _is_loop_name(sym, name: str) -> bool:
