@@ -24,7 +24,8 @@ How the figures are computed:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import cast
 
@@ -39,6 +40,7 @@ from kir.dialect.types import Access, GlobalType, SymAttr, TileType, dtype_of, s
 from kir.dtypes import DTYPES
 from kir.liveness import BASE_REGISTERS, fused, live_ranges
 from verifier.context import Context
+from verifier.fixes import first_fix
 from verifier.registry import rule
 from verifier.rules.target import (
     KIR_WARP_THREADS,
@@ -444,6 +446,34 @@ def _stages_fix(ctx: Context, allocs: list[_Alloc], loop: st.ForOp, limit: int) 
     return None
 
 
+def _retuned(
+    ctx: Context,
+    line: int,
+    params: Iterable[str],
+    values: Callable[[int], list[int]],
+    holds: Callable[[Context], bool],
+) -> tuple[tuple[Edit, ...], _Fix | None]:
+    """A new default for one of `params`: for each, the first of `values(default)` that the
+    `where` clause allows and under which `holds` (the rule's own test, with that value bound);
+    the first such edit that removes the diagnostic at `line` (at most three tried)."""
+    fixes = []
+    for p in sorted(params):
+        if p not in ctx.params:
+            continue
+        for v in _allowed(ctx, p, iter(values(ctx.params[p]))):
+            if v != ctx.params[p] and holds(Context(ctx.program, ctx.target, {**ctx.params, p: v})):
+                fixes.append(_Fix(p, v, 0, 1))
+                break
+    edits = {f: _knob_edit(ctx, f) for f in fixes[:3]}
+    made = first_fix(ctx, ctx.current_rule.id, line, list(edits.values()))
+    return made, next((f for f, e in edits.items() if made == (e,)), None)
+
+
+def _line(ctx: Context, where: Operation | Span | None) -> int:
+    span = ctx.span(where)
+    return span.line if span else 0
+
+
 # ---- register estimates --------------------------------------------------------------------------
 
 
@@ -668,12 +698,25 @@ def register_pressure(ctx: Context) -> Iterator[Diagnostic]:
                 edits = [ctx.replace_in(role, f"regs({budget})", f"regs({raised})")]
             else:
                 fixes = _register_fixes(ctx, index, budget, [v for v, _ in tiles])
-                shown = ", or ".join(f"{f.text} (about {f.kept})" for f in fixes)
-                hint = (
-                    f"shrink the tiles: {shown} fits regs({budget})"
-                    if fixes
-                    else "shrink the tiles (a smaller block size, or more units in the role)"
-                ) + f"; the register file leaves no room for regs({raised})"
+                tried = {f: _knob_edit(ctx, f) for f in fixes[:3]}
+                # a wgmma in a role of single warps is resources.wgmma-warpgroup's error, and the
+                # tiles are spread over one warp each: its fix (whole warpgroups) is the cause's
+                whole = _whole_warpgroups(ctx, role) if _issues_wgmma_per_warp(ctx, role) else None
+                made = first_fix(ctx, ctx.current_rule.id, _line(ctx, role), [whole, *tried.values()])
+                chosen = next((f for f, e in tried.items() if made == (e,)), None)
+                if whole is not None and made == (whole,):
+                    hint = (
+                        f"declare the role over whole warpgroups, `{whole.text}`, as resources.wgmma-warpgroup says: "
+                        "its tiles are then spread over 128 threads"
+                    )
+                elif chosen is not None:
+                    hint = (
+                        f"shrink the tiles: `{chosen.text}` (about {chosen.kept} registers) fits regs({budget}); the "
+                        f"register file leaves no room for regs({raised})"
+                    )
+                else:
+                    hint = ""
+                edits = list(made)
         else:
             where = largest or peak.op
             budget_text = (
@@ -807,12 +850,32 @@ def regs_whole_warpgroups(ctx: Context) -> Iterator[Diagnostic]:
         partial = sorted({w // WARPGROUP_WARPS for w in warps if not all(w // 4 * 4 + j in warps for j in range(4))})
         if partial:
             groups = ", ".join(str(g) for g in partial)
+            whole = _whole_warpgroups(ctx, role)
+            edits = first_fix(ctx, ctx.current_rule.id, _line(ctx, role), [whole])
             yield ctx.report(
                 role,
                 f"regs({role.regs.data}) on {role_text(role)}: setmaxnreg applies to whole warpgroups, and the role "
                 f"has only part of warpgroup {groups}",
-                hint=f"declare the role over warpgroups({groups}) (warps {', '.join(str(4 * g) + '..' + str(4 * g + 3) for g in partial)})",
+                hint=f"declare the role over whole warpgroups: `{whole.text}`" if edits and whole else "",
+                edits=edits,
             )
+
+
+def _issues_wgmma_per_warp(ctx: Context, role: st.RoleOp) -> bool:
+    """The role runs a wgmma on units of single warps, and its warps make whole warpgroups."""
+    warps = set(role_warps(role))
+    whole = all(w // WARPGROUP_WARPS * WARPGROUP_WARPS + j in warps for w in warps for j in range(WARPGROUP_WARPS))
+    return role.unit.data == "warps" and whole and any(info.role is role for info in ctx.ops(ex.WgmmaOp))
+
+
+def _unit_text(role: st.RoleOp) -> str:
+    return f"{role.unit.data}({', '.join(str(i) for i in role.id_list)})"
+
+
+def _whole_warpgroups(ctx: Context, role: st.RoleOp) -> Edit | None:
+    """The role declared over the warpgroups its warps touch: `warps(0)` -> `warpgroups(0)`."""
+    groups = sorted({w // WARPGROUP_WARPS for w in role_warps(role)})
+    return ctx.replace_in(role, _unit_text(role), f"warpgroups({', '.join(str(g) for g in groups)})")
 
 
 # ---- resources.register-file ---------------------------------------------------------------------
@@ -870,24 +933,40 @@ def register_file(ctx: Context) -> Iterator[Diagnostic]:
     span = launch_span(ctx)
     if span is not None:
         related.append((span, f"{launch_text(ctx)}: {threads} threads x {pool // threads} registers at launch"))
+    # a role with a budget over part of a warpgroup leaves the rest of it at the launch budget:
+    # that is the cause (resources.regs-warpgroup), and its fix comes first
+    partial = [r for r in ctx.roles if r.regs.data and r.unit.data != "warpgroups"]
+    wholes = [e for r in partial if (e := _whole_warpgroups(ctx, r)) is not None]
+    whole = tuple(wholes) if len(wholes) == len(partial) else None
+    fit = _fit(ctx, crossing, pool, total)
+    lowered = ctx.replace_in(crossing, f"regs({crossing.regs.data})", f"regs({fit})") if crossing.regs.data else None
+    edits = first_fix(ctx, ctx.current_rule.id, _line(ctx, crossing), [whole, lowered])
+    if not edits:
+        hint = ""
+    elif lowered is not None and edits == (lowered,):
+        hint = (
+            f"lower the budget of `{crossing.name_text}` to regs({fit}), so that the budgets add up to at most {pool}"
+        )
+    else:
+        shown = ", ".join(f"`{e.text}`" for e in edits)
+        hint = f"declare the roles with a budget over whole warpgroups ({shown}), as resources.regs-warpgroup says"
     yield ctx.report(
         crossing,
         f"the register budgets add up to {total} registers ({' + '.join(parts)}), more than the {pool} the CTA gets at "
         f"launch ({threads} threads x {pool // threads}) on {target_text(ctx)}: setmaxnreg on {role_text(crossing)} would wait forever",
-        hint=f"lower the budgets so that they add up to at most {pool}, e.g. {_fit_hint(ctx, crossing, pool, total)}",
+        hint=hint,
         related=related,
+        edits=edits,
     )
 
 
-def _fit_hint(ctx: Context, role: st.RoleOp, pool: int, total: int) -> str:
+def _fit(ctx: Context, role: st.RoleOp, pool: int, total: int) -> int:
+    """The largest budget of `role` (in steps of the granularity) that brings `total` to `pool`."""
     threads = len(role_warps(role)) * KIR_WARP_THREADS
     gran = max(1, ctx.spec.register_alloc_granularity)
     over = total - pool
     budget = role.regs.data or launch_budget(ctx)
-    fit = (budget - (-(-over // threads))) // gran * gran
-    return (
-        f"regs({fit}) on `{role.name_text}`" if fit >= ctx.spec.min_registers_per_thread else "fewer or smaller roles"
-    )
+    return (budget - (-(-over // threads))) // gran * gran
 
 
 # ---- resources.tile-pow2 -------------------------------------------------------------------------
@@ -1111,15 +1190,39 @@ def role_overlap(ctx: Context) -> Iterator[Diagnostic]:
         for other, theirs in seen:
             shared = sorted(mine & theirs)
             if shared:
+                edits, moved = _separated(ctx, role, other)
                 yield ctx.report(
                     role,
                     f"{role_text(role)} and {role_text(other)} both run on warp{'s' if len(shared) > 1 else ''} "
                     f"{', '.join(str(w) for w in shared)}",
-                    hint="give each role its own warps (warpgroup g is warps 4g .. 4g + 3)",
+                    hint=f"give each role its own warps: `{moved}`" if edits else "",
                     related=[(other, f"role `{other.name_text}` runs there too")],
+                    edits=edits,
                 )
                 break
         seen.append((role, mine))
+
+
+def _separated(ctx: Context, role: st.RoleOp, other: st.RoleOp) -> tuple[tuple[Edit, ...], str]:
+    """One of the two roles moved onto units no other role runs on (the lowest free ones): the
+    move that keeps the roles' units rising in program order first (a producer on warpgroup 0,
+    its consumers after it), then the role with fewer units."""
+    options = []
+    for moving in (other, role):
+        per = moving.warps_per_unit
+        used = {w for r in ctx.roles if r is not moving for w in role_warps(r)}
+        free = [u for u in range(launch_warps(ctx) // per) if not any(u * per + j in used for j in range(per))]
+        if len(free) < len(moving.id_list):
+            continue
+        moved = f"{moving.unit.data}({', '.join(str(u) for u in free[: len(moving.id_list)])})"
+        firsts = [free[0] if r is moving else min(r.id_list) * r.warps_per_unit // per for r in ctx.roles]
+        rising = firsts == sorted(firsts)
+        edit = ctx.replace_in(moving, _unit_text(moving), moved)
+        if edit is not None:
+            options.append((not rising, len(moving.id_list), edit, f"role {moving.name_text} {moved}"))
+    options.sort(key=lambda o: (o[0], o[1]))
+    made = first_fix(ctx, ctx.current_rule.id, _line(ctx, role), [o[2] for o in options])
+    return made, next((o[3] for o in options if made == (o[2],)), "")
 
 
 # ---- TMA boxes -----------------------------------------------------------------------------------
@@ -1173,11 +1276,20 @@ def tma_box_limits(ctx: Context) -> Iterator[Diagnostic]:
         over = [(i, b) for i, b in enumerate(box) if b is not None and b > most]
         if over:
             dims = ", ".join(f"dimension {i} is {b}" for i, b in over)
+            sized = _params_in(
+                *(d for i, d in enumerate(access.dims) if d is not None and any(i == j for j, _ in over))
+            )
+
+            def fits(c: Context, access: Access = access, mem: SSAValue = mem) -> bool:
+                return all(b is None or b <= most for b in _box(c, mem, access))
+
+            edits, fix = _retuned(ctx, _line(ctx, info.op), sized, lambda v: list(_smaller(v))[:4], fits)
             yield ctx.report(
                 info.op,
                 f"the TMA box on `{_name(mem)}` is {box}: {dims} elements, over the {most} a box dimension may have "
-                f"on {target_text(ctx)}",
-                hint=f"split the copy into boxes of at most {most} elements per dimension (one tma.load per slab)",
+                f"on {target_text(ctx)} (a larger tile is copied as several boxes, one tma.load per slab)",
+                hint=f"make the box smaller: `{fix.text}`" if fix else "",
+                edits=edits,
             )
 
 
@@ -1355,32 +1467,52 @@ def wgmma_shape(ctx: Context) -> Iterator[Diagnostic]:
         groups = _wgmma_groups(ctx, info.role)
         if groups is None:
             continue  # resources.wgmma-warpgroup
-        m, n = ctx.static_shape(op.acc.type)
-        dtype = dtype_of(op.a.type)
-        esize = DTYPES[dtype].nbytes
-        k_inst = max(1, table["k_bytes"] // esize)
-        a_shape = ctx.static_shape(op.a.type) if op.a_in_registers else ctx.access_extents(op.a.type, op.a_access.data)
-        k = (a_shape[0] if op.is_trans_a else a_shape[-1]) if a_shape else None  # trans(A) is stored [K, M]
-        problems = []
-        if m is not None:
-            rows = m // groups if m % groups == 0 else None
-            if rows is None or rows % table["m"]:
-                shown = f"{m} / {groups} = {m / groups:g}" if groups > 1 else f"{m}"
-                problems.append(
-                    f"each warpgroup holds {shown} accumulator rows, not a multiple of the instruction's {table['m']}"
-                )
-        if n is not None and (n % table["n_step"] or n > table["n_max"]):
-            problems.append(f"N = {n} is not a multiple of {table['n_step']} in [{table['n_step']}, {table['n_max']}]")
-        if k is not None and k % k_inst:
-            problems.append(f"K = {k} is not a multiple of the instruction's K = {k_inst} for {dtype}")
+        m, k, n, k_inst, problems = _wgmma_problems(ctx, op, groups)
         if problems:
+            sized = _params_in(*(d.data for d in cast(TileType, op.acc.type).shape.data))
+            if op.a_in_registers:
+                sized |= _params_in(*(d.data for d in cast(TileType, op.a.type).shape.data))
+            else:
+                sized |= _params_in(*(d for d in op.a_access.data.dims if d is not None))
+
+            def fits(c: Context, op: ex.WgmmaOp = op, groups: int = groups) -> bool:
+                return not _wgmma_problems(c, op, groups)[4]
+
+            edits, fix = _retuned(ctx, _line(ctx, op), sized, lambda v: [v * 2, v * 4, v // 2], fits)
             yield ctx.report(
                 op,
                 f"wgmma [{m}, {k}] x [{k}, {n}] cannot be tiled by wgmma.m{table['m']}nNk{k_inst}: "
                 + "; ".join(problems),
-                hint=f"give each warpgroup a multiple of {table['m']} rows (e.g. BM = {table['m'] * groups * 2} for two "
-                f"consumer warpgroups), N a multiple of {table['n_step']} up to {table['n_max']}, K a multiple of {k_inst}",
+                hint=f"retile: `{fix.text}` gives each warpgroup whole instructions" if fix else "",
+                edits=edits,
             )
+
+
+def _wgmma_problems(
+    ctx: Context, op: ex.WgmmaOp, groups: int
+) -> tuple[int | None, int | None, int | None, int, list[str]]:
+    """M, K, N of a wgmma with the context's parameters, the instruction's K, and what of them
+    the instruction cannot tile."""
+    table = cast(dict, ctx.spec.wgmma)
+    m, n = ctx.static_shape(op.acc.type)
+    dtype = dtype_of(op.a.type)
+    esize = DTYPES[dtype].nbytes
+    k_inst = max(1, table["k_bytes"] // esize)
+    a_shape = ctx.static_shape(op.a.type) if op.a_in_registers else ctx.access_extents(op.a.type, op.a_access.data)
+    k = (a_shape[0] if op.is_trans_a else a_shape[-1]) if a_shape else None  # trans(A) is stored [K, M]
+    problems = []
+    if m is not None:
+        rows = m // groups if m % groups == 0 else None
+        if rows is None or rows % table["m"]:
+            shown = f"{m} / {groups} = {m / groups:g}" if groups > 1 else f"{m}"
+            problems.append(
+                f"each warpgroup holds {shown} accumulator rows, not a multiple of the instruction's {table['m']}"
+            )
+    if n is not None and (n % table["n_step"] or n > table["n_max"]):
+        problems.append(f"N = {n} is not a multiple of {table['n_step']} in [{table['n_step']}, {table['n_max']}]")
+    if k is not None and k % k_inst:
+        problems.append(f"K = {k} is not a multiple of the instruction's K = {k_inst} for {dtype}")
+    return m, k, n, k_inst, problems
 
 
 # ---- resources.dot-shape -------------------------------------------------------------------------
@@ -1455,16 +1587,33 @@ def dot_shape(ctx: Context) -> Iterator[Diagnostic]:
             continue
         esize = DTYPES[dtype].nbytes
         scaled = [(sm, sn, max(1, sk * 2 // esize)) for sm, sn, sk in shapes]
-        if any(m % sm == 0 and n % sn == 0 and k % sk == 0 for sm, sn, sk in scaled):
+        if _dot_fits(ctx, op, scaled):
             continue
         smallest = min(scaled, key=lambda s: s[0] * s[1] * s[2])
         shown = " or ".join(f"m{sm}n{sn}k{sk}" for sm, sn, sk in scaled)
+        sized = _params_in(*(d.data for v in (op.lhs, op.rhs) for d in cast(TileType, v.type).shape.data))
+
+        def fits(c: Context, op: tl.DotOp = op, scaled: list[tuple[int, int, int]] = scaled) -> bool:
+            return _dot_fits(c, op, scaled)
+
+        edits, fix = _retuned(ctx, _line(ctx, op), sized, lambda v: [v * 2, v * 4], fits)
         yield ctx.report(
             op,
             f"dot [{m}, {k}] x [{k}, {n}] ({dtype}) is not a multiple of the matrix instructions of {target_text(ctx)} "
-            f"({shown}): it is padded or runs on the vector units",
-            hint=f"make M a multiple of {smallest[0]}, N of {smallest[1]} and K of {smallest[2]} (at least that large)",
+            f"({shown}): it is padded or runs on the vector units (M, N and K must be multiples of "
+            f"{smallest[0]}, {smallest[1]} and {smallest[2]} at least)",
+            hint=f"retile: `{fix.text}`" if fix else "",
+            edits=edits,
         )
+
+
+def _dot_fits(ctx: Context, op: tl.DotOp, scaled: list[tuple[int, int, int]]) -> bool:
+    """The dot's M, N and K (with the context's parameters) are multiples of one instruction's."""
+    m, k = ctx.static_shape(op.lhs.type)
+    n = ctx.static_shape(op.rhs.type)[1]
+    if m is None or n is None or k is None:
+        return False
+    return any(m % sm == 0 and n % sn == 0 and k % sk == 0 for sm, sn, sk in scaled)
 
 
 # ---- resources.mbarrier-count --------------------------------------------------------------------
@@ -1496,17 +1645,40 @@ def mbarrier_count(ctx: Context) -> Iterator[Diagnostic]:
             continue
         name = op.res.name_hint or "the mbarrier"
         if count < 1 or count > most:
+            edits, hint = _recounted(ctx, op)
             yield ctx.report(
                 op,
                 f"`{name}` expects {count} arrivals per phase; an mbarrier's count is in [1, {most}] on {target_text(ctx)}",
-                hint="count one arrival per arriving role unit (and one per expect)",
+                hint=hint,
+                edits=edits,
             )
             continue
         multi = any(isinstance(u.operation, ex.ArriveOp) and u.operation.count.data > 1 for u in op.res.uses)
         if count > threads and not multi:
+            edits, hint = _recounted(ctx, op)
             yield ctx.report(
                 op,
                 f"`{name}` expects {count} arrivals per phase, but the CTA has {threads} threads ({launch_text(ctx)}) "
                 "and each arrive counts one",
-                hint="count one arrival per arriving role unit (and one per expect)",
+                hint=hint,
+                edits=edits,
             )
+
+
+def _recounted(ctx: Context, op: ex.MBarrierAllocOp) -> tuple[tuple[Edit, ...], str]:
+    """The count that the barrier's users make: each arrive its count, each expect one, once per
+    unit of the role that runs it."""
+    arrivals = 0
+    for use in op.res.uses:
+        user = use.operation
+        units = ctx.units(ctx.info_of[user].role) if user in ctx.info_of else 1
+        if isinstance(user, ex.ArriveOp):
+            arrivals += user.count.data * units
+        elif isinstance(user, ex.ExpectOp):
+            arrivals += units
+    written = re.search(r"count\s*=\s*[^,)]+", ctx.text_of(op) or "")
+    if arrivals < 1 or written is None:
+        return (), ""
+    edit = ctx.replace_in(op, written.group(0), f"count = {arrivals}")
+    made = first_fix(ctx, ctx.current_rule.id, _line(ctx, op), [edit])
+    return made, f"count the arrivals its users make: `count = {arrivals}`" if made else ""
