@@ -721,15 +721,18 @@ budget, fixed at compile time by the launch bounds: drop `regs(N)` (or target sm
 def setmaxnreg_unavailable(ctx: Context) -> Iterator[Diagnostic]:
     if ctx.spec.has("setmaxnreg") or not ctx.spec.has("warp_roles"):  # no roles at all: target.roles
         return
-    for role in ctx.roles:
-        if role.regs.data:
-            yield ctx.report(
-                role,
-                f"regs({role.regs.data}) on {role_text(role)}: per-role register budgets need setmaxnreg, "
-                f"which {target_text(ctx)} does not have",
-                hint="drop regs(N): every warp gets the kernel's register budget (launch bounds), or target sm_90",
-                edits=[ctx.replace_in(role, f" regs({role.regs.data})", "")],
-            )
+    budgeted = [role for role in ctx.roles if role.regs.data]
+    # every budget goes at once: the fix of one is the fix of all
+    dropped = [ctx.replace_in(role, f" regs({role.regs.data})", "") for role in budgeted]
+    shown = ", ".join(f"`regs({role.regs.data})`" for role in budgeted)
+    for role in budgeted:
+        yield ctx.report(
+            role,
+            f"regs({role.regs.data}) on {role_text(role)}: per-role register budgets need setmaxnreg, "
+            f"which {target_text(ctx)} does not have",
+            hint=f"drop the roles' budgets ({shown}): every warp gets the kernel's register budget (launch bounds)",
+            edits=dropped,
+        )
 
 
 # ---- target.roles --------------------------------------------------------------------------------
