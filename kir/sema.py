@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeGuard, cast
 
@@ -20,7 +21,7 @@ from xdsl.ir import Operation, SSAValue
 
 from kir import symexpr as sx
 from kir.builder import Builder
-from kir.diagnostics import KirError, Span
+from kir.diagnostics import Edit, KirError, Span, apply_edits
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
 from kir.dialect import tile as tl
@@ -39,10 +40,11 @@ from kir.dialect.types import (
     tile_type,
 )
 from kir.dtypes import DTYPES
+from kir.fixes import with_edits
 from kir.names import suggest
 from kir.program import Program
 from kir.spans import set_block_comments, set_comments, span_of
-from kir.syntax import Node, TreeReader, call_name
+from kir.syntax import Node, TreeReader, call_name, parse_tree
 
 _BINARY_TREES = {
     "add": "add",
@@ -60,12 +62,38 @@ _LITERALS = ("int_lit", "float_lit", "inf_lit", "nan_lit", "true_lit", "false_li
 _UNARY_CALLS = tuple(f for f in tl.UNARY_FNS if f not in ("neg", "not"))
 
 
+# Set while an edited text is read to check a fix: the errors found then need no fixes.
+_CHECKING_FIX: ContextVar[bool] = ContextVar("checking_fix", default=False)
+
+
 def lower_tree(tree: Tree, comments: list[Token], text: str, file: str) -> Program:
     walker = _Walker(text, file)
-    program = walker.kernel(tree.children[0])
+    try:
+        program = walker.kernel(tree.children[0])
+    except KirError as err:
+        if _CHECKING_FIX.get():
+            raise
+        raise KirError([with_edits(d, tree, text, _reads_with(text, file)) for d in err.diagnostics]) from None
     walker.attach_comments(program, comments)
     program.source = text
     return program
+
+
+def _reads_with(text: str, file: str) -> Callable[[tuple[Edit, ...]], bool]:
+    """Whether `text` with the edits made reads without error."""
+
+    def reads(edits: tuple[Edit, ...]) -> bool:
+        token = _CHECKING_FIX.set(True)
+        try:
+            edited = apply_edits(text, edits)
+            lower_tree(*parse_tree(edited, file), edited, file)
+        except Exception:  # noqa: BLE001 - any failure to read it: the fix does not hold
+            return False
+        finally:
+            _CHECKING_FIX.reset(token)
+        return True
+
+    return reads
 
 
 class _Walker(TreeReader):

@@ -927,7 +927,7 @@ class DotOp(KirOperation):
             )
         if dtype_of(self.lhs.type) != dtype_of(self.rhs.type):
             raise RuleViolation(
-                "dot: both operands have one dtype",
+                f"dot: operand dtypes differ ({dtype_of(self.lhs.type)} and {dtype_of(self.rhs.type)})",
                 rule="types.operand-dtype",
                 hint=f"cast one operand: cast<{dtype_of(self.lhs.type)}>(...)",
             )
