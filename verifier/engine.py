@@ -48,7 +48,7 @@ def _verify(
     if rules is None or "types.where" in rules:
         # Not imported with the engine: a rule module registers its rules when imported, and
         # `load_rules` (above) is what imports the families, in their order.
-        from verifier.rules.types import unsatisfiable_where
+        from verifier.rules.types_where import unsatisfiable_where
 
         try:
             contradiction = unsatisfiable_where(ctx)

@@ -14,19 +14,19 @@ also check here, with the parameter values the verifier was given.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-import z3
-
-from kir.diagnostics import Diagnostic
+from kir.diagnostics import Diagnostic, Edit, Span
 from kir.dialect import explicit as ex
 from kir.dialect import tile as tl
 from kir.dialect.types import MBarrierType, SmemType, TileType, shape_of, shape_text
 from kir.dtypes import DTYPES
-from kir.where import where_span
 from verifier.context import Context
+from verifier.fixes import first_fix
 from verifier.registry import rule
+from verifier.rules.types_where import param_value, unsatisfiable_where
 
 
 @dataclass(frozen=True)
@@ -55,12 +55,21 @@ def _grid_axes(ctx: Context) -> Iterator[Diagnostic]:
             continue
         call = "program_id" if isinstance(info.op, tl.ProgramIdOp) else "num_programs"
         span = ctx.program.clause_spans.get("grid")
+        line = ctx.span(info.op)
+        # the last axis of the grid first: an axis one past it is the usual slip
+        edits = first_fix(
+            ctx,
+            "types.axis",
+            line.line if line else 0,
+            [ctx.replace_in(info.op, f"{call}({axis})", f"{call}({a})") for a in reversed(range(rank))][:4],
+        )
         yield ctx.report(
             info.op,
             f"{call}({axis}) names grid axis {axis}, but the grid has {rank} axis{'es' if rank > 1 else ''} "
             f"(0 to {rank - 1}): it is always {0 if call == 'program_id' else 1}",
-            hint=f"use an axis from 0 to {rank - 1}, or add the axis to grid(...)",
+            hint=f"use grid axis {edits[0].text[len(call) + 1 : -1]}: `{edits[0].text}`" if edits else "",
             related=[(span, "the grid")] if span is not None else [],
+            edits=edits,
         )
 
 
@@ -760,18 +769,96 @@ kernel flat<BM = 16, BN = 32>(x: global f32[M, N], y: out global f32[M, N])
 """,
 )
 def check_reshape(ctx) -> Iterator[Diagnostic]:
+    edits: tuple[Edit, ...]
     for info in ctx.ops(tl.ReshapeOp):
         op = info.op
         before = ctx.elements(ctx.static_shape(op.operand.type))
         after = ctx.elements(ctx.static_shape(op.res.type))
         if before is None or after is None or before == after:
             continue
+        line = ctx.span(op)
+        hint, edits = "", ()
+        for what, candidates in _reshape_fixes(ctx, op):
+            edits = first_fix(ctx, "types.reshape", line.line if line else 0, candidates)
+            if edits:
+                hint = f"{what}: `{_edited_line(ctx, edits)}`"
+                break
         yield ctx.report(
             op,
             f"reshape keeps the element count: {shape_text(shape_of(op.operand.type))} holds {before} elements "
             f"and {shape_text(shape_of(op.res.type))} holds {after} (with {_param_text(ctx, op)})",
-            hint="give a shape whose dimensions multiply to the same element count",
+            hint=hint,
+            edits=edits,
         )
+
+
+def _reshape_fixes(ctx: Context, op: tl.ReshapeOp) -> list[tuple[str, list[Edit]]]:
+    """(what the fix does, its candidate edits): the reshape's own shape with a literal factor
+    scaled, a plain factor first (`[BLOCK / 2, 4]` to `[BLOCK / 2, 2]`), a divisor next (`/ 2`
+    dropped); for a reshape of a tile that a reshape before it miscounted, that one's fix."""
+    out = [("keep the element count", _scaled_literals(ctx, op))]
+    source = _made_by_reshape(op.operand)
+    if source is not None:
+        before = ctx.elements(ctx.static_shape(source.operand.type))
+        after = ctx.elements(ctx.static_shape(source.res.type))
+        if before is not None and before != after:
+            line = ctx.span(source)
+            out.append(
+                (f"fix the reshape it reads, at line {line.line if line else '?'}", _scaled_literals(ctx, source))
+            )
+    return out
+
+
+def _made_by_reshape(value, depth: int = 4) -> tl.ReshapeOp | None:
+    """The reshape that made `value`'s shape, through elementwise ops (`f * 2.0`)."""
+    owner = value.owner
+    for _ in range(depth):
+        if isinstance(owner, tl.ReshapeOp):
+            return owner
+        same = [
+            v
+            for v in getattr(owner, "operands", ())
+            if isinstance(v.type, TileType) and v.type.shape == value.type.shape
+        ]
+        if not same:
+            return None
+        owner = same[0].owner
+    return None
+
+
+def _edited_line(ctx: Context, edits: tuple[Edit, ...]) -> str:
+    """The line of the edits as they make it, without its indentation and comment."""
+    line = edits[0].span.line
+    text = (ctx.program.source or "").splitlines()[line - 1]
+    for e in sorted(edits, key=lambda e: e.span.col, reverse=True):
+        text = text[: e.span.col - 1] + e.text + text[e.span.end_col - 1 :]
+    return text.split("#")[0].strip()
+
+
+def _scaled_literals(ctx: Context, op: tl.ReshapeOp) -> list[Edit]:
+    before = ctx.elements(ctx.static_shape(op.operand.type))
+    after = ctx.elements(ctx.static_shape(op.res.type))
+    span, text = ctx.span(op), ctx.text_of(op)
+    shape = re.search(r"\[([^\[\]]*)\]\)$", text or "")
+    if span is None or shape is None or not before or not after:
+        return []
+    plain, divisors = [], []
+    for lit in re.finditer(r"(\s*/\s*)?\b(\d+)\b", shape.group(1)):
+        value = int(lit.group(2))
+        start = span.col + shape.start(1) + lit.start()
+        if lit.group(1):  # a divisor: `/ 2` divides by 2 * after / before instead
+            new = value * after
+            if new % before == 0 and new // before >= 1:
+                text_new = "" if new // before == 1 else f"{lit.group(1)}{new // before}"
+                divisors.append(
+                    Edit(Span(span.line, start, span.line, span.col + shape.start(1) + lit.end(), span.file), text_new)
+                )
+        else:
+            new = value * before
+            if new % after == 0 and new // after >= 1:
+                at = span.col + shape.start(1) + lit.start(2)
+                plain.append(Edit(Span(span.line, at, span.line, at + len(lit.group(2)), span.file), str(new // after)))
+    return (plain + divisors)[:4]
 
 
 @rule(
@@ -816,10 +903,16 @@ def check_topk(ctx) -> Iterator[Diagnostic]:
         n = ctx.static(shape_of(op.operand.type)[-1])
         if k is None or n is None or 1 <= k <= n:
             continue
+        line = ctx.span(op)
+        names = sorted(op.k.data.symbols())
+        # k as a parameter of its own: the widest it may be (its extent), or 1
+        candidates = [param_value(ctx, names[0], v) for v in (n, 1) if v >= 1] if len(names) == 1 else []
+        edits = first_fix(ctx, "types.topk", line.line if line else 0, candidates)
         yield ctx.report(
             op,
             f"topk: k = {k} must be between 1 and the axis extent {n} (with {_param_text(ctx, op)})",
-            hint=f"choose k from 1 to {n}, or widen the tile",
+            hint=f"give k a value from 1 to {n}: `{names[0]} {edits[0].text}`" if edits else "",
+            edits=edits,
         )
 
 
@@ -873,11 +966,25 @@ def check_swizzle_width(ctx) -> Iterator[Diagnostic]:
         if row % width == 0:
             continue
         fits = max((w for w in (32, 64, 128) if row % w == 0), default=0)
+        line = ctx.span(info.op)
+        edits = first_fix(
+            ctx,
+            "types.swizzle-width",
+            line.line if line else 0,
+            [ctx.replace_in(info.op, f"swizzle = {width}", f"swizzle = {fits}")],
+        )
         yield ctx.report(
             info.op,
             f"a {width}-byte swizzle needs rows of a multiple of {width} bytes; this buffer's rows are "
             f"{inner} {t.dtype.data} = {row} bytes (with {_param_text(ctx, info.op)})",
-            hint=f"use swizzle = {fits}, or a wider innermost dimension" if fits else "drop the swizzle (0)",
+            hint=(
+                f"use the widest swizzle the rows allow: `swizzle = {fits}`"
+                if fits
+                else "drop the swizzle: `swizzle = 0`"
+            )
+            if edits
+            else "",
+            edits=edits,
         )
 
 
@@ -926,11 +1033,26 @@ def check_extent(ctx) -> Iterator[Diagnostic]:
                 continue
             seen.add(str(extent))
             values = ", ".join(f"{n} = {ctx.params[n]}" for n in sorted(extent.symbols()) if n in ctx.params)
+            edits, name = _extent_fix(ctx, info.op, extent)
             yield ctx.report(
                 info.op,
                 f"`{extent}` is {words}{f' (with {values})' if values else ''}: nothing to compute with",
-                hint="give the parameters values of at least 1 (the kernel's defaults, or what its `where` allows)",
+                hint=f"give {name} a value of at least 1: `{name} {edits[0].text}`" if edits else "",
+                edits=edits,
             )
+
+
+def _extent_fix(ctx: Context, op, extent) -> tuple[tuple[Edit, ...], str]:
+    """The one parameter below 1 of `extent` set to a size the kernel's text uses (a power of
+    two it writes as a literal, `cdiv(N, 256)`), or to 1; ((), "") where there is none."""
+    low = [n for n in sorted(extent.symbols()) if ctx.params.get(n, 1) < 1 and n in ctx.kernel.params]
+    if len(low) != 1:
+        return (), ""
+    literals = [int(v) for v in re.findall(r"\b(\d+)\b", ctx.program.source or "")]
+    sizes = list(dict.fromkeys(v for v in literals if v >= 16 and v & (v - 1) == 0))
+    line = ctx.span(op)
+    candidates = [param_value(ctx, low[0], v) for v in [*sizes[:3], 1]]
+    return first_fix(ctx, "types.extent", line.line if line else 0, candidates), low[0]
 
 
 def _empty_extent(ctx, t):
@@ -996,48 +1118,3 @@ kernel k<BLOCK = 256, S = 3>(x: global f32[N], y: out global f32[N])
 )
 def where_unsatisfiable(ctx: Context) -> Iterator[Diagnostic]:
     yield from unsatisfiable_where(ctx)
-
-
-def unsatisfiable_where(ctx: Context) -> list[Diagnostic]:
-    """The diagnostic when no shapes satisfy the `where` clauses with the context's parameters
-    (cached per context)."""
-    if "_where_unsat" not in ctx.__dict__:
-        ctx.__dict__["_where_unsat"] = _unsatisfiable_where(ctx)
-    return ctx.__dict__["_where_unsat"]
-
-
-def _unsatisfiable_where(ctx: Context) -> list[Diagnostic]:
-    sym = ctx.symbolic
-    clauses = list(ctx.kernel.where.data)
-    at_least_one = [sym.sym_var(n) >= 1 for n in ctx.kernel.shape_symbols]
-
-    def unsat(chosen) -> bool:
-        solver = z3.Solver()
-        solver.set("timeout", 1000)
-        solver.add(*at_least_one, *(sym.bool_sym(c.data) for c in chosen))
-        return solver.check() == z3.unsat
-
-    if not clauses:
-        return []
-    # Asked first through the proof cache (a program checked again asks the same), as a claim
-    # that cannot hold: it is refuted exactly when the clauses (with every shape symbol at
-    # least 1, as `unsat` assumes) are satisfiable. The culprit search below runs only on a
-    # contradiction.
-    assumed = [*at_least_one, *(sym.bool_sym(c.data) for c in clauses)]
-    if sym.counterexample(z3.BoolVal(False), assumed) is not None or not unsat(clauses):
-        return []
-    # the first clause that fails on its own, else the shortest prefix that fails together
-    culprit = next(([c] for c in clauses if unsat([c])), None)
-    culprit = culprit or next((clauses[:n] for n in range(1, len(clauses) + 1) if unsat(clauses[:n])), clauses)
-    text = ", ".join(str(c.data) for c in culprit)
-    names = set().union(*(c.data.symbols() for c in culprit))
-    params = ", ".join(f"{k} = {v}" for k, v in sorted(ctx.params.items()) if k in names) or "these parameters"
-    return [
-        ctx.report(
-            where_span(ctx.program),
-            f"no shapes satisfy `where {text}` with {params}: every check would hold vacuously, so none was made",
-            hint="choose parameters the kernel's `where` allows, or relax the clause",
-            rule="types.where",
-            severity="error",
-        )
-    ]
