@@ -496,8 +496,7 @@ def mbarrier_unavailable(ctx: Context) -> Iterator[Diagnostic]:
             edits, hint = _portable(ctx, op, "mbarrier_tx")
             yield ctx.report(
                 op,
-                f"expect adds transaction bytes to an mbarrier (mbarrier.expect_tx), which {target_text(ctx)} does not "
-                "have: count arrivals only, and complete copies with cp.async.wait(n) then barrier()",
+                f"expect adds transaction bytes to an mbarrier (mbarrier.expect_tx), which {target_text(ctx)} does not have",
                 hint=hint,
                 edits=edits,
             )
