@@ -22,9 +22,9 @@ from kir.syntax import call_name
 Candidate = tuple[str, tuple[Edit, ...]]  # the hint, the edits that make it
 Holds = Callable[[tuple[Edit, ...]], bool]
 
-# Typing rules whose fix depends on what the program means (which seed, which access), not on
-# its text: their diagnostics say what is wrong and give no hint.
-_NO_FIX = ("types.value", "types.random")
+# A typing rule whose fix depends on what the program means (which seed), not on its text: its
+# diagnostics say what is wrong and give no hint.
+_NO_FIX = ("types.random",)
 # The float dtypes, widest first.
 _FLOAT_RANK = {"f64": 0, "f32": 1, "bf16": 2, "f16": 3, "f8e4m3": 4, "f8e5m2": 5}
 
@@ -314,7 +314,7 @@ def _store_shape(d: Diagnostic, nodes: list[Tree], src: _Source) -> Iterator[Can
         if sub.data != "sub_slice" or not re.search(rf"\b{re.escape(have)}\b", src.of(sub.children[1])):
             return
         edits.append(src.set(sub.children[1], re.sub(rf"\b{re.escape(have)}\b", want, src.of(sub.children[1]))))
-    shown = ", ".join(src.of(e.span) for e in edits)
+    shown = ", ".join(e.text for e in edits)
     yield f"make the access the value's shape [{', '.join(value)}]: `{shown}`", tuple(edits)
 
 
@@ -528,6 +528,32 @@ def _dot_precision(d: Diagnostic, nodes: list[Tree], src: _Source) -> Iterator[C
         )
 
 
+def _value(d: Diagnostic, nodes: list[Tree], src: _Source) -> Iterator[Candidate]:
+    """Memory in arithmetic (`buf * 2.0`): read it as the program reads or writes it elsewhere,
+    or as it accesses another tensor of the same shape (`y[offs], mask = mask` for `x`)."""
+    if not nodes or " not global " not in d.message and " not smem " not in d.message:
+        return
+    shapes = {str(a.children[0]): [src.of(e) for e in a.children if isinstance(e, Tree) and e.data != "align"]
+              for a in src.tree.find_data("arg")}  # fmt: skip
+    for name in [o for o in _operands(nodes[0]) if o.data == "name"]:
+        memory = str(name.children[0])
+        alike = [memory, *(n for n, shape in shapes.items() if n != memory and shape == shapes.get(memory))]
+        for other in alike:
+            for access, mask in _accesses(src, other):
+                read = f"load({memory}{access[len(other) :]}{f', mask = {mask}' if mask else ''})"
+                yield f"read `{memory}` first: `{read}`", (src.set(name, read),)
+
+
+def _accesses(src: _Source, memory: str) -> Iterator[tuple[str, str]]:
+    """The texts of the accesses of `memory` by load, store and the atomics, with their masks."""
+    for call in src.tree.find_data("call"):
+        if call_name(call) not in ("load", "store") and not call_name(call).startswith("atomic_"):
+            continue
+        pos, kw = _args(call)
+        if pos and pos[0].data == "index" and src.of(pos[0].children[0]) == memory:
+            yield src.of(pos[0]), src.of(kw["mask"].children[1]) if "mask" in kw else ""
+
+
 _FIXERS: dict[str, Callable[[Diagnostic, list[Tree], _Source], Iterator[Candidate]]] = {
     "types.store-dtype": _store_dtype,
     "types.operand-dtype": _operand_dtype,
@@ -549,4 +575,5 @@ _FIXERS: dict[str, Callable[[Diagnostic, list[Tree], _Source], Iterator[Candidat
     "types.topk": _topk,
     "types.literal": _literal,
     "types.dot-precision": _dot_precision,
+    "types.value": _value,
 }

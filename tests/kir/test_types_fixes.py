@@ -45,6 +45,7 @@ def _reads(text: str) -> bool:
          "v + cast<f32>(load(z[offs], mask = mask))"),
         ("store(y[offs], cast<bf16>(exp(offs)), mask = mask)", "types.float-only", "exp(cast<f32>(offs))"),
         ("s = sum(v, axis = 1)", "types.axis", "sum(v, axis = 0)"),
+        ("store(y[offs], cast<bf16>(x * 2.0), mask = mask)", "types.value", "load(x[offs], mask = mask) * 2.0"),
     ],
 )  # fmt: skip
 def test_a_typing_error_comes_with_the_edit_that_fixes_it(line, rule, fixed):
