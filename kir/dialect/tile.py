@@ -787,9 +787,11 @@ class TopKOp(KirOperation):
         k, n = sx.fold(self.k.data).as_int(), sx.fold(shape_of(self.operand.type)[-1]).as_int()
         if k is not None and (k < 1 or (n is not None and k > n)):
             raise RuleViolation(
-                f"topk: k = {k} must be between 1 and the axis extent {n}",
+                f"topk: k = {k} must be between 1 and the axis extent {n}"
+                if n is not None
+                else f"topk: k = {k} must be at least 1",
                 rule="types.topk",
-                hint=f"choose k from 1 to {n}, or widen the tile",
+                hint=f"choose k from 1 to {n}, or widen the tile" if n is not None else "",
             )
 
 
