@@ -490,7 +490,7 @@ def _first(
     ctx: Context, line: int, fixes: list[Fix], rule: str = "dataflow.output-unwritten"
 ) -> tuple[str, tuple[Edit, ...]]:
     """The first fix that holds (`first_fix`), with its hint; ("", ()) where none does."""
-    found = first_fix(ctx, rule, line, [edits for _, edits in fixes])
+    found = first_fix(ctx, rule, line, [edits for _, edits in fixes[:5]])
     for hint, edits in fixes:
         if found and found in (edits, (edits,)):
             return hint, found

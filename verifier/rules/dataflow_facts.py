@@ -273,3 +273,24 @@ def redirected_writes(ctx: Context, output: SSAValue) -> list[Edit]:
     new = arg_name(ctx, output) or ""
     edits = [renamed_in(ctx, op, arg_name(ctx, writes(op)[0].mem) or "", new) for op in [*inputs, *repeated]]
     return [e for e in edits if e is not None]
+
+
+def warpgroup_roles(ctx: Context, ref: Ref) -> list[tuple[str, Edit | None]]:
+    """A role over whole warpgroups written as warps (`warps(4, ..., 11)`) declared over the
+    warpgroups, so that its rank counts warpgroups."""
+    out: list[tuple[str, Edit | None]] = []
+    ranks = [op for v in ref.indices for op in feeding_ops(v) if isinstance(op, st.RoleRankOp)]
+    role = ranks[0].parent_op() if ranks else None
+    while role is not None and not isinstance(role, st.RoleOp):
+        role = role.parent_op()
+    span = ctx.span(role) if role is not None else None
+    found = re.search(r"warps\(([\d,\s]+)\)", (line_of(ctx, span.line) or "") if span is not None else "")
+    if role is None or found is None:
+        return out
+    ids = [int(x) for x in found.group(1).split(",") if x.strip()]
+    groups = sorted({i // 4 for i in ids})
+    if len(ids) != 4 * len(groups) or sorted(ids) != [4 * g + k for g in groups for k in range(4)]:
+        return out
+    new = f"warpgroups({', '.join(str(g) for g in groups)})"
+    out.append((f"declare the role over warpgroups: `{new}`", ctx.replace_in(role, found.group(0), new)))
+    return out

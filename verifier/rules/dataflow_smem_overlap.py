@@ -4,18 +4,32 @@ role writes in the same iteration without being covered by it."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from typing import cast
 
 import z3
 from xdsl.ir import Operation, SSAValue
 
-from kir.diagnostics import Diagnostic
+from kir.diagnostics import Diagnostic, Edit, Span
 from kir.dialect import explicit as ex
 from kir.dialect import structure as st
+from kir.dialect import tile as tl
 from kir.dialect.types import SmemType, shape_of
 from verifier.context import Context, OpInfo
+from verifier.fixes import first_fix
 from verifier.registry import rule
-from verifier.rules.dataflow_facts import Ref, name_of, reads, writes
+from verifier.rules.dataflow_facts import (
+    Ref,
+    factor_text,
+    feeding_ops,
+    line_of,
+    name_of,
+    reads,
+    renamed_in,
+    warpgroup_roles,
+    writes,
+)
 from verifier.symbolic import format_counterexample, readable
 
 # ---- dataflow.smem-overlap ----------------------------------------------------------------------------
@@ -191,15 +205,21 @@ def _uncovered_read(ctx: Context, info: OpInfo, ref: Ref, wloop: st.ForOp, wrefs
     while role is not None and not isinstance(role, st.RoleOp):
         role = role.parent_op()
     who = f"role `{role.name_text}`" if role is not None else "another role"
+    fixes = [
+        *_offsets_dropped(ctx, ref),
+        *_stage_strides(ctx, ref, list(dict.fromkeys(wrefs))),
+        *warpgroup_roles(ctx, ref),
+    ]
+    hint, edits = _first(ctx, info.op, fixes)
     return ctx.report(
         info.op,
         f"{ref.verb} `{buf}` through a view that overlaps what {who} writes in the same iteration (the same "
         f"stage) but is not covered by it: element {at} of `{buf}` is read but not written in that round "
         f"({format_counterexample(shown)}), so it holds data of another round, or none",
-        hint="read exactly the view the producer fills for this iteration (same stage index and slice bounds), "
-        "or make the producer's copies cover it",
+        hint=hint,
         related=[(w.op, f"what {who} writes") for w in wrefs[:2]],
         counterexample={**shown, "element": at},
+        edits=edits,
     )
 
 
@@ -278,13 +298,160 @@ def _overlap(ctx: Context, copy: Ref, other: Ref, other_writes: bool) -> Diagnos
     second = ", ".join(str(cex[f"__b{d}"]) for d in range(len(other.access.dims)))
     verb = other.verb
     what = "the same view" if identical else f"a view that overlaps it ({buf}[{second}...] against {buf}[{first}...])"
+    fixes = [*_unfilled_buffers(ctx, other), *_next_stage(ctx, other), *_stage_strides(ctx, copy, [other])]
+    fixes += _stage_strides(ctx, other, [copy])
+    hint, edits = _first(ctx, other.op, fixes)
     return ctx.report(
         other.op,
         f"{verb} `{buf}` while the {copy.verb.split()[0]} above is still writing {what}"
         + (f" when {format_counterexample(shown)}" if shown else "")
         + ": the copy completes only at a later wait, so the two accesses overlap in time and in memory",
-        hint="give each in-flight copy its own stage (index stages so that they differ, e.g. (k + 1) % S), "
-        "or wait for the copy before touching the buffer again",
+        hint=hint,
         related=[(copy.op, "the copy still in flight")],
         counterexample={**shown, "stage": [cex[f"__a{d}"] for d in range(len(copy.access.dims))]},
+        edits=edits,
     )
+
+
+# ---- fixes ---------------------------------------------------------------------------------------
+
+Fix = tuple[str, Edit | tuple[Edit, ...] | None]  # a hint and its edits
+
+
+def _first(ctx: Context, op: Operation, fixes: list[Fix]) -> tuple[str, tuple[Edit, ...]]:
+    """The first fix that holds (`first_fix`), with its hint; ("", ()) where none does."""
+    line = getattr(ctx.span(op), "line", 0)
+    found = first_fix(ctx, "dataflow.smem-overlap", line, [edits for _, edits in fixes[:5]])
+    return next(((hint, found) for hint, e in fixes if found and found in (e, (e,))), ("", ()))
+
+
+def _unfilled_buffers(ctx: Context, ref: Ref) -> list[Fix]:
+    """The access sent to a buffer of the same type that nothing writes (a copy into the wrong
+    buffer)."""
+    if not isinstance(ref.op, ex.TmaLoadOp | ex.CpAsyncOp):
+        return []
+    written = {r.mem for op in ctx.kernel.walk() for r in writes(op)}
+    name = name_of(ref.mem)
+    out: list[Fix] = []
+    for info in ctx.infos:
+        if (
+            isinstance(info.op, ex.SmemAllocOp)
+            and (buf := info.op.results[0]) not in written
+            and buf.type == ref.mem.type
+        ):
+            out.append(
+                (
+                    f"copy into `{name_of(buf)}`, the buffer of this type that nothing fills",
+                    renamed_in(ctx, ref.op, name, name_of(buf)),
+                )
+            )
+    return out[:2]
+
+
+def _next_stage(ctx: Context, ref: Ref) -> list[Fix]:
+    """A stage index `(k + c) % S` that meets another copy's made the next stage, `(k + 1) % S`."""
+    for v in ref.indices:
+        for op in feeding_ops(v):
+            if not (isinstance(op, tl.BinaryOp) and op.fn.data == "rem" and isinstance(op.lhs.owner, tl.BinaryOp)):
+                continue
+            add, const = op.lhs.owner, op.lhs.owner.rhs.owner
+            if add.fn.data != "add" or not isinstance(const, tl.ConstOp) or const.number == 1:
+                continue
+            span, at, text = ctx.span(op), ctx.span(const), ctx.text_of(op)
+            if span is None or at is None or text is None or at.line != span.line:
+                continue
+            new = text[: at.col - span.col] + "1" + text[at.end_col - span.col :]
+            return [(f"copy into the next stage: `{text}` becomes `{new}`", Edit(at, "1"))]
+    return []
+
+
+def _offsets_dropped(ctx: Context, ref: Ref) -> list[Fix]:
+    """A view shifted by a constant (`r0 + 1 : r0 + 1 + BM / 2`) read at the unshifted place."""
+    out: list[Fix] = []
+    for v in ref.indices:
+        op = v.owner
+        if isinstance(op, tl.BinaryOp) and op.fn.data == "add" and isinstance(op.rhs.owner, tl.ConstOp):
+            text, base, span = ctx.text_of(op), op.lhs, ctx.span(op)
+            inner = ctx.span(base.owner) if isinstance(base.owner, Operation) else None
+            within = inner is not None and span is not None and inner.line == span.line and inner.col >= span.col
+            base_text = ctx.text_of(cast(Operation, base.owner)) if within else base.name_hint
+            if text and base_text:
+                out.append((f"read the view at `{base_text}`, not `{text}`", _everywhere(ctx, op, text, base_text)))
+    return out
+
+
+def _stage_strides(ctx: Context, ref: Ref, others: list[Ref]) -> list[Fix]:
+    """A stage or rank stride that differs from the other side's (`s * BM` against the
+    producer's `s * (BM + 8)`) made the same; else made the width of the view it places."""
+    out: list[Fix] = []
+    theirs = [(m, k) for o in others for m, k, _ in _strides(ctx, o)]
+    for mul, scale, d in _strides(ctx, ref):
+        old = ctx.text_of(scale.owner) if isinstance(scale.owner, Operation) else None
+        if old is None:
+            continue
+        for _, other in theirs:
+            new = ctx.text_of(other.owner) if isinstance(other.owner, Operation) else None
+            if new is not None and new != old:
+                out.append(
+                    (
+                        f"step by `{factor_text(new)}` as the other side does, not `{old}`",
+                        _rescaled(ctx, mul, scale, factor_text(new)),
+                    )
+                )
+        extent = ref.access.dims[d]
+        if extent is not None and str(extent) != old:
+            width = factor_text(str(extent))
+            out.append((f"step by the width of the view, `{width}`, not `{old}`", _rescaled(ctx, mul, scale, width)))
+    return out
+
+
+def _strides(ctx: Context, ref: Ref) -> list[tuple[tl.BinaryOp, SSAValue, int]]:
+    """The products `x * size` an access's indices are computed from, each with its size (the
+    operand that is a constant of the program) and the dimension it places."""
+    out = []
+    for d, v in enumerate(ref.indices):
+        for op in feeding_ops(v):
+            if isinstance(op, tl.BinaryOp) and op.fn.data == "mul":
+                scale = op.rhs if _is_size(op.rhs) else op.lhs if _is_size(op.lhs) else None
+                if scale is not None:
+                    out.append((op, scale, d))
+    return out
+
+
+def _is_size(v: SSAValue) -> bool:
+    """Whether `v` is computed from constants and parameters only."""
+    todo = [v]
+    while todo:
+        owner = todo.pop().owner
+        if isinstance(owner, tl.BinaryOp):
+            todo += list(owner.operands)
+        elif not isinstance(owner, tl.SymValueOp | tl.ConstOp):
+            return False
+    return True
+
+
+def _rescaled(ctx: Context, mul: tl.BinaryOp, scale: SSAValue, new: str) -> tuple[Edit, ...] | None:
+    """The product `mul` with its size `scale` written `new`, at every place its text stands on
+    its line (a slice writes its start twice: `r * BM : r * BM + BM / 2`)."""
+    span, text, at = (
+        ctx.span(mul),
+        ctx.text_of(mul),
+        ctx.span(scale.owner) if isinstance(scale.owner, Operation) else None,
+    )
+    line = line_of(ctx, span.line) if span is not None else None
+    if span is None or text is None or at is None or line is None or at.line != span.line:
+        return None
+    a, b = at.col - span.col, at.end_col - span.col
+    if text[a - 1 : a] == "(" and text[b : b + 1] == ")":
+        a, b = a - 1, b + 1
+    return _everywhere(ctx, mul, text, text[:a] + new + text[b:])
+
+
+def _everywhere(ctx: Context, op: Operation, old: str, new: str) -> tuple[Edit, ...] | None:
+    """`old` made `new` wherever it stands (as a whole expression) on `op`'s line."""
+    span = ctx.span(op)
+    line = line_of(ctx, span.line) if span is not None else None
+    if span is None or line is None:
+        return None
+    found = [m.start() for m in re.finditer(rf"(?<![\w.]){re.escape(old)}(?![\w(\[])", line)]
+    return tuple(Edit(Span(span.line, k + 1, span.line, k + 1 + len(old), span.file), new) for k in found) or None

@@ -7,7 +7,6 @@ and their affine forms, where those already show that the two writes cannot meet
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Iterator
 
 import z3
@@ -28,6 +27,7 @@ from verifier.rules.dataflow_facts import (
     index_terms,
     line_of,
     scale_of,
+    warpgroup_roles,
     writes,
 )
 from verifier.symbolic import format_counterexample
@@ -313,7 +313,7 @@ def _step_fixes(ctx: Context, ref: Ref) -> list[Fix]:
             new = factor_text(width)
             hint = f"step by the width of the tile: `{old}` becomes `{new}` on line {span.line}"
             fixes.append((hint, Edit(Span(span.line, col, span.line, end, span.file), new)))
-    fixes += _warpgroup_roles(ctx, ref)
+    fixes += warpgroup_roles(ctx, ref)
     return fixes[:4]
 
 
@@ -326,27 +326,6 @@ def _width(ctx: Context, ref: Ref, d: int) -> str | None:
     shape = shape_of(ref.indices[d].type) if isinstance(ref.indices[d].type, TileType) else ()
     sizes = [(n, e) for e in shape if (n := ctx.static(e)) is not None and n > 1]
     return str(max(sizes, key=lambda t: t[0])[1]) if sizes else None
-
-
-def _warpgroup_roles(ctx: Context, ref: Ref) -> list[Fix]:
-    """A role over whole warpgroups written as warps (`warps(4, ..., 11)`) declared over the
-    warpgroups, so that its rank counts warpgroups."""
-    out: list[Fix] = []
-    ranks = [op for v in ref.indices for op in feeding_ops(v) if isinstance(op, st.RoleRankOp)]
-    role = ranks[0].parent_op() if ranks else None
-    while role is not None and not isinstance(role, st.RoleOp):
-        role = role.parent_op()
-    span = ctx.span(role) if role is not None else None
-    found = re.search(r"warps\(([\d,\s]+)\)", (line_of(ctx, span.line) or "") if span is not None else "")
-    if role is None or found is None:
-        return out
-    ids = [int(x) for x in found.group(1).split(",") if x.strip()]
-    groups = sorted({i // 4 for i in ids})
-    if len(ids) != 4 * len(groups) or sorted(ids) != [4 * g + k for g in groups for k in range(4)]:
-        return out
-    new = f"warpgroups({', '.join(str(g) for g in groups)})"
-    out.append((f"declare the role over warpgroups: `{new}`", ctx.replace_in(role, found.group(0), new)))
-    return out
 
 
 def _is_loop_name(sym, name: str) -> bool:
