@@ -305,7 +305,7 @@ def _never_written(ctx: Context, name: str, arg: SSAValue) -> Diagnostic:
         hint = f"write `{name}` where the program writes `{old}` by mistake (line {fix[0].span.line})"
     else:
         fix = first_fix(ctx, "dataflow.output-unwritten", line, [ctx.replace_in(at, "out global", "global")])
-        hint = f"drop `out` from `{name}`: it is only read" if fix else ""
+        hint = f"drop `out` from `{name}`: the kernel does not produce it" if fix else ""
     return ctx.report(at, message, hint=hint, edits=fix)
 
 
