@@ -72,8 +72,8 @@ def moved_line(line: int, edits: tuple[Edit, ...] | list[Edit]) -> int:
     """Where line `line` of a source stands once the edits are made: the lines that the edits
     above it insert or remove move it."""
     for e in edits:
-        whole_lines_before = e.span.line == line and e.span.col == 1 and e.span.end_line == line
-        if e.span.end_line < line or whole_lines_before:
+        ends_at_its_start = e.span.end_line == line and e.span.end_col == 1  # inserts or deletes whole lines
+        if e.span.end_line < line or ends_at_its_start:
             line += e.text.count("\n") - (e.span.end_line - e.span.line)
     return line
 

@@ -1,7 +1,8 @@
-"""Every hint the verifier can write out as edits of the source (`Diagnostic.edits`), applied to
-the program it was given for, gives a program without that error: the rule no longer fires at
-that place, and no error appears that was not there before. Over every bad program of the rule
-corpus, the user corpus and the rules' own bad examples."""
+"""Every hint the verifier gives is edits of the source (`Diagnostic.edits`), and applied to the
+program it was given for, gives a program without that error: the rule no longer fires at that
+place (moved by the lines the edits insert or remove), and no error appears that was not there
+before. Over every bad program of the rule corpus, the user corpus and the rules' own bad
+examples."""
 
 from __future__ import annotations
 
@@ -25,24 +26,32 @@ def _programs() -> list[tuple[str, str]]:
     return out
 
 
-def _with_edits() -> list[tuple[str, str, Diagnostic]]:
-    found = []
+def _hinted() -> tuple[list[tuple[str, str, Diagnostic]], list[str]]:
+    """The diagnostics whose hint comes as edits, and those whose hint does not."""
+    found, prose = [], []
     for name, text in _programs():
         for d in diagnose(text, name):
             if d.edits:
                 found.append((name, text, d))
-    return found
-
-
-CASES = _with_edits()
+            elif d.hint:
+                prose.append(f"{name}:{_place(d)[1]}: {d.rule}: {d.hint}")
+    return found, prose
 
 
 def _place(d: Diagnostic) -> tuple[str, int]:
     return d.rule, d.span.line if d.span else 0
 
 
+CASES, PROSE = _hinted()
+
+
 def _moved(place: tuple[str, int], edits: tuple[Edit, ...]) -> tuple[str, int]:
     return place[0], moved_line(place[1], edits)
+
+
+def test_every_hint_is_an_edit():
+    """A hint is a fix that can be applied (and is, below): none is advice in words only."""
+    assert not PROSE, "\n".join(PROSE)
 
 
 def test_there_are_hints_to_apply():

@@ -60,7 +60,9 @@ class Edit:
         text = lines[self.line - 1]
         if self.mode == "replace":
             col = text.find(self.old) + 1
-            return None if col == 0 else SourceEdit(Span(self.line, col, self.line, col + len(self.old), file), self.new)
+            return (
+                None if col == 0 else SourceEdit(Span(self.line, col, self.line, col + len(self.old), file), self.new)
+            )
         indent = text[: len(text) - len(text.lstrip())]
         if self.mode == "before":
             return SourceEdit(Span(self.line, 1, self.line, 1, file), f"{indent}{self.new}\n")
