@@ -60,7 +60,7 @@ A fix is one of: `replace` and `by` (text within the op's source), `insert_after
 `insert_before` (a statement of its own after or before the op's), `drop_offset = "<operand>"`
 (the operand is made as `x + c` or `x - c` with a constant c: it becomes `x`), `bypass =
 "<operand>"` (the op's one user, which reads its result, becomes the operand: a round trip through
-the op undone). A fix is checked where the rule fires (`verifier.fixes.first_fix`): the hint and
+the op undone). A fix is checked where the rule fires (`verifier.engine.first_fix`): the hint and
 its edits are given only where the edited program no longer has the diagnostic and no new error;
 elsewhere the diagnostic comes without a hint. A rule without `[fix]` has no `hint`.
 Placeholders in `message` and `hint`: `op`, `target`, `role`, `regs`, `loop_depth`, `kernel`,
@@ -95,8 +95,7 @@ from kir.dialect import OPS
 from kir.dialect.types import GlobalType, MBarrierType, ScalarType, SmemType, SymAttr, TileType
 from kir.parser import parse
 from verifier.context import Context
-from verifier.engine import load_rules
-from verifier.fixes import first_fix
+from verifier.engine import first_fix, load_rules
 from verifier.registry import BAD_MARKER, CHECKS, RULES, Rule, register_data_rule
 
 ROOT = Path(__file__).resolve().parents[1]

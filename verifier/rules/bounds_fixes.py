@@ -6,7 +6,7 @@ access's own indices, an `if` or a grid or a loop bound made one smaller, a slic
 shift that pushes it past the end, a stage index taken modulo the ring, a rank scaled by its
 share. Each writer reads the program's text and gives an edit, or None where the text does not
 allow one; the rule offers a few of them to `choose`, which keeps the first that, applied,
-removes the diagnostic and adds no error (`verifier.fixes.first_fix`), with its hint.
+removes the diagnostic and adds no error (`verifier.engine.first_fix`), with its hint.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from kir.dialect import tile as tl
 from kir.dialect.types import ScalarType
 from kir.program import span_of
 from verifier.context import Context
-from verifier.fixes import first_fix
+from verifier.engine import first_fix
 
 Option = tuple[str, Edit | tuple[Edit, ...] | None]  # a hint and the edits it makes
 

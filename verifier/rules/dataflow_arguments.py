@@ -34,7 +34,7 @@ from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.types import GlobalType, TileType, dtype_of, shape_of
 from verifier.context import Context, OpInfo
-from verifier.fixes import first_fix
+from verifier.engine import first_fix
 from verifier.registry import rule
 from verifier.rules.dataflow_facts import (
     Ref,

@@ -21,7 +21,7 @@ from kir.dialect import tile as tl
 from kir.dialect.traits import has_effect, is_pure, synchronizes
 from kir.dialect.types import TileType
 from verifier.context import Context
-from verifier.fixes import first_fix
+from verifier.engine import first_fix
 from verifier.registry import rule
 from verifier.rules.dataflow_facts import (
     arg_name,

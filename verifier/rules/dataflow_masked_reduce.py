@@ -20,7 +20,7 @@ from kir.dialect import explicit as ex
 from kir.dialect import tile as tl
 from kir.dialect.types import TileType, dtype_of, shape_of
 from verifier.context import Context
-from verifier.fixes import first_fix
+from verifier.engine import first_fix
 from verifier.registry import rule
 from verifier.symbolic import format_counterexample, readable
 

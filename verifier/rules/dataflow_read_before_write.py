@@ -14,7 +14,7 @@ from kir.dialect import structure as st
 from kir.dialect import tile as tl
 from kir.dialect.types import GlobalType, SmemType, TileType, shape_of
 from verifier.context import Context, OpInfo
-from verifier.fixes import first_fix
+from verifier.engine import first_fix
 from verifier.registry import rule
 from verifier.rules.dataflow_facts import (
     Ref,
@@ -185,8 +185,7 @@ def _first_trip(ctx: Context, info: OpInfo, read: Ref, writers: list[OpInfo]) ->
     yield ctx.report(
         info.op,
         f"{read.verb} shared buffer `{name}` reads, on the loop's first trip, {reads_text}, which nothing has "
-        "written before it: shared memory starts with garbage",
-        hint=f"fill {reads_text} before the loop",
+        f"written before it: shared memory starts with garbage, so {reads_text} must be filled before the loop",
         related=[(w.op, "writes another part") for w, _ in preceding[:1]],
     )
 

@@ -30,7 +30,7 @@ from kir.dialect import tile as tl
 from kir.dialect.types import GlobalType, ScalarType, TileType, dtype_of, shape_of
 from kir.dtypes import DTYPES
 from verifier.context import Context
-from verifier.fixes import first_fix
+from verifier.engine import first_fix
 from verifier.registry import rule
 from verifier.symbolic import format_counterexample, readable
 

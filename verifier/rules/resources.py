@@ -40,7 +40,7 @@ from kir.dialect.types import Access, GlobalType, SymAttr, TileType, dtype_of, s
 from kir.dtypes import DTYPES
 from kir.liveness import BASE_REGISTERS, fused, live_ranges
 from verifier.context import Context
-from verifier.fixes import first_fix
+from verifier.engine import first_fix
 from verifier.registry import rule
 from verifier.rules.target import (
     KIR_WARP_THREADS,
@@ -1031,11 +1031,15 @@ def tile_pow2(ctx: Context) -> Iterator[Diagnostic]:
                     else f"{_value_text(v)} is {n} wide"
                 )
                 limit = f"not a power of two; {target_text(ctx)} is built by Triton, whose tile dimensions are powers of two"
-                if fix is None:
+                if fix is None:  # a literal extent: written as the next power of two, where the check holds
+                    wide = 1 << n.bit_length()
+                    line = span.line if (span := ctx.span(info.op)) is not None else 0
+                    edits = first_fix(ctx, "resources.tile-pow2", line, [ctx.replace_in(info.op, str(n), str(wide))])
                     yield ctx.report(
                         info.op,
                         f"{where}, {limit}",
-                        hint=f"make it {1 << n.bit_length()} and mask the lanes past the data",
+                        hint=f"make it {wide} wide (the lanes past the data masked)" if edits else "",
+                        edits=edits,
                     )
                     break
                 p, value = fix

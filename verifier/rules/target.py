@@ -32,7 +32,7 @@ from kir.dialect.types import TileType, dtype_of
 from kir.spans import span_of
 from kir.targets import TargetSpec, spec, targets
 from verifier.context import Context
-from verifier.fixes import first_fix
+from verifier.engine import first_fix
 from verifier.registry import rule
 from verifier.rules.numerics import f32_accumulator
 

@@ -24,7 +24,7 @@ from kir.dialect import tile as tl
 from kir.dialect.types import MBarrierType, SmemType, TileType, shape_of, shape_text
 from kir.dtypes import DTYPES
 from verifier.context import Context
-from verifier.fixes import first_fix
+from verifier.engine import first_fix
 from verifier.registry import rule
 from verifier.rules.types_where import param_value, unsatisfiable_where
 
