@@ -6,11 +6,11 @@ program with the line to change marked `# <-` and its fixed twin."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 
+from kir.diagnostics import apply_edits
 from tests.verifier.harness import describe, diagnose, marked
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -272,25 +272,6 @@ def test_a_single_warp_needs_no_barrier_between_its_own_reads_and_writes():
 
 # ---- every hint, applied, passes ----------------------------------------------------------------
 
-_REPLACE = re.compile(r"^(?P<new>.*) \(line (?P<line>\d+): instead of (?P<old>.*)\)$", re.S)
-_INSERT = re.compile(r"^(?P<new>.*) \((?P<mode>before|after) line (?P<line>\d+)\)$", re.S)
-
-
-def apply_hint(text: str, hint: str) -> str:
-    lines = text.split("\n")
-    if m := _REPLACE.match(hint):
-        i = int(m["line"]) - 1
-        assert m["old"] in lines[i], (hint, lines[i])
-        lines[i] = lines[i].replace(m["old"], m["new"], 1)
-    elif m := _INSERT.match(hint):
-        i = int(m["line"]) - 1
-        indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
-        lines.insert(i if m["mode"] == "before" else i + 1, indent + m["new"])
-    else:
-        raise AssertionError(f"a sync hint that is not an edit: {hint!r}")
-    return "\n".join(lines)
-
-
 PROGRAMS = sorted((ROOT / "tests/verifier/user_corpus/sync").glob("*.bad.kir")) + sorted(
     (ROOT / "tests/verifier/corpus/sync").glob("*.bad.kir")
 )
@@ -301,7 +282,8 @@ def test_every_sync_hint_applied_gives_a_program_without_sync_errors(path):
     text = path.read_text()
     hinted = [d for d in diagnose(text, path.name) if d.rule.startswith("sync.") and d.hint]
     for d in hinted:
-        fixed = apply_hint(text, d.hint)
+        assert d.edits, f"{d.rule}: a hint that is not an edit: {d.hint!r}"
+        fixed = apply_edits(text, d.edits)
         left = [e for e in diagnose(fixed, path.name) if e.rule.startswith("sync.") and e.is_error]
         assert not left, f"{d.rule}@{d.span.line if d.span else '?'} hint {d.hint!r} leaves {describe(left)}"
 

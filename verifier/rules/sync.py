@@ -223,9 +223,9 @@ def _mechanical(fn: Callable[[Context], Iterator[Diagnostic]]) -> Callable[[Cont
         for d in fn(ctx):
             edit = ctx.__dict__.get("_sync_checked_edits", {}).get(d.hint) if d.hint else None
             if edit is not None and not d.edits and ctx.program.source is not None:
-                made = edit.as_source_edit(ctx.program.source, ctx.file)
+                made = edit.as_source_edits(ctx.program.source, ctx.file)
                 if made is not None:
-                    d = dataclasses.replace(d, edits=(made,))
+                    d = dataclasses.replace(d, edits=made)
             yield d
 
     return check
@@ -1295,6 +1295,7 @@ def barrier_divergent(ctx: Context) -> Iterator[Diagnostic]:
             yield ctx.report(
                 info.op,
                 "barrier() under an if: threads that skip the branch never reach it" + trace_text(cex),
+                fixed_hint(ctx, [_out_of_if(ctx, info.op)]),
                 related=[(info.op.parent_op() or info.op, "the conditional")],
                 counterexample=cex,
             )
@@ -1339,6 +1340,18 @@ def barrier_divergent(ctx: Context) -> Iterator[Diagnostic]:
             + ([(missing[0], "where the role with fewer lacks a barrier()")] if missing is not None else []),
             counterexample=cex,
         )
+
+
+def _out_of_if(ctx: Context, barrier: Operation) -> fx.Edit | None:
+    """The barrier moved out of the `if` it stands in, to just after it (every thread reaches it
+    there); None where the barrier or the `if` has no text."""
+    here, branch = ctx.span(barrier), barrier.parent_op()
+    while branch is not None and not isinstance(branch, st.IfOp):
+        branch = branch.parent_op()
+    after = ctx.span(branch) if branch is not None else None
+    if here is None or after is None or here.line != here.end_line:
+        return None
+    return fx.Edit(after.end_line, "after", "barrier()", also=fx.Edit(here.line, "delete", ""))
 
 
 _BARRIER_PLACES = 24  # insertion points tried for a missing barrier()
@@ -1693,6 +1706,9 @@ def _blame(ctx: Context, d: Diagnostic) -> Diagnostic:
             first = d.related[0].span
             candidates.append((first, fx.Edit(first.end_line, "after", "barrier()")))
         candidates.append((d.span, fx.Edit(d.span.line, "before", "barrier()")))
+        if d.related:  # roles reach barrier() as often as each other: one in each of the two
+            both = fx.Edit(first.end_line, "after", "barrier()", also=fx.Edit(d.span.line, "before", "barrier()"))
+            candidates.append((d.span, both))
         second = next((i for i in ctx.infos if ctx.span(i.op) == d.span), None)
         if second is not None and second.loops:
             # a race across trips: the barrier closes the loop body
@@ -1745,8 +1761,12 @@ def _parity_edits(ctx: Context, waits: list[ex.WaitOp]) -> list[tuple[Span, fx.E
 
 def _edit_text(edit: fx.Edit) -> str:
     if edit.mode == "replace":
-        return f"{edit.new} (line {edit.line}: instead of {edit.old})"
-    return f"{edit.new} ({edit.mode} line {edit.line})"
+        said = f"{edit.new} (line {edit.line}: instead of {edit.old})"
+    elif edit.mode == "delete":
+        said = f"remove line {edit.line}"
+    else:
+        said = f"{edit.new} ({edit.mode} line {edit.line})"
+    return said if edit.also is None else f"{said}, and {_edit_text(edit.also)}"
 
 
 def model_run(ctx: Context) -> list[Diagnostic]:

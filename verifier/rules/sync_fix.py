@@ -28,15 +28,23 @@ _PASSES: dict[str, bool] = {}  # per source, target, parameters and edit
 
 @dataclass(frozen=True)
 class Edit:
-    """One change to the text: `replace` the first `old` on a line by `new`, or insert `new` as
-    a line of its own `before` or `after` it (with that line's indentation)."""
+    """One change to the text: `replace` the first `old` on a line by `new`, insert `new` as a
+    line of its own `before` or `after` it (with that line's indentation), or `delete` the line;
+    `also`, a change made with it at another line (a barrier moved, or one in each of two roles)."""
 
     line: int
-    mode: str  # "replace", "before", "after"
+    mode: str  # "replace", "before", "after", "delete"
     new: str
     old: str = ""
+    also: Edit | None = None
 
     def apply(self, source: str) -> str | None:
+        """The text with the change (and `also`) made; the later line first, so that the earlier
+        one's number still holds."""
+        if self.also is not None:
+            first, then = (self.also, self._alone()) if self.also.line > self.line else (self._alone(), self.also)
+            text = first.apply(source)
+            return None if text is None else then.apply(text)
         lines = source.split("\n")
         if not 1 <= self.line <= len(lines):
             return None
@@ -45,15 +53,30 @@ class Edit:
             if self.old not in text:
                 return None
             lines[self.line - 1] = text.replace(self.old, self.new, 1)
+        elif self.mode == "delete":
+            del lines[self.line - 1]
         else:
             indent = text[: len(text) - len(text.lstrip())]
             at = self.line - 1 if self.mode == "before" else self.line
             lines.insert(at, indent + self.new)
         return "\n".join(lines)
 
-    def as_source_edit(self, source: str, file: str) -> SourceEdit | None:
-        """The same change as a `kir.diagnostics.Edit` (what `Diagnostic.edits` carries): a
-        replacement within the line, or a whole line inserted at the start of the next one."""
+    def _alone(self) -> Edit:
+        return Edit(self.line, self.mode, self.new, self.old)
+
+    def as_source_edits(self, source: str, file: str) -> tuple[SourceEdit, ...] | None:
+        """The same change as `kir.diagnostics.Edit`s (what `Diagnostic.edits` carries): a
+        replacement within the line, a whole line inserted at the start of the next one, or a
+        line removed with its newline."""
+        mine = self._alone()._source_edit(source, file)
+        if mine is None:
+            return None
+        if self.also is None:
+            return (mine,)
+        more = self.also.as_source_edits(source, file)
+        return None if more is None else (mine, *more)
+
+    def _source_edit(self, source: str, file: str) -> SourceEdit | None:
         lines = source.split("\n")
         if not 1 <= self.line <= len(lines):
             return None
@@ -63,6 +86,8 @@ class Edit:
             return (
                 None if col == 0 else SourceEdit(Span(self.line, col, self.line, col + len(self.old), file), self.new)
             )
+        if self.mode == "delete":
+            return SourceEdit(Span(self.line, 1, self.line + 1, 1, file), "") if self.line < len(lines) else None
         indent = text[: len(text) - len(text.lstrip())]
         if self.mode == "before":
             return SourceEdit(Span(self.line, 1, self.line, 1, file), f"{indent}{self.new}\n")
