@@ -285,6 +285,7 @@ class Symbolic:
         self._loop_taint: dict[SSAValue, str] = {}
         self._lanes: dict[tuple, tuple[z3.ArithRef, ...]] = {}
         self._lane_extents: dict[str, int | None] = {}  # lane variable -> its static extent
+        self._lane_ranges: dict[str, str] = {}  # lane variable -> the extent it ranges over
         self._affine: dict[int, tuple[z3.ExprRef, _Affine | None]] = {}
         self._affine_ids: dict[int, _Affine | None] = {}  # subterms of the expressions kept above
         self.unknowns = 0
@@ -473,7 +474,13 @@ class Symbolic:
         if key not in self._lanes:
             out = []
             for i, d in enumerate(shape):
-                lane, low, high = _TERMS.make("lane", _lane, f"lane{i}@{tag}", self.sym(d))
+                # A lane's name stands for its range: a tag asked again with another extent in
+                # this dimension gets lanes of their own (sharing one would put the narrower
+                # range's facts on the wider access, and hide its failures).
+                name = f"lane{i}@{tag}"
+                while self._lane_ranges.setdefault(name, str(d)) != str(d):
+                    name += "'"
+                lane, low, high = _TERMS.make("lane", _lane, name, self.sym(d))
                 out.append(lane)
                 self._lane_extents[lane.decl().name()] = self.ctx.static(d)
                 self.fact(low, lane)
