@@ -34,7 +34,7 @@ from kir.program import Program
 from lowering import lower, targets
 from lowering.compile import compile_program
 from lowering.emit.base import program_level
-from verifier.check import check_program
+from verifier.check import check_program, read_fixes_held
 from verifier.facts import CHECKS
 
 STAGES = ("parse", "verify", "cost", "lower", "compile", "run")
@@ -241,7 +241,10 @@ def evaluate(
     state: dict[str, Any] = {}
 
     def parse_stage() -> None:
-        program = candidate.program or parse(candidate.text, file=candidate.file)
+        try:
+            program = candidate.program or parse(candidate.text, file=candidate.file)
+        except KirError as err:  # its fixes checked by the rules, as a verified program's are
+            raise KirError(read_fixes_held(candidate.text, candidate.file, err.diagnostics)) from None
         state["program"] = program
         run.values.update(kernel=" + ".join(k.name for k in program.kernels()))  # several: in launch order
         unknown = unknown_params(program, candidate.param_values)
