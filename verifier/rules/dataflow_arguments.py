@@ -41,7 +41,6 @@ from verifier.rules.dataflow_facts import (
     access_parts,
     arg_name,
     argument_span,
-    dropped_statement,
     factor_text,
     feeding_ops,
     index_terms,
@@ -805,9 +804,7 @@ def _input_fixes(ctx: Context, op: Operation, ref: Ref, name: str) -> list[Fix]:
             fixes.append((f"write the result to `{new}`, the output nothing writes", renamed_in(ctx, op, name, new)))
     value = op.value if isinstance(op, tl.StoreOp) else None
     if value is not None and isinstance(value.owner, tl.LoadOp) and value.owner.mem is ref.mem:
-        fixes.append(
-            (f"drop this store: it writes back the value just loaded from `{name}`", dropped_statement(ctx, op))
-        )
+        fixes.append((f"drop this store: it writes back the value just loaded from `{name}`", ctx.drop_line(op)))
     fixes.append(
         (
             f"declare `{name}` as an output: `{name}: out global ...`",

@@ -26,7 +26,6 @@ from verifier.registry import rule
 from verifier.rules.dataflow_facts import (
     arg_name,
     argument_span,
-    dropped_statement,
     name_of,
     reads,
     renamed_in,
@@ -322,7 +321,7 @@ def _reset_in_loop(ctx: Context) -> Iterator[Diagnostic]:
             if not isinstance(reset, Operation):
                 continue
             line = getattr(ctx.span(reset), "line", 0)
-            fix = first_fix(ctx, "dataflow.dead-store", line, [dropped_statement(ctx, reset)])
+            fix = first_fix(ctx, "dataflow.dead-store", line, [ctx.drop_line(reset)])
             yield ctx.report(
                 reset,
                 f"`{name}` is carried by the loop, but each iteration reassigns it here without reading its previous "
@@ -487,9 +486,9 @@ def _overwrite_fixes(ctx: Context, name: str, op: Operation, later: Operation) -
     return [
         (
             f"drop the assignment on line {_line(ctx, later)}, which overwrites `{name}` before any use",
-            dropped_statement(ctx, later),
+            ctx.drop_line(later),
         ),
-        ("drop this assignment", dropped_statement(ctx, op)),
+        ("drop this assignment", ctx.drop_line(op)),
     ]
 
 
@@ -503,7 +502,7 @@ def _store_fixes(ctx: Context, first: tl.StoreOp, second: tl.StoreOp) -> list[Fi
         if old and new and same_tensor_type(output, first.mem):
             edit = renamed_in(ctx, second, old, new)
             fixes.append((f"write the store on line {_line(ctx, second)} to `{new}`, the output nothing writes", edit))
-    fixes.append(("drop this store", dropped_statement(ctx, first)))
+    fixes.append(("drop this store", ctx.drop_line(first)))
     return fixes
 
 
@@ -518,7 +517,7 @@ def _unused_fixes(ctx: Context, load: tl.LoadOp, tensor: str, live: set[Operatio
     fixes: list[Fix] = [
         (
             f"drop the assignment on line {_line(ctx, later)}, which overwrites the value computed from this load (the dead store's fix)",
-            dropped_statement(ctx, later),
+            ctx.drop_line(later),
         )
         for later in _overwriting(load.res)[:1]
     ]
@@ -530,7 +529,7 @@ def _unused_fixes(ctx: Context, load: tl.LoadOp, tensor: str, live: set[Operatio
     for info in ctx.ops(tl.StoreOp):
         if info.op in live and len(fixes) < 3:
             fixes += _applied(ctx, info.op, name, "+" if added else "*")
-    fixes.append((f"drop the load: nothing uses `{name}`", dropped_statement(ctx, cast(Operation, end.owner))))
+    fixes.append((f"drop the load: nothing uses `{name}`", ctx.drop_line(cast(Operation, end.owner))))
     return fixes
 
 

@@ -131,21 +131,6 @@ def line_of(ctx: Context, line: int) -> str | None:
     return lines[line - 1] if 1 <= line <= len(lines) else None
 
 
-def dropped_statement(ctx: Context, op: Operation) -> Edit | None:
-    """The edit that removes the statement `op` is (its line, `name = ` and a comment aside),
-    from the end of the line above: the lines below move up by one."""
-    span, text = ctx.span(op), ctx.text_of(op)
-    if span is None or text is None or span.line < 2:
-        return None
-    line, above = line_of(ctx, span.line), line_of(ctx, span.line - 1)
-    if line is None or above is None:
-        return None
-    names = ", ".join(r.name_hint or "?" for r in op.results)
-    if line.split("#")[0].strip() not in (text, f"{names} = {text}"):
-        return None
-    return Edit(Span(span.line - 1, len(above) + 1, span.line, len(line) + 1, span.file), "")
-
-
 def argument_span(ctx: Context, op: Operation, keyword: str | None, position: int = 0) -> Span | None:
     """The span of the value of `keyword = ...` among the top-level arguments of `op`'s call, or
     (keyword None) of its positional argument at `position`."""
