@@ -3,7 +3,9 @@ the rule verifier."""
 
 from __future__ import annotations
 
-from kir.diagnostics import Diagnostic, KirError
+from pathlib import Path
+
+from kir.diagnostics import Diagnostic, KirError, apply_edits
 from kir.parser import parse
 from verifier.check import check_program
 from verifier.registry import BAD_MARKER
@@ -28,3 +30,21 @@ def marked(text: str) -> tuple[int, str | None]:
 
 def describe(diags: list[Diagnostic]) -> str:
     return "; ".join(f"{d.rule}@{d.span.line if d.span else '?'}: {d.message}" for d in diags) or "no diagnostics"
+
+
+HERE = Path(__file__).parent
+
+
+def code(text: str) -> list[str]:
+    """The program's statements, without comments and blank lines (to compare a fixed program
+    with its twin)."""
+    return [s for line in text.splitlines() if (s := line.split("#")[0].rstrip())]
+
+
+def fixed(name: str, rule: str, line: int) -> tuple[str, str]:
+    """The corpus program `name` (`<corpus>/<family>/<program>`, under tests/verifier) with the
+    edits of its one diagnostic of `rule` at `line` made, and that diagnostic's hint."""
+    text = (HERE / f"{name}.bad.kir").read_text()
+    (diag,) = [d for d in diagnose(text, name) if d.rule == rule and d.span is not None and d.span.line == line]
+    assert diag.edits, diag.hint
+    return apply_edits(text, diag.edits), diag.hint

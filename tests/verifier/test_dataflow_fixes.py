@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kir.diagnostics import apply_edits
-from tests.verifier.harness import diagnose
+from tests.verifier.harness import code, diagnose, fixed
 from verifier import RULES, load_rules
 
 load_rules()
@@ -52,17 +52,10 @@ TWINS = [
 ]
 
 
-def _code(text: str) -> list[str]:
-    return [s for line in text.splitlines() if (s := line.split("#")[0].rstrip())]
-
-
 @pytest.mark.parametrize(("program", "line", "rule"), TWINS, ids=[f"{p}@{n}" for p, n, _ in TWINS])
 def test_the_edit_gives_the_fixed_twin(program: str, line: int, rule: str):
-    bad = (HERE / f"{program}.bad.kir").read_text()
-    good = (HERE / f"{program}.good.kir").read_text()
-    (diag,) = [d for d in diagnose(bad, program) if d.rule == rule and d.span and d.span.line == line]
-    assert diag.edits, diag.hint
-    assert _code(apply_edits(bad, diag.edits)) == _code(good)
+    after, _ = fixed(program, rule, line)
+    assert code(after) == code((HERE / f"{program}.good.kir").read_text())
 
 
 def _dataflow_diagnostics():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kir.diagnostics import apply_edits
-from tests.verifier.harness import diagnose
+from tests.verifier.harness import code, diagnose, fixed
 
 HERE = Path(__file__).parent
 
@@ -26,18 +26,6 @@ TWINS = [
     ("user_corpus/numerics/logsumexp_no_shift", "numerics.unshifted-exp", 10),
     ("user_corpus/numerics/softmax_no_max", "numerics.unshifted-exp", 11),
 ]
-
-
-def code(text: str) -> list[str]:
-    """The program's statements, without comments and blank lines."""
-    return [line.split("#")[0].rstrip() for line in text.splitlines() if line.split("#")[0].strip()]
-
-
-def fixed(name: str, rule: str, line: int) -> tuple[str, str]:
-    text = (HERE / f"{name}.bad.kir").read_text()
-    (diag,) = [d for d in diagnose(text, name) if d.rule == rule and d.span is not None and d.span.line == line]
-    assert diag.edits, diag.hint
-    return apply_edits(text, diag.edits), diag.hint
 
 
 @pytest.mark.parametrize(("name", "rule", "line"), TWINS, ids=[f"{n}:{r}" for n, r, _ in TWINS])

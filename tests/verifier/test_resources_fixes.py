@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.verifier.test_numerics_fixes import code, fixed
+from tests.verifier.harness import code, fixed
 
 HERE = Path(__file__).parent
 

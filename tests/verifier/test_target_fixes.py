@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from kir.diagnostics import apply_edits
-from tests.verifier.harness import diagnose
-from tests.verifier.test_numerics_fixes import code, fixed
+from tests.verifier.harness import code, diagnose, fixed
 
 HERE = Path(__file__).parent
 
